@@ -1,0 +1,118 @@
+"""Exception types and the one message format every check in sketchsyn uses.
+
+Every error caused by a bad argument or bad data is a subclass of :class:`ValueError`, so
+``except ValueError`` catches them all; the subclasses let callers tell them apart.
+
+>>> from sketchsyn.errors import check_int
+>>> check_int(0, "k", "PrivHP", minimum=1)
+Traceback (most recent call last):
+...
+sketchsyn.errors.ParameterError: The 'k' parameter of PrivHP must be an int >= 1. Got 0 instead.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from fractions import Fraction
+
+__all__ = [
+    "BudgetExceededError",
+    "IncompatibleError",
+    "InputError",
+    "ParameterError",
+    "ReleasedError",
+    "SerializationError",
+    "check_choice",
+    "check_epsilon",
+    "check_int",
+    "check_positive",
+]
+
+
+class ParameterError(ValueError):
+    """A constructor or function parameter has an invalid value."""
+
+
+class InputError(ValueError):
+    """A data item or batch is invalid (NaN, wrong shape, negative key, ...).
+
+    The whole batch is refused and the summary is left exactly as it was.
+    """
+
+
+class IncompatibleError(ValueError):
+    """Two summaries cannot be combined (different width, depth, seeds, domain, ...)."""
+
+
+class SerializationError(ValueError):
+    """A serialised blob is truncated, altered, of another kind or of an unknown version."""
+
+
+class BudgetExceededError(ValueError):
+    """A privacy accountant was asked to spend more than it has left."""
+
+
+class ReleasedError(RuntimeError):
+    """A one-pass summary was updated after its release.
+
+    Its noise was drawn once; releasing the same noise at two stream positions would reveal the
+    exact count of the items in between, so a released summary refuses further updates.
+    """
+
+
+def _fail(name: str, owner: str, requirement: str, value: object) -> ParameterError:
+    return ParameterError(
+        f"The {name!r} parameter of {owner} must be {requirement}. Got {value!r} instead."
+    )
+
+
+def check_int(
+    value: object,
+    name: str,
+    owner: str,
+    minimum: int | None = None,
+    maximum: int | None = None,
+) -> int:
+    """Return ``value`` as a Python int, or raise :class:`ParameterError`.
+
+    Booleans and non-integral floats are refused; numpy integers are accepted.
+    """
+    if minimum is not None and maximum is not None:
+        requirement = f"an int in [{minimum}, {maximum}]"
+    elif minimum is not None:
+        requirement = f"an int >= {minimum}"
+    elif maximum is not None:
+        requirement = f"an int <= {maximum}"
+    else:
+        requirement = "an int"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise _fail(name, owner, requirement, value)
+    ivalue = int(value)
+    if (minimum is not None and ivalue < minimum) or (maximum is not None and ivalue > maximum):
+        raise _fail(name, owner, requirement, value)
+    return ivalue
+
+
+def check_positive(value: object, name: str, owner: str) -> float:
+    """Return ``value`` as a float that is finite and > 0, or raise :class:`ParameterError`."""
+    requirement = "a finite real number > 0"
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, Fraction)):
+        raise _fail(name, owner, requirement, value)
+    fvalue = float(value)
+    if not math.isfinite(fvalue) or fvalue <= 0:
+        raise _fail(name, owner, requirement, value)
+    return fvalue
+
+
+def check_epsilon(value: object, owner: str, name: str = "epsilon") -> float:
+    """Check a privacy budget: a finite real number > 0."""
+    return check_positive(value, name, owner)
+
+
+def check_choice(value: object, name: str, owner: str, choices: tuple[str, ...]) -> str:
+    """Return ``value`` if it is one of ``choices``, else raise :class:`ParameterError`."""
+    if not isinstance(value, str) or value not in choices:
+        options = ", ".join(repr(c) for c in choices)
+        raise _fail(name, owner, f"one of {options}", value)
+    return value
