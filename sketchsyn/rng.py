@@ -58,6 +58,22 @@ class RandomSource:
             return np.frombuffer(os.urandom(8 * size), dtype="<u8").astype(_U64, copy=True)
         return self._gen.integers(0, 2**64, size=size, dtype=_U64, endpoint=False)
 
+    def uint32(self, size: int) -> np.ndarray:
+        """``size`` independent uniform 32-bit words."""
+        size = int(size)
+        if self._gen is None:
+            return np.frombuffer(os.urandom(4 * size), dtype="<u4").astype(np.uint32, copy=True)
+        return self._gen.integers(0, 2**32, size=size, dtype=np.uint32, endpoint=False)
+
+    def bits(self, size: int) -> np.ndarray:
+        """``size`` independent fair bits (bool), one random byte each."""
+        size = int(size)
+        if self._gen is None:
+            raw = np.frombuffer(os.urandom(size), dtype=np.uint8)
+        else:
+            raw = self._gen.integers(0, 256, size=size, dtype=np.uint8)
+        return (raw & np.uint8(1)).astype(bool)
+
     def integers(self, high: int | np.ndarray, size: int | None = None) -> np.ndarray:
         """Exactly uniform integers in ``[0, high)`` as int64 (``high`` ≤ 2**62, scalar or array).
 
@@ -65,27 +81,45 @@ class RandomSource:
         result is exactly uniform, not approximately.
         """
         high_arr = np.asarray(high, dtype=np.int64)
-        if size is None:
-            size = int(high_arr.size) if high_arr.ndim else 1
-            shape = high_arr.shape
-        else:
-            shape = (int(size),)
-        if np.any(high_arr < 1) or np.any(high_arr > 2**62):
+        if high_arr.size and (high_arr.min() < 1 or high_arr.max() > 2**62):
             raise ParameterError(
                 f"The 'high' parameter of RandomSource.integers must be in [1, 2**62]. "
                 f"Got {high!r} instead."
             )
-        h = np.broadcast_to(high_arr, shape).astype(_U64).ravel()
+        if size is None:
+            shape = high_arr.shape
+        else:
+            shape = (int(size),)
+        if high_arr.size and high_arr.max() <= 2**32:
+            return self._integers32(high_arr, shape)
+        h = np.broadcast_to(high_arr.astype(_U64), shape).ravel()
         n = h.size
-        out = np.empty(n, dtype=_U64)
-        todo = np.arange(n)
-        # Words below limit = floor(2**64 / h) * h are accepted: exactly uniform modulo h.
-        limit_all = (np.iinfo(_U64).max - (np.iinfo(_U64).max % h + 1) % h) if n else h
-        while todo.size:
-            w = self.uint64(todo.size)
-            ok = w <= limit_all[todo]
-            out[todo[ok]] = w[ok] % h[todo[ok]]
-            todo = todo[~ok]
+        # Words w <= limit = 2**64 − 1 − (2**64 mod h) are accepted, so w % h is exactly uniform.
+        top = _U64(np.iinfo(_U64).max)
+        limit = top - (top % h + _U64(1)) % h
+        words = self.uint64(n)
+        out = words % h
+        bad = np.flatnonzero(words > limit)
+        while bad.size:  # rare: probability < h / 2**64 per draw
+            w = self.uint64(bad.size)
+            ok = w <= limit[bad]
+            out[bad[ok]] = w[ok] % h[bad[ok]]
+            bad = bad[~ok]
+        return out.astype(np.int64).reshape(shape)
+
+    def _integers32(self, high_arr: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        """``integers`` for bounds ≤ 2**32, on 32-bit words (exactly uniform by rejection)."""
+        h = np.broadcast_to(high_arr.astype(_U64), shape).ravel()
+        # Words w < limit = 2**32 − (2**32 mod h) are accepted.
+        limit = _U64(2**32) - (_U64(2**32) % h)
+        words = self.uint32(h.size).astype(_U64)
+        out = words % h
+        bad = np.flatnonzero(words >= limit)
+        while bad.size:
+            w = self.uint32(bad.size).astype(_U64)
+            ok = w < limit[bad]
+            out[bad[ok]] = w[ok] % h[bad[ok]]
+            bad = bad[~ok]
         return out.astype(np.int64).reshape(shape)
 
     def random(self, size: int | tuple[int, ...]) -> np.ndarray:

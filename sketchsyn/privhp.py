@@ -1,0 +1,654 @@
+"""PrivHP: one-pass private synthetic data in bounded memory (seed 002, Algorithms 2–4).
+
+The domain is cut in half level by level (``domain.encode`` gives each item its Morton code).
+Levels ``0 … L_k`` (``L_k = floor(log2 k)``) keep an exact counter for every cell, each started at
+``Lap_Z(1/σ_l)``; every deeper level ``L_k+1 … r`` keeps one private Count-Min (or Count Sketch)
+of ``width × sketch_depth`` cells, each started at ``Lap_Z(sketch_depth/σ_l)``. The state is
+therefore private at every moment, and ``Σ σ_l = ε`` (Theorem 2). ``release()`` makes the top of
+the tree consistent, grows it level by level through the top-``k`` cells of each level using the
+sketches' estimates (Algorithm 3, even-split consistency of Algorithm 4) and returns a
+:class:`~sketchsyn.distribution.PrivateDistribution`.
+
+Privacy: pure ε-DP, event level, **add/remove one item** (``neighbours="add-remove"``, the
+paper's Theorem 2). Under replace-one neighbours the same noise gives 2ε; pass
+``neighbours="replace"`` to double every noise scale so that the object is ε-DP for replace-one.
+Public parameters (not protected): the domain bounds, ``k``, ``width``, ``sketch_depth``, ``depth``,
+the hash ``seed`` and the allocation. The number of rows dropped by an out-of-bounds policy of
+``"drop"`` (``n_dropped``) and ``n_seen`` are exact, non-private diagnostics for the data holder;
+they are not part of the release.
+
+>>> import numpy as np
+>>> from sketchsyn import Box, PrivHP
+>>> X = np.random.default_rng(0).beta(2, 5, size=(20_000, 2))
+>>> php = PrivHP(Box.unit(2), epsilon=1.0, k=16, width=256, depth=12, rng=1)
+>>> php.update_many(X)
+>>> release = php.release()
+>>> release.sample(5, rng=2).shape
+(5, 2)
+>>> round(float(php.sigmas.sum()), 12)
+1.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from . import accounting, tree
+from .distribution import PrivateDistribution
+from .errors import (
+    IncompatibleError,
+    InputError,
+    ParameterError,
+    ReleasedError,
+    check_choice,
+    check_epsilon,
+    check_int,
+)
+from .hashing import murmur3_32
+from .noise import discrete_laplace
+from .rng import RNGLike, as_source
+from .serial import pack, unpack
+from .sketches import CountMinSketch, CountSketch
+
+__all__ = ["PrivHP"]
+
+_KIND = "PrivHP"
+_VERSION = 1
+_SKETCHES = {"count-min": CountMinSketch, "count-sketch": CountSketch}
+# Fixed per-object overhead counted in nbytes: the σ array and small scalars.
+_HEADER_BYTES = 64
+
+
+class _ReleaseGuard:
+    """Shared by an object and its snapshots: one noise draw is released at one stream position."""
+
+    __slots__ = ("position", "release", "tree")
+
+    def __init__(self) -> None:
+        self.position: int | None = None
+        self.release: PrivateDistribution | None = None
+        self.tree: Any = None
+
+
+class PrivHP:
+    """One-pass PrivHP summary (pure ε-DP synthetic data generator in bounded memory).
+
+    Parameters
+    ----------
+    domain : Box or BitDomain
+        Public domain; its ``encode`` turns points into Morton codes.
+    epsilon : float
+        Total privacy budget ε > 0; split over the levels as ``σ_0 … σ_r`` (``sigmas``).
+    k : int
+        Pruning parameter: cells kept per level when the tree is grown (``k ≥ 1``). With
+        ``k ≥ 2**depth`` every level keeps exact counters, no sketch is used, and PrivHP is the
+        full-tree mechanism (memory ``O(2**depth)``).
+    width : int
+        Width ``w`` of each level's sketch.
+    sketch_depth : int, default 3
+        Rows ``j`` of each level's sketch.
+    depth : int, optional
+        Depth ``r`` of the hierarchy (``1 ≤ r ≤ domain.max_depth``). Derived from
+        ``expected_n`` when not given (SPEC §3: ``r = ceil(log2(ε n))``, minus one for d = 1).
+    expected_n : int, optional
+        Expected stream length, used only to choose ``depth``. It is a public guess, not data.
+    sketch : {"count-min", "count-sketch"}
+        Sketch used on the levels below ``L_k``.
+    allocation : {"optimal", "uniform"}
+        Per-level budget split: Lemma 5 (eq. 23) or ``ε/(r+1)`` per level.
+    seed : int
+        Public hash seed; the level-``l`` sketch hashes with seed ``seed + l`` (mod 2**32).
+        Objects that should merge must share it.
+    rng : None, int, SeedSequence or Generator
+        Noise randomness; ``None`` (default) is the OS CSPRNG. A seed makes the noise
+        reproducible and **not private against anyone who knows it**.
+    neighbours : {"add-remove", "replace"}
+        Neighbouring relation the ε guarantee refers to (``"replace"`` doubles every noise scale).
+    raw : bool, default False
+        When True no noise is added at construction: the state is **not private** and the noise is
+        drawn once at ``release()``. Use it to merge exact summaries from trusted collectors.
+
+    Attributes
+    ----------
+    L_k : int
+        ``min(floor(log2 k), depth)``, the deepest level with exact counters.
+    sigmas : ndarray
+        ``σ_0 … σ_r``, the budget of each level; ``sigmas.sum() == epsilon``.
+    noise_scales : ndarray
+        Scale of the integer Laplace noise of each level: ``1/σ_l`` on counter levels and
+        ``sketch_depth/σ_l`` on sketch levels (times 2 for ``neighbours="replace"``).
+    """
+
+    def __init__(
+        self,
+        domain: Any,
+        epsilon: float,
+        k: int,
+        width: int,
+        sketch_depth: int = 3,
+        depth: int | None = None,
+        expected_n: int | None = None,
+        sketch: str = "count-min",
+        allocation: str = "optimal",
+        seed: int = 0,
+        rng: RNGLike = None,
+        *,
+        neighbours: str = "add-remove",
+        raw: bool = False,
+    ) -> None:
+        if not hasattr(domain, "encode") or not hasattr(domain, "max_depth"):
+            raise ParameterError(
+                f"The 'domain' parameter of PrivHP must be a sketchsyn domain (Box, BitDomain). "
+                f"Got {domain!r} instead."
+            )
+        self._domain = domain
+        self._epsilon = check_epsilon(epsilon, "PrivHP")
+        self._k = check_int(k, "k", "PrivHP", minimum=1)
+        self._width = check_int(width, "width", "PrivHP", minimum=1)
+        self._sketch_depth = check_int(sketch_depth, "sketch_depth", "PrivHP", minimum=1)
+        self._sketch = check_choice(sketch, "sketch", "PrivHP", tuple(_SKETCHES))
+        self._allocation = check_choice(allocation, "allocation", "PrivHP", ("optimal", "uniform"))
+        self._neighbours = check_choice(
+            neighbours, "neighbours", "PrivHP", ("add-remove", "replace")
+        )
+        self._seed = check_int(seed, "seed", "PrivHP", minimum=0, maximum=2**32 - 1)
+        self._raw = bool(raw)
+        self._L_k = int(self._k).bit_length() - 1
+        max_depth = int(domain.max_depth)
+        if depth is None:
+            if expected_n is None:
+                raise ParameterError(
+                    "PrivHP needs either 'depth' or 'expected_n' (to derive the depth). Got neither."
+                )
+            n = check_int(expected_n, "expected_n", "PrivHP", minimum=1)
+            depth = accounting.privhp_depth(self._epsilon, n, domain.d, self._k)
+            depth = max(min(int(depth), max_depth), 1)
+        elif expected_n is not None:
+            check_int(expected_n, "expected_n", "PrivHP", minimum=1)
+        self._depth = check_int(depth, "depth", "PrivHP", minimum=1, maximum=max_depth)
+        # k >= 2**depth: every level has exact counters and no sketch is used (the full-tree
+        # mechanism, seed 002's sanity statement), so the counter levels stop at the depth.
+        self._L_k = min(self._L_k, self._depth)
+        self._expected_n = None if expected_n is None else int(expected_n)
+
+        gammas = np.array([domain.gamma(level) for level in range(-1, self._depth + 1)])
+        self._sigmas = np.asarray(
+            accounting.privhp_allocation(
+                self._epsilon, self._k, self._depth, gammas=gammas, allocation=self._allocation
+            ),
+            dtype=np.float64,
+        )
+        factor = 2.0 if self._neighbours == "replace" else 1.0
+        # The budget each structure is built with; with "replace" each structure gets σ_l / 2.
+        self._level_eps = self._sigmas / factor
+
+        self._source = as_source(rng)
+        streams = self._source.spawn(self._depth + 2)
+        self._release_stream = streams[-1]
+        n_tree = 2 ** (self._L_k + 1) - 1
+        self._tree = np.zeros(n_tree, dtype=np.int64)
+        if not self._raw:
+            for level in range(self._L_k + 1):
+                lo, hi = 2**level - 1, 2 ** (level + 1) - 1
+                self._tree[lo:hi] = discrete_laplace(
+                    1.0 / self._level_eps[level], hi - lo, rng=streams[level]
+                )
+        self._sketches = []
+        cls = _SKETCHES[self._sketch]
+        for level in range(self._L_k + 1, self._depth + 1):
+            self._sketches.append(
+                cls(
+                    self._width,
+                    self._sketch_depth,
+                    epsilon=None if self._raw else float(self._level_eps[level]),
+                    seed=(self._seed + level) % 2**32,
+                    rng=streams[level],
+                )
+            )
+        self._bind_bank()
+        self._n_seen = 0
+        self._n_dropped = 0
+        self._frozen = False
+        self._guard = _ReleaseGuard()
+
+    # ------------------------------------------------------------------ state layout
+    def _bind_bank(self) -> None:
+        """Put every sketch table in one contiguous (levels, j, w) bank for one-call updates."""
+        n_levels = len(self._sketches)
+        self._bank = np.zeros((n_levels, self._sketch_depth, self._width), dtype=np.int64)
+        for i, sk in enumerate(self._sketches):
+            self._bank[i] = sk._table
+            sk._table = self._bank[i]
+        fams = [sk._family for sk in self._sketches]
+        shape = (n_levels, self._sketch_depth, 1)
+        self._row_seeds = np.array([f.row_seeds for f in fams], dtype=np.uint32).reshape(shape)
+        self._sign_seeds = (
+            np.array([f.sign_seeds for f in fams], dtype=np.uint32).reshape(shape)
+            if self._sketch == "count-sketch"
+            else None
+        )
+
+    # ------------------------------------------------------------------ read-only parameters
+    @property
+    def domain(self) -> Any:
+        """The public domain."""
+        return self._domain
+
+    @property
+    def epsilon(self) -> float:
+        """The total privacy budget ε this summary spends (for the stated neighbours)."""
+        return self._epsilon
+
+    @property
+    def k(self) -> int:
+        """Pruning parameter."""
+        return self._k
+
+    @property
+    def width(self) -> int:
+        """Sketch width ``w``."""
+        return self._width
+
+    @property
+    def sketch_depth(self) -> int:
+        """Sketch rows ``j``."""
+        return self._sketch_depth
+
+    @property
+    def depth(self) -> int:
+        """Depth ``r`` of the hierarchy."""
+        return self._depth
+
+    @property
+    def L_k(self) -> int:  # noqa: N802 (the paper's name)
+        """Deepest level with exact counters, ``floor(log2 k)``."""
+        return self._L_k
+
+    @property
+    def sigmas(self) -> np.ndarray:
+        """Per-level budgets ``σ_0 … σ_r`` (a copy); they sum to ``epsilon``."""
+        return self._sigmas.copy()
+
+    @property
+    def noise_scales(self) -> np.ndarray:
+        """Integer Laplace scale used on each level (``1/σ_l`` or ``j/σ_l``, ×2 for replace)."""
+        scales = 1.0 / self._level_eps
+        scales[self._L_k + 1 :] *= self._sketch_depth
+        return scales
+
+    @property
+    def sketches(self) -> list:
+        """The level sketches ``L_k+1 … r`` (read them, do not update them directly)."""
+        return list(self._sketches)
+
+    @property
+    def n_seen(self) -> int:
+        """Rows counted so far (exact; a diagnostic for the data holder, not private)."""
+        return self._n_seen
+
+    @property
+    def n_dropped(self) -> int:
+        """Rows dropped by the domain's ``"drop"`` policy (exact; not private)."""
+        return self._n_dropped
+
+    @property
+    def released(self) -> bool:
+        """True once this summary (or a snapshot of it) has been released."""
+        return self._guard.position is not None
+
+    @property
+    def partition_tree(self) -> Any:
+        """The grown, consistent tree of the release (all nodes, not only leaves).
+
+        Raises :class:`ReleasedError` before ``release()``; it is post-processing of the release.
+        """
+        tree_ = getattr(self._guard, "tree", None)
+        if tree_ is None:
+            raise ReleasedError("partition_tree exists only after release()")
+        return tree_
+
+    @property
+    def nbytes(self) -> int:
+        """State size in bytes: ``8·(w·j·(r − L_k) + 2^{L_k+1} − 1) + 8·(r + 1) + 64``.
+
+        It is fixed at construction and does not grow with the stream. ``release()`` builds a tree
+        of at most ``2^{L_k+1} − 1 + 2k(r − L_k)`` nodes (16 bytes each) on top of it.
+        """
+        return int(self._bank.nbytes + self._tree.nbytes + self._sigmas.nbytes + _HEADER_BYTES)
+
+    @staticmethod
+    def memory_bytes(k: int, width: int, sketch_depth: int, depth: int) -> int:
+        """The ``nbytes`` a PrivHP with these parameters has, without building it.
+
+        >>> PrivHP.memory_bytes(k=64, width=1024, sketch_depth=3, depth=24)
+        442696
+        """
+        L_k = min(int(k).bit_length() - 1, depth)
+        cells = width * sketch_depth * (depth - L_k) + 2 ** (L_k + 1) - 1
+        return 8 * cells + 8 * (depth + 1) + _HEADER_BYTES
+
+    # ------------------------------------------------------------------ updates
+    def _check_open(self) -> None:
+        if self._frozen:
+            raise ReleasedError("this PrivHP is a snapshot; snapshots are read-only")
+        if self._guard.position is not None:
+            raise ReleasedError(
+                "this PrivHP was released; its noise was drawn once, so it accepts no more "
+                "updates (releasing it again at a later stream position would reveal the "
+                "exact count of the items in between)"
+            )
+
+    def update(self, x: Any) -> None:
+        """Add one item (a point of the domain)."""
+        arr = np.asarray(x)
+        if self._domain.d == 1 and arr.ndim == 0:
+            arr = arr.reshape(1)
+        elif arr.ndim == 1 and self._domain.d > 1:
+            arr = arr.reshape(1, -1)
+        elif arr.ndim == 1 and arr.shape[0] == 1:
+            pass
+        else:
+            raise InputError(
+                f"update(x) takes one point of dimension {self._domain.d}; got an array of shape "
+                f"{arr.shape}. Use update_many for batches."
+            )
+        self.update_many(arr)
+
+    def update_many(self, X: Any) -> None:
+        """Add a batch of items (the fast path). The batch is checked whole before any change."""
+        self._check_open()
+        codes, dropped = self._domain.encode(X, self._depth, return_dropped=True)
+        self._add_codes(np.asarray(codes, dtype=np.uint64))
+        self._n_dropped += int(dropped)
+
+    def _add_codes(self, codes: np.ndarray) -> None:
+        if codes.size == 0:
+            return
+        tree_counts, bank_counts = self._level_counts(codes)
+        self._tree += tree_counts
+        self._bank += bank_counts
+        self._n_seen += int(codes.size)
+
+    def _level_counts(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Exact per-cell increments of the counters and of every sketch cell for ``codes``."""
+        r, L = self._depth, self._L_k
+        # Counter levels 0..L_k: index (2^l − 1) + prefix in the heap layout.
+        top = codes >> np.uint64(r - L)
+        parts = [top >> np.uint64(L - level) for level in range(L + 1)]
+        flat = np.concatenate(
+            [p.astype(np.int64) + (2**level - 1) for level, p in enumerate(parts)]
+        )
+        tree_counts = np.bincount(flat, minlength=self._tree.size)
+        bank_counts = np.zeros_like(self._bank)
+        n_levels = len(self._sketches)
+        if n_levels == 0:
+            return tree_counts, bank_counts
+        # Sketch levels are split across two threads (numpy releases the GIL).
+        chunks = np.array_split(np.arange(n_levels), 2 if codes.size >= 8192 else 1)
+        chunks = [c for c in chunks if c.size]
+
+        def work(idx: np.ndarray) -> None:
+            for i in idx:
+                level = L + 1 + int(i)
+                prefix = codes >> np.uint64(r - level)
+                h = murmur3_32(prefix[None, :], self._row_seeds[i])
+                buckets = (h.astype(np.uint64) * np.uint64(self._width)) >> np.uint64(32)
+                flat_i = buckets.astype(np.int64) + self._row_offsets
+                if self._sign_seeds is None:
+                    counts = np.bincount(flat_i.ravel(), minlength=self._bank[i].size)
+                else:
+                    s = murmur3_32(prefix[None, :], self._sign_seeds[i])
+                    signs = 1.0 - 2.0 * (s & np.uint32(1)).astype(np.float64)
+                    counts = np.rint(
+                        np.bincount(flat_i.ravel(), weights=signs.ravel(), minlength=self._bank[i].size)
+                    ).astype(np.int64)
+                bank_counts[i] = counts.reshape(self._bank[i].shape)
+
+        if len(chunks) == 1:
+            work(chunks[0])
+        else:
+            with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
+                list(pool.map(work, chunks))
+        return tree_counts, bank_counts
+
+    @property
+    def _row_offsets(self) -> np.ndarray:
+        return (np.arange(self._sketch_depth, dtype=np.int64) * self._width)[:, None]
+
+    def consume(self, iterable: Iterable[Any], batch_size: int = 65536) -> int:
+        """Stream any iterable of rows (or of 2-D arrays) through ``update_many`` in batches.
+
+        Memory stays bounded by one batch whatever the iterable's length. Each batch is atomic: a
+        bad row refuses its whole batch (earlier batches stay counted) and the error names the
+        row's position in the stream. Returns the number of rows read.
+        """
+        batch_size = check_int(batch_size, "batch_size", "PrivHP.consume", minimum=1)
+        self._check_open()
+        d = self._domain.d
+        pending: list[Any] = []
+        position = 0
+
+        def flush(rows: Any, start: int) -> None:
+            try:
+                self.update_many(rows)
+            except InputError as exc:
+                raise InputError(f"in the batch starting at stream row {start}: {exc}") from exc
+
+        for item in iterable:
+            if isinstance(item, np.ndarray) and item.ndim == 2 and (d > 1 or item.shape[1] == 1):
+                if pending:
+                    flush(pending, position - len(pending))
+                    pending = []
+                for s in range(0, item.shape[0], batch_size):
+                    chunk = item[s : s + batch_size]
+                    flush(chunk, position)
+                    position += chunk.shape[0]
+                continue
+            pending.append(item)
+            position += 1
+            if len(pending) >= batch_size:
+                flush(pending, position - len(pending))
+                pending = []
+        if pending:
+            flush(pending, position - len(pending))
+        return position
+
+    # ------------------------------------------------------------------ combine, copy, save
+    def _params(self) -> dict[str, Any]:
+        return {
+            "domain": self._domain.to_dict(),
+            "epsilon": self._epsilon,
+            "k": self._k,
+            "width": self._width,
+            "sketch_depth": self._sketch_depth,
+            "depth": self._depth,
+            "sketch": self._sketch,
+            "allocation": self._allocation,
+            "seed": self._seed,
+            "neighbours": self._neighbours,
+        }
+
+    def merge(self, other: PrivHP) -> None:
+        """Add another PrivHP built with the same parameters and seed (in place).
+
+        Counters and sketches are linear, so the merged state is the state of the concatenated
+        streams **plus both noise draws**. Privacy of the sum: each item is in one of the two
+        streams, so the merged summary is still ε-DP for the union (parallel composition); its
+        noise variance is the sum of both. Raw + raw stays raw (exact, merge before noise);
+        raw + noisy is noisy with the noisy side's single draw.
+        """
+        self._check_open()
+        if not isinstance(other, PrivHP):
+            raise IncompatibleError(f"can only merge a PrivHP into a PrivHP, got {type(other)!r}")
+        mine, theirs = self._params(), other._params()
+        for key in mine:
+            if mine[key] != theirs[key]:
+                raise IncompatibleError(
+                    f"cannot merge PrivHP summaries with different {key!r}: "
+                    f"{mine[key]!r} != {theirs[key]!r}"
+                )
+        if other is self:
+            raise IncompatibleError("cannot merge a PrivHP with itself (its noise would double)")
+        self._tree += other._tree
+        self._bank += other._bank
+        self._n_seen += other._n_seen
+        self._n_dropped += other._n_dropped
+        self._raw = self._raw and other._raw
+
+    def snapshot(self) -> PrivHP:
+        """An immutable copy of the (already noisy) state.
+
+        The snapshot shares this object's release guard: whichever of them is released first
+        fixes the one stream position at which this noise draw may be released.
+        """
+        snap = self._copy()
+        snap._frozen = True
+        snap._guard = self._guard
+        return snap
+
+    def _copy(self) -> PrivHP:
+        new = object.__new__(PrivHP)
+        new.__dict__.update(self.__dict__)
+        new._tree = self._tree.copy()
+        new._sketches = [type(s).from_bytes(s.to_bytes()) for s in self._sketches]
+        new._bind_bank()
+        new._bank[...] = self._bank
+        return new
+
+    def to_bytes(self) -> bytes:
+        """Serialise the state (versioned, checksummed; never pickle).
+
+        A saved state carries its noise: loading it twice and releasing both copies at different
+        stream positions would spend the budget twice. Treat saved states as one lineage.
+        """
+        meta = self._params() | {
+            "raw": self._raw,
+            "n_seen": self._n_seen,
+            "n_dropped": self._n_dropped,
+            "released_at": self._guard.position,
+            "frozen": self._frozen,
+        }
+        return pack(
+            _KIND, _VERSION, meta, {"tree": self._tree, "bank": self._bank, "sigmas": self._sigmas}
+        )
+
+    @classmethod
+    def from_bytes(cls, blob: bytes) -> PrivHP:
+        """Load a state written by :meth:`to_bytes` (its noise is the saved one; no new draw)."""
+        from .domains import domain_from_dict
+
+        _, _, meta, arrays = unpack(blob, _KIND)
+        obj = cls(
+            domain_from_dict(meta["domain"]),
+            meta["epsilon"],
+            meta["k"],
+            meta["width"],
+            meta["sketch_depth"],
+            depth=meta["depth"],
+            sketch=meta["sketch"],
+            allocation=meta["allocation"],
+            seed=meta["seed"],
+            rng=0,
+            neighbours=meta["neighbours"],
+            raw=True,
+        )
+        if arrays["tree"].shape != obj._tree.shape or arrays["bank"].shape != obj._bank.shape:
+            from .errors import SerializationError
+
+            raise SerializationError("PrivHP blob arrays do not match its parameters")
+        obj._tree[...] = arrays["tree"]
+        obj._bank[...] = arrays["bank"]
+        obj._raw = bool(meta["raw"])
+        obj._n_seen = int(meta["n_seen"])
+        obj._n_dropped = int(meta["n_dropped"])
+        obj._frozen = bool(meta["frozen"])
+        obj._guard.position = meta["released_at"]
+        # A loaded object draws any later noise (raw release) from the OS CSPRNG.
+        obj._release_stream = as_source(None)
+        return obj
+
+    def __reduce__(self) -> tuple:
+        return (PrivHP.from_bytes, (self.to_bytes(),))
+
+    # ------------------------------------------------------------------ release
+    def _noisy_state(self) -> tuple[np.ndarray, list]:
+        """Counter levels and level queries with noise (drawn now for a raw summary)."""
+        tree_counts = self._tree.copy()
+        sketches = self._sketches
+        if self._raw:
+            streams = self._release_stream.spawn(self._depth + 1)
+            for level in range(self._L_k + 1):
+                lo, hi = 2**level - 1, 2 ** (level + 1) - 1
+                tree_counts[lo:hi] += discrete_laplace(
+                    1.0 / self._level_eps[level], hi - lo, rng=streams[level]
+                )
+            noisy = []
+            for i, sk in enumerate(self._sketches):
+                level = self._L_k + 1 + i
+                twin = type(sk)(
+                    self._width,
+                    self._sketch_depth,
+                    epsilon=float(self._level_eps[level]),
+                    seed=sk.seed,
+                    rng=streams[level],
+                )
+                twin.merge(sk)
+                noisy.append(twin)
+            sketches = noisy
+        return tree_counts, sketches
+
+    def release(self) -> PrivateDistribution:
+        """Grow the pruned tree (post-processing only) and return the private distribution.
+
+        After a release this object, and every snapshot of it, refuses updates. Calling
+        ``release()`` again at the same stream position returns the same distribution.
+        """
+        guard = self._guard
+        if guard.position is not None:
+            if guard.position != self._n_seen:
+                raise ReleasedError(
+                    f"this noise draw was already released at stream position {guard.position}; "
+                    f"releasing it again at position {self._n_seen} would leak the items between"
+                )
+            assert guard.release is not None
+            return guard.release
+        tree_counts, sketches = self._noisy_state()
+        levels = [
+            tree_counts[2**level - 1 : 2 ** (level + 1) - 1].astype(np.float64)
+            for level in range(self._L_k + 1)
+        ]
+        top = tree.consistent_levels(levels)
+        L = self._L_k
+
+        def query(level: int, prefixes: np.ndarray) -> np.ndarray:
+            return np.asarray(sketches[level - L - 1].query_many(prefixes), dtype=np.float64)
+
+        grown = tree.grow_partition(top, query, self._k, self._depth)
+        leaf_levels, leaf_prefixes, leaf_counts = grown.leaves()
+        params = self._params()
+        params.pop("domain")
+        dist = PrivateDistribution(
+            self._domain,
+            leaf_levels,
+            leaf_prefixes,
+            leaf_counts,
+            epsilon=self._epsilon,
+            mechanism="PrivHP",
+            params=params,
+        )
+        guard.position = self._n_seen
+        guard.release = dist
+        guard.tree = grown
+        return dist
+
+    def __repr__(self) -> str:
+        return (
+            f"PrivHP(epsilon={self._epsilon}, k={self._k}, width={self._width}, "
+            f"sketch_depth={self._sketch_depth}, depth={self._depth}, sketch={self._sketch!r}, "
+            f"n_seen={self._n_seen}, nbytes={self.nbytes})"
+        )
+
