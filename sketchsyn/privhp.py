@@ -325,7 +325,7 @@ class PrivHP:
         """The ``nbytes`` a PrivHP with these parameters has, without building it.
 
         >>> PrivHP.memory_bytes(k=64, width=1024, sketch_depth=3, depth=24)
-        442696
+        443648
         """
         L_k = min(int(k).bit_length() - 1, depth)
         cells = width * sketch_depth * (depth - L_k) + 2 ** (L_k + 1) - 1
