@@ -197,10 +197,6 @@ class Box:
                 f"X must have shape (n, {self.d}) for this {self.d}-dimensional Box; got shape "
                 f"{arr.shape}"
             )
-        finite = np.isfinite(arr).all(axis=1)
-        if not finite.all():
-            i = int(np.flatnonzero(~finite)[0])
-            raise InputError(f"X has a NaN or infinite value: row {i} = {arr[i].tolist()}")
         return arr
 
     def encode(self, X: Any, depth: int, return_dropped: bool = False) -> Any:
@@ -212,6 +208,15 @@ class Box:
         depth = check_int(depth, "depth", "Box.encode", minimum=0, maximum=self.max_depth)
         arr = self._points(X)
         n_dropped = 0
+        # Fast path: one scaled copy; NaN fails both comparisons, so `inside` also screens it.
+        unit = (arr - self._lower) / (self._upper - self._lower)
+        if bool(((unit >= 0.0) & (unit <= 1.0)).all()):
+            codes = self._quantise_encode(unit, depth)
+            return (codes, 0) if return_dropped else codes
+        finite = np.isfinite(arr).all(axis=1)
+        if not finite.all():
+            i = int(np.flatnonzero(~finite)[0])
+            raise InputError(f"X has a NaN or infinite value: row {i} = {arr[i].tolist()}")
         outside = ((arr < self._lower) | (arr > self._upper)).any(axis=1)
         if outside.any():
             if self._out_of_bounds == "raise":
@@ -225,16 +230,17 @@ class Box:
             else:
                 n_dropped = int(outside.sum())
                 arr = arr[~outside]
-        codes = self._quantise_encode(arr, depth)
+        unit = (arr - self._lower) / (self._upper - self._lower)
+        codes = self._quantise_encode(unit, depth)
         return (codes, n_dropped) if return_dropped else codes
 
-    def _quantise_encode(self, arr: np.ndarray, depth: int) -> np.ndarray:
+    def _quantise_encode(self, unit: np.ndarray, depth: int) -> np.ndarray:
+        """Morton codes from points already scaled to the unit box."""
         bits = _bits_per_axis(depth, self.d)
         q = []
         for i in range(self.d):
             cells = float(2 ** bits[i])
-            scaled = (arr[:, i] - self._lower[i]) / (self._upper[i] - self._lower[i]) * cells
-            qi = np.minimum(scaled, cells - 1).astype(_U64)  # the upper bound joins the last cell
+            qi = np.minimum(unit[:, i] * cells, cells - 1).astype(_U64)  # upper bound: last cell
             q.append(qi)
         if depth == 0:
             return np.zeros(arr.shape[0], dtype=_U64)

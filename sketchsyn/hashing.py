@@ -101,8 +101,9 @@ def murmur3_32(keys: object, seed: object = 0) -> np.ndarray:
     with np.errstate(over="ignore"):
         # Seed-independent work, once per key. Rotation distributes over XOR, so
         # rotl(seed ^ k1, 13) = rotl(seed, 13) ^ rotl(k1, 13), and likewise for the second block.
-        k1 = _rotl(_mix_block((k & np.uint64(0xFFFFFFFF)).astype(_U32)), 13)
-        k2 = _rotl(_mix_block((k >> np.uint64(32)).astype(_U32)), 13)
+        halves = np.ascontiguousarray(k, dtype="<u8").view("<u4").reshape(*k.shape, 2)
+        k1 = _rotl(_mix_block(halves[..., 0].astype(_U32, copy=False)), 13)  # low 4 bytes
+        k2 = _rotl(_mix_block(halves[..., 1].astype(_U32, copy=False)), 13)  # high 4 bytes
         h = np.atleast_1d(np.bitwise_xor(_rotl(s, 13), k1))  # the one full-size allocation
         tmp = np.empty_like(h)
         h *= _U32(5)

@@ -61,6 +61,17 @@ _VERSION = 1
 _SKETCHES = {"count-min": CountMinSketch, "count-sketch": CountSketch}
 # Fixed per-object overhead counted in nbytes: the σ array and small scalars.
 _HEADER_BYTES = 64
+# Batches with at least this many rows are split over two threads.
+_PARALLEL_MIN_ROWS = 16384
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    """A shared two-thread pool (created on first use; numpy releases the GIL in its loops)."""
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sketchsyn")
+    return _POOL
 
 
 class _ReleaseGuard:
@@ -232,6 +243,15 @@ class PrivHP:
             else None
         )
 
+    @property
+    def _flat32(self) -> bool:
+        w = self._width
+        return w & (w - 1) == 0 and w * self._sketch_depth <= 2**32 and w > 1
+
+    @property
+    def _row_offsets32(self) -> np.ndarray:
+        return (np.arange(self._sketch_depth, dtype=np.uint32) * np.uint32(self._width))[:, None]
+
     # ------------------------------------------------------------------ read-only parameters
     @property
     def domain(self) -> Any:
@@ -359,65 +379,98 @@ class PrivHP:
         self.update_many(arr)
 
     def update_many(self, X: Any) -> None:
-        """Add a batch of items (the fast path). The batch is checked whole before any change."""
-        self._check_open()
-        codes, dropped = self._domain.encode(X, self._depth, return_dropped=True)
-        self._add_codes(np.asarray(codes, dtype=np.uint64))
-        self._n_dropped += int(dropped)
+        """Add a batch of items (the fast path). The batch is checked whole before any change.
 
-    def _add_codes(self, codes: np.ndarray) -> None:
-        if codes.size == 0:
-            return
-        tree_counts, bank_counts = self._level_counts(codes)
+        Large batches are split in two halves processed on two threads (numpy releases the GIL
+        in its array loops); the counts are summed, so the result is the same exact state.
+        """
+        self._check_open()
+        arr = X if isinstance(X, np.ndarray) else np.asarray(X)
+        if arr.ndim >= 1 and arr.shape[0] >= _PARALLEL_MIN_ROWS and arr.dtype.kind in "fiu":
+            half = arr.shape[0] // 2
+            parts = (arr[:half], arr[half:])
+            try:
+                results = list(_pool().map(self._batch_counts, parts))
+            except InputError:
+                # Name the bad row as the caller numbers it: validate the whole batch serially.
+                self._domain.encode(X, self._depth)
+                raise
+            tree_counts = results[0][0] + results[1][0]
+            bank_counts = results[0][1] + results[1][1]
+            n_codes = results[0][2] + results[1][2]
+            dropped = results[0][3] + results[1][3]
+        else:
+            tree_counts, bank_counts, n_codes, dropped = self._batch_counts(X)
         self._tree += tree_counts
         self._bank += bank_counts
-        self._n_seen += int(codes.size)
+        self._n_seen += n_codes
+        self._n_dropped += dropped
+
+    def _batch_counts(self, X: Any) -> tuple[np.ndarray, np.ndarray, int, int]:
+        """Validate and encode a batch; return its counter and sketch increments (no state change)."""
+        codes, dropped = self._domain.encode(X, self._depth, return_dropped=True)
+        codes = np.asarray(codes, dtype=np.uint64)
+        tree_counts, bank_counts = self._level_counts(codes)
+        return tree_counts, bank_counts, int(codes.size), int(dropped)
 
     def _level_counts(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Exact per-cell increments of the counters and of every sketch cell for ``codes``."""
         r, L = self._depth, self._L_k
-        # Counter levels 0..L_k: index (2^l − 1) + prefix in the heap layout.
-        top = codes >> np.uint64(r - L)
-        parts = [top >> np.uint64(L - level) for level in range(L + 1)]
-        flat = np.concatenate(
-            [p.astype(np.int64) + (2**level - 1) for level, p in enumerate(parts)]
-        )
-        tree_counts = np.bincount(flat, minlength=self._tree.size)
+        # Counter levels 0..L_k (heap layout: level l at offset 2^l − 1): count level L_k once,
+        # then every parent is the sum of its two children.
+        per_level = [np.bincount((codes >> np.uint64(r - L)).astype(np.intp), minlength=2**L)]
+        for _ in range(L):
+            per_level.append(per_level[-1].reshape(-1, 2).sum(axis=1))
+        tree_counts = np.concatenate(per_level[::-1]).astype(np.int64)
         bank_counts = np.zeros_like(self._bank)
         n_levels = len(self._sketches)
         if n_levels == 0:
             return tree_counts, bank_counts
-        # Sketch levels are split across two threads (numpy releases the GIL).
-        chunks = np.array_split(np.arange(n_levels), 2 if codes.size >= 8192 else 1)
-        chunks = [c for c in chunks if c.size]
-
-        def work(idx: np.ndarray) -> None:
-            for i in idx:
-                level = L + 1 + int(i)
-                prefix = codes >> np.uint64(r - level)
-                h = murmur3_32(prefix[None, :], self._row_seeds[i])
-                buckets = (h.astype(np.uint64) * np.uint64(self._width)) >> np.uint64(32)
-                flat_i = buckets.astype(np.int64) + self._row_offsets
-                if self._sign_seeds is None:
-                    counts = np.bincount(flat_i.ravel(), minlength=self._bank[i].size)
-                else:
-                    s = murmur3_32(prefix[None, :], self._sign_seeds[i])
-                    signs = 1.0 - 2.0 * (s & np.uint32(1)).astype(np.float64)
-                    counts = np.rint(
-                        np.bincount(flat_i.ravel(), weights=signs.ravel(), minlength=self._bank[i].size)
-                    ).astype(np.int64)
-                bank_counts[i] = counts.reshape(self._bank[i].shape)
-
-        if len(chunks) == 1:
-            work(chunks[0])
-        else:
-            with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
-                list(pool.map(work, chunks))
+        for i in range(n_levels):
+            bank_counts[i] = self._sketch_level_counts(i, codes)
         return tree_counts, bank_counts
+
+    def _sketch_level_counts(self, i: int, codes: np.ndarray) -> np.ndarray:
+        """Increments of sketch ``i`` (level ``L_k + 1 + i``) for the batch ``codes``.
+
+        Where the level has fewer cells than half the batch, the prefixes are counted first and
+        each distinct prefix is hashed once, weighted by its count (the same sums, less hashing).
+        """
+        level = self._L_k + 1 + i
+        prefix = codes >> np.uint64(self._depth - level)
+        size = self._bank[i].size
+        if level < 62 and 2**level <= codes.size // 2:
+            per_cell = np.bincount(prefix.astype(np.intp), minlength=2**level)
+            keys = np.flatnonzero(per_cell).astype(np.uint64)
+            weights = per_cell[keys].astype(np.float64)
+        else:
+            keys, weights = prefix, None
+        h = murmur3_32(keys[None, :], self._row_seeds[i])
+        if self._flat32:
+            # w = 2**b and j·w ≤ 2**32: bucket (h·w) >> 32 is h >> (32 − b); the row offset is
+            # OR-ed into the free high bits, all in place on the uint32 hashes.
+            h >>= np.uint32(32 - (self._width.bit_length() - 1))
+            h |= self._row_offsets32
+            flat = h.ravel()
+        else:
+            buckets = (h.astype(np.uint64) * np.uint64(self._width)) >> np.uint64(32)
+            flat = (buckets.astype(np.intp) + self._row_offsets).ravel()
+        if self._sign_seeds is not None:
+            s = murmur3_32(keys[None, :], self._sign_seeds[i])
+            signs = 1.0 - 2.0 * (s & np.uint32(1)).astype(np.float64)
+            w = signs if weights is None else signs * weights[None, :]
+            weights = w.ravel()
+        elif weights is not None:
+            weights = np.broadcast_to(weights, (self._sketch_depth, keys.size)).ravel()
+        if weights is None:
+            return np.bincount(flat, minlength=size).reshape(self._bank[i].shape)
+        # Weighted sums of at most n = batch-size items: integers below 2**53, exact in float64.
+        acc = np.bincount(flat, weights=weights, minlength=size)
+        return np.rint(acc).astype(np.int64).reshape(self._bank[i].shape)
 
     @property
     def _row_offsets(self) -> np.ndarray:
-        return (np.arange(self._sketch_depth, dtype=np.int64) * self._width)[:, None]
+        return (np.arange(self._sketch_depth, dtype=np.intp) * self._width)[:, None]
 
     def consume(self, iterable: Iterable[Any], batch_size: int = 65536) -> int:
         """Stream any iterable of rows (or of 2-D arrays) through ``update_many`` in batches.
