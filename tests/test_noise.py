@@ -1,0 +1,123 @@
+"""Exact noise samplers: goodness of fit against the exact pmf, moments, determinism, errors."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from sketchsyn.errors import ParameterError
+from sketchsyn.noise import (
+    discrete_gaussian,
+    discrete_gaussian_pmf,
+    discrete_gaussian_variance,
+    discrete_laplace,
+    discrete_laplace_pmf,
+    discrete_laplace_variance,
+    exact_rational,
+)
+
+N = 100_000
+
+
+def _chi2_pvalue(draws: np.ndarray, pmf) -> float:
+    """Chi-square p-value of integer draws against a pmf, tails pooled so every bin expects >= 5."""
+    lo, hi = int(draws.min()), int(draws.max())
+    support = np.arange(lo - 1, hi + 2)
+    probs = pmf(support)
+    # Pool the two tails into the end bins so that the probabilities sum to one.
+    probs[0] += max(0.0, (1.0 - probs.sum()) / 2)
+    probs[-1] = max(0.0, 1.0 - probs[:-1].sum())
+    counts = np.bincount(draws - support[0], minlength=support.size)[: support.size]
+    expected = probs * draws.size
+    # Merge bins from the outside in until each expects at least 5.
+    obs, exp = [], []
+    acc_o = acc_e = 0.0
+    for o, e in zip(counts, expected):
+        acc_o += o
+        acc_e += e
+        if acc_e >= 5:
+            obs.append(acc_o)
+            exp.append(acc_e)
+            acc_o = acc_e = 0.0
+    obs[-1] += acc_o
+    exp[-1] += acc_e
+    exp = np.array(exp) * (sum(obs) / sum(exp))
+    return float(stats.chisquare(obs, exp).pvalue)
+
+
+@pytest.mark.parametrize("scale, seed", [(0.5, 1), (1, 2), (3, 3), (50, 4)])
+def test_discrete_laplace_fits_exact_pmf(scale, seed):
+    z = discrete_laplace(scale, N, rng=seed)
+    assert z.dtype == np.int64 and z.shape == (N,)
+    assert _chi2_pvalue(z, lambda s: discrete_laplace_pmf(s, scale)) > 1e-4
+    var = discrete_laplace_variance(scale)
+    # Mean within 5 standard errors; variance within 5% (its relative sd here is < 1.5%).
+    assert abs(z.mean()) < 5 * np.sqrt(var / N)
+    assert abs(z.var() / var - 1) < 0.05
+
+
+@pytest.mark.parametrize("sigma2, seed", [(0.5, 5), (4, 6), (100, 7)])
+def test_discrete_gaussian_fits_exact_pmf(sigma2, seed):
+    z = discrete_gaussian(sigma2, N, rng=seed)
+    assert z.dtype == np.int64
+    assert _chi2_pvalue(z, lambda s: discrete_gaussian_pmf(s, sigma2)) > 1e-4
+    var = discrete_gaussian_variance(sigma2)
+    assert abs(z.mean()) < 5 * np.sqrt(var / N)
+    assert abs(z.var() / var - 1) < 0.03
+
+
+def test_wrong_scale_is_detected():
+    """The goodness-of-fit check has power: draws at scale 1.1 do not fit the pmf of scale 1."""
+    z = discrete_laplace(1.1, N, rng=8)
+    assert _chi2_pvalue(z, lambda s: discrete_laplace_pmf(s, 1.0)) < 1e-6
+
+
+def test_os_csprng_path():
+    z = discrete_laplace(2.0, 20_000)  # rng=None: operating-system CSPRNG
+    g = discrete_gaussian(9.0, 20_000)
+    assert abs(z.var() / discrete_laplace_variance(2.0) - 1) < 0.1
+    assert abs(g.var() / discrete_gaussian_variance(9.0) - 1) < 0.1
+    assert not np.array_equal(z, discrete_laplace(2.0, 20_000))
+
+
+def test_seeded_draws_are_reproducible_and_shaped():
+    a = discrete_laplace(3.0, (4, 5), rng=11)
+    b = discrete_laplace(3.0, (4, 5), rng=11)
+    assert a.shape == (4, 5) and np.array_equal(a, b)
+    assert discrete_gaussian(2.0, 0, rng=1).shape == (0,)
+    assert not np.array_equal(discrete_laplace(3.0, 50, rng=1), discrete_laplace(3.0, 50, rng=2))
+
+
+def test_spawned_streams_are_independent():
+    from sketchsyn.rng import as_source
+
+    s1, s2 = as_source(5).spawn(2)
+    a = discrete_laplace(10.0, 20_000, rng=s1).astype(float)
+    b = discrete_laplace(10.0, 20_000, rng=s2).astype(float)
+    assert abs(np.corrcoef(a, b)[0, 1]) < 0.03
+
+
+def test_float_parameter_is_its_exact_rational():
+    """A float and the Fraction of the same rounded rational give identical draws."""
+    frac = exact_rational(0.1, "scale", "t")
+    assert frac >= Fraction(0.1) and frac - Fraction(0.1) <= Fraction(1, 2**20)
+    assert np.array_equal(discrete_laplace(0.1, 1000, rng=3), discrete_laplace(frac, 1000, rng=3))
+    assert np.array_equal(discrete_laplace(2.5, 1000, rng=3), discrete_laplace(Fraction(5, 2), 1000, rng=3))
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), "3", None, True])
+def test_bad_parameters(bad):
+    with pytest.raises(ParameterError, match="'scale'"):
+        discrete_laplace(bad, 3, rng=0)
+    with pytest.raises(ParameterError, match="'sigma2'"):
+        discrete_gaussian(bad, 3, rng=0)
+
+
+def test_bad_size():
+    with pytest.raises(ParameterError, match="'size'"):
+        discrete_laplace(1.0, -1, rng=0)
+    with pytest.raises(ParameterError, match="'size'"):
+        discrete_laplace(1.0, 2.5, rng=0)

@@ -1,0 +1,156 @@
+"""One generic module: every streaming summary goes through the same protocol checks.
+
+Each entry of SUMMARIES says how to build the summary, make a valid batch and a bad batch, and
+read its state. A new summary joins by adding an entry.
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+from sketchsyn import Box, CountMinSketch, CountSketch, PrivHP
+from sketchsyn.distribution import PrivateDistribution
+from sketchsyn.errors import InputError, SerializationError
+
+DATA = Path(__file__).parent / "data"
+
+
+@dataclass
+class Entry:
+    name: str
+    make: Callable[[], Any]
+    batch: Callable[[np.random.Generator], Any]
+    bad_batch: Callable[[], Any]
+    state: Callable[[Any], tuple]
+    mergeable_raw: bool = True
+
+
+def _keys(rng):
+    return rng.zipf(1.3, size=300).astype(np.uint64)
+
+
+def _bad_keys():
+    return np.array([1, 2, -3, 4])
+
+
+def _points(rng):
+    return rng.beta(2, 5, size=(300, 2))
+
+
+def _bad_points():
+    return np.array([[0.1, 0.2], [0.3, np.nan], [0.5, 0.5]])
+
+
+def _sketch_state(s):
+    return (s.table.tobytes(),)
+
+
+def _php_state(p):
+    return (p._tree.tobytes(), p._bank.tobytes(), p.n_seen)
+
+
+SUMMARIES = [
+    Entry("CountMinSketch-raw", lambda: CountMinSketch(64, 3, seed=2), _keys, _bad_keys, _sketch_state),
+    Entry("CountMinSketch-private", lambda: CountMinSketch(64, 3, epsilon=1.0, seed=2, rng=5),
+          _keys, _bad_keys, _sketch_state, mergeable_raw=False),
+    Entry("CountSketch-raw", lambda: CountSketch(64, 3, seed=2), _keys, _bad_keys, _sketch_state),
+    Entry("CountSketch-private", lambda: CountSketch(64, 3, epsilon=1.0, seed=2, rng=5),
+          _keys, _bad_keys, _sketch_state, mergeable_raw=False),
+    Entry("PrivHP-raw", lambda: PrivHP(Box.unit(2), 1.0, k=8, width=32, depth=10, rng=3, raw=True),
+          _points, _bad_points, _php_state),
+    Entry("PrivHP-private", lambda: PrivHP(Box.unit(2), 1.0, k=8, width=32, depth=10, rng=3),
+          _points, _bad_points, _php_state, mergeable_raw=False),
+    Entry("PrivHP-count-sketch",
+          lambda: PrivHP(Box.unit(2), 1.0, k=4, width=32, depth=9, sketch="count-sketch",
+                         rng=3, raw=True),
+          _points, _bad_points, _php_state),
+]
+IDS = [e.name for e in SUMMARIES]
+
+
+@pytest.mark.parametrize("entry", SUMMARIES, ids=IDS)
+def test_update_many_equals_item_by_item(entry):
+    batch = entry.batch(np.random.default_rng(1))
+    a, b = entry.make(), entry.make()
+    a.update_many(batch)
+    for item in batch:
+        b.update(item)
+    assert entry.state(a) == entry.state(b)
+
+
+@pytest.mark.parametrize("entry", [e for e in SUMMARIES if e.mergeable_raw], ids=lambda e: e.name)
+def test_merge_equals_concatenated_stream(entry):
+    rng = np.random.default_rng(2)
+    x, y = entry.batch(rng), entry.batch(rng)
+    a, b, whole = entry.make(), entry.make(), entry.make()
+    a.update_many(x)
+    b.update_many(y)
+    whole.update_many(np.concatenate([x, y]))
+    a.merge(b)
+    assert entry.state(a) == entry.state(whole)
+
+
+@pytest.mark.parametrize("entry", SUMMARIES, ids=IDS)
+def test_snapshot_bytes_and_pickle_round_trip(entry):
+    s = entry.make()
+    s.update_many(entry.batch(np.random.default_rng(3)))
+    snap = s.snapshot()
+    assert entry.state(snap) == entry.state(s)
+    back = type(s).from_bytes(s.to_bytes())
+    assert entry.state(back) == entry.state(s)
+    assert entry.state(pickle.loads(pickle.dumps(s))) == entry.state(s)
+    s.update_many(entry.batch(np.random.default_rng(4)))
+    assert entry.state(snap) != entry.state(s)  # the snapshot is a copy, not a view
+    blob = bytearray(s.to_bytes())
+    blob[len(blob) // 3] ^= 0x10
+    with pytest.raises(SerializationError):
+        type(s).from_bytes(bytes(blob))
+    with pytest.raises(SerializationError):
+        type(s).from_bytes(s.to_bytes()[:-5])
+
+
+@pytest.mark.parametrize("entry", SUMMARIES, ids=IDS)
+def test_refused_batch_leaves_state_unchanged(entry):
+    s = entry.make()
+    s.update_many(entry.batch(np.random.default_rng(5)))
+    before = entry.state(s)
+    with pytest.raises(InputError):
+        s.update_many(entry.bad_batch())
+    assert entry.state(s) == before
+
+
+@pytest.mark.parametrize("entry", SUMMARIES, ids=IDS)
+def test_state_size_is_reported_and_fixed(entry):
+    s = entry.make()
+    size = s.nbytes
+    assert isinstance(size, int) and size > 0
+    s.update_many(entry.batch(np.random.default_rng(6)))
+    assert s.nbytes == size
+
+
+# ------------------------------------------------------------------ format version 1 stays readable
+KEYS = np.arange(1, 2001, dtype=np.uint64) % 97
+
+
+@pytest.mark.parametrize("cls", [CountMinSketch, CountSketch])
+def test_reference_sketch_blobs_still_load(cls):
+    s = cls.from_bytes((DATA / f"{cls.__name__}_v1.bin").read_bytes())
+    twin = cls(64, 3, epsilon=1.0, seed=5, rng=7)
+    twin.update_many(KEYS)
+    assert s == twin
+    assert s.epsilon == 1.0 and s.width == 64 and s.depth == 3 and s.seed == 5
+
+
+def test_reference_privhp_and_release_blobs_still_load():
+    php = PrivHP.from_bytes((DATA / "PrivHP_v1.bin").read_bytes())
+    twin = PrivHP(Box.unit(2), epsilon=1.0, k=8, width=32, depth=8, seed=3, rng=11)
+    twin.update_many(np.random.default_rng(0).random((500, 2)))
+    assert _php_state(php) == _php_state(twin)
+    dist = PrivateDistribution.from_bytes((DATA / "PrivateDistribution_v1.bin").read_bytes())
+    assert dist == twin.release()
