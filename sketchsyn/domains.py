@@ -243,7 +243,7 @@ class Box:
             qi = np.minimum(unit[:, i] * cells, cells - 1).astype(_U64)  # upper bound: last cell
             q.append(qi)
         if depth == 0:
-            return np.zeros(arr.shape[0], dtype=_U64)
+            return np.zeros(unit.shape[0], dtype=_U64)
         return _interleave(q, depth)
 
     # ---------------------------------------------------------------- geometry
