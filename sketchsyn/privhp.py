@@ -53,6 +53,7 @@ from .noise import discrete_laplace
 from .rng import RNGLike, as_source
 from .serial import pack, unpack
 from .sketches import CountMinSketch, CountSketch
+from .stream import consume
 
 __all__ = ["PrivHP"]
 
@@ -479,36 +480,8 @@ class PrivHP:
         bad row refuses its whole batch (earlier batches stay counted) and the error names the
         row's position in the stream. Returns the number of rows read.
         """
-        batch_size = check_int(batch_size, "batch_size", "PrivHP.consume", minimum=1)
         self._check_open()
-        d = self._domain.d
-        pending: list[Any] = []
-        position = 0
-
-        def flush(rows: Any, start: int) -> None:
-            try:
-                self.update_many(rows)
-            except InputError as exc:
-                raise InputError(f"in the batch starting at stream row {start}: {exc}") from exc
-
-        for item in iterable:
-            if isinstance(item, np.ndarray) and item.ndim == 2 and (d > 1 or item.shape[1] == 1):
-                if pending:
-                    flush(pending, position - len(pending))
-                    pending = []
-                for s in range(0, item.shape[0], batch_size):
-                    chunk = item[s : s + batch_size]
-                    flush(chunk, position)
-                    position += chunk.shape[0]
-                continue
-            pending.append(item)
-            position += 1
-            if len(pending) >= batch_size:
-                flush(pending, position - len(pending))
-                pending = []
-        if pending:
-            flush(pending, position - len(pending))
-        return position
+        return consume(self.update_many, iterable, batch_size, self._domain.d)
 
     # ------------------------------------------------------------------ combine, copy, save
     def _params(self) -> dict[str, Any]:
