@@ -313,7 +313,7 @@ def discrete_laplace_variance(scale: float) -> float:
     """Variance of ``Lap_Z(scale)``: ``2p/(1−p)²`` with ``p = exp(−1/scale)``.
 
     >>> round(discrete_laplace_variance(1.0), 6)
-    0.920674
+    1.841347
     """
     p = math.exp(-1.0 / float(scale))
     return 2.0 * p / (1.0 - p) ** 2
