@@ -41,8 +41,10 @@ def main() -> None:
     php = PrivHP(Box.unit(2), epsilon=1.0, k=64, width=1024, sketch_depth=3, depth=24)
     formula = PrivHP.memory_bytes(64, 1024, 3, 24)
     batch_bytes = args.batch_size * 2 * 8
-    print(f"state before: {php.nbytes:,} bytes (formula 8·(w·j·(r−L_k) + 2^(L_k+1) − 1) + "
-          f"8·(r+1) + 64 = {formula:,})")
+    print(
+        f"state before: {php.nbytes:,} bytes (formula 8·(w·j·(r−L_k) + 2^(L_k+1) − 1) + "
+        f"8·(r+1) + 64 = {formula:,})"
+    )
     rss0 = rss_mib()
     tracemalloc.start()
     t0 = time.perf_counter()
@@ -52,8 +54,10 @@ def main() -> None:
     tracemalloc.stop()
     print(f"streamed {n:,} rows in {elapsed:.1f} s ({n / elapsed:,.0f} rows/s)")
     print(f"state after:  {php.nbytes:,} bytes (unchanged: {php.nbytes == formula})")
-    print(f"peak traced allocations during consume: {peak / 2**20:.1f} MiB "
-          f"= {peak / batch_bytes:.1f} input batches of {batch_bytes / 2**20:.2f} MiB")
+    print(
+        f"peak traced allocations during consume: {peak / 2**20:.1f} MiB "
+        f"= {peak / batch_bytes:.1f} input batches of {batch_bytes / 2**20:.2f} MiB"
+    )
     print(f"peak RSS growth: {rss_mib() - rss0:.1f} MiB")
 
 

@@ -35,8 +35,10 @@ def main() -> None:
             cms.update_many(b)
         times.append(time.perf_counter() - t0)
     ours = batches.size / min(times)
-    print(f"sketchsyn CountMinSketch.update_many: {ours:,.0f} keys/s "
-          f"(best of 3, {args.batches} batches of 65,536)")
+    print(
+        f"sketchsyn CountMinSketch.update_many: {ours:,.0f} keys/s "
+        f"(best of 3, {args.batches} batches of 65,536)"
+    )
 
     keys = batches.ravel()[: args.loop_keys].tolist()
     ds = datasketches.count_min_sketch(3, 1024)
@@ -44,18 +46,22 @@ def main() -> None:
     for k in keys:
         ds.update(k)
     theirs = len(keys) / (time.perf_counter() - t0)
-    print(f"DataSketches count_min_sketch.update, per-key Python loop: {theirs:,.0f} keys/s "
-          f"({len(keys):,} keys)")
+    print(
+        f"DataSketches count_min_sketch.update, per-key Python loop: {theirs:,.0f} keys/s "
+        f"({len(keys):,} keys)"
+    )
     print(f"ratio: {ours / theirs:.1f}x")
 
     distinct, freq = np.unique(batches, return_counts=True)
     ds_all = datasketches.count_min_sketch(3, 1024)
-    for k, f in zip(distinct.tolist(), freq.tolist()):
+    for k, f in zip(distinct.tolist(), freq.tolist(), strict=False):
         ds_all.update(k, f)
     over_ours = (cms.query_many(distinct) - freq).mean()
     over_ds = np.mean([ds_all.get_estimate(k) for k in distinct.tolist()] - freq)
-    print(f"mean overestimate over {distinct.size:,} distinct keys: sketchsyn {over_ours:,.1f}, "
-          f"DataSketches {over_ds:,.1f}")
+    print(
+        f"mean overestimate over {distinct.size:,} distinct keys: sketchsyn {over_ours:,.1f}, "
+        f"DataSketches {over_ds:,.1f}"
+    )
 
 
 if __name__ == "__main__":

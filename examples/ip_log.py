@@ -31,8 +31,10 @@ def write_demo_log(path: Path, n: int) -> None:
     hot = rng.integers(0, 2**24, size=20) << 8  # twenty busy /24 networks
     with path.open("w") as fh:
         for i in range(n):
-            ip = int(hot[rng.integers(20)] + rng.integers(256)) if i % 4 else int(
-                rng.integers(2**32)
+            ip = (
+                int(hot[rng.integers(20)] + rng.integers(256))
+                if i % 4
+                else int(rng.integers(2**32))
             )
             octets = ".".join(str((ip >> s) & 255) for s in (24, 16, 8, 0))
             fh.write(f'{octets} - - [22/Nov/2026:10:00:00 +0000] "GET / HTTP/1.1" 200 512\n')

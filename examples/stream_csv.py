@@ -9,7 +9,6 @@ Memory: one batch of rows plus the PrivHP state, whatever the file's length.
 from __future__ import annotations
 
 import csv
-import itertools
 import sys
 import tempfile
 from pathlib import Path

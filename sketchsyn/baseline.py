@@ -56,8 +56,10 @@ class GridHistogram(LevelCounts):
         if cells_per_axis is not None:
             c = check_int(cells_per_axis, "cells_per_axis", "GridHistogram", minimum=2)
             if c & (c - 1):
-                raise ParameterError(f"The 'cells_per_axis' parameter of GridHistogram must be a "
-                                     f"power of two. Got {c} instead.")
+                raise ParameterError(
+                    f"The 'cells_per_axis' parameter of GridHistogram must be a "
+                    f"power of two. Got {c} instead."
+                )
             level = domain.d * (c.bit_length() - 1)
         elif memory_bytes is not None:
             mem = check_int(memory_bytes, "memory_bytes", "GridHistogram", minimum=8 * 2 + 64)
@@ -87,13 +89,18 @@ class GridHistogram(LevelCounts):
             return self._released
         if self._frozen:
             raise ReleasedError("release the live GridHistogram, not a snapshot of it")
-        noisy = self._counts + discrete_laplace(1.0 / self._epsilon, self._counts.size,
-                                                rng=self._source)
+        noisy = self._counts + discrete_laplace(
+            1.0 / self._epsilon, self._counts.size, rng=self._source
+        )
         counts = np.maximum(noisy, 0).astype(np.float64)
         cells = np.flatnonzero(counts)
         self._released = PrivateDistribution(
-            self._domain, np.full(cells.size, self._level), cells.astype(np.uint64),
-            counts[cells], epsilon=self._epsilon, mechanism="GridHistogram",
+            self._domain,
+            np.full(cells.size, self._level),
+            cells.astype(np.uint64),
+            counts[cells],
+            epsilon=self._epsilon,
+            mechanism="GridHistogram",
             params={k: v for k, v in self._params().items() if k != "domain"},
         )
         return self._released

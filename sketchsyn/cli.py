@@ -97,7 +97,8 @@ def _demo(args: argparse.Namespace) -> int:
     say(f"sketchsyn {__version__} demo: PrivHP on {name}")
     say(
         f"  parameters: epsilon={php.epsilon} (pure DP, add/remove one row), k={php.k}, "
-        f"width={php.width}, sketch_depth={php.sketch_depth}, depth={php.depth}, sketch={args.sketch}"
+        f"width={php.width}, sketch_depth={php.sketch_depth}, depth={php.depth}, "
+        f"sketch={args.sketch}"
     )
     say(f"  state: {php.nbytes:,} bytes, fixed before the first row")
     reservoir = _Reservoir(_EVAL_POINTS, domain.d, seed=args.data_seed + 1)
@@ -117,7 +118,8 @@ def _demo(args: argparse.Namespace) -> int:
             reservoir.add(batch)
     elapsed = time.perf_counter() - t0
     say(
-        f"  streamed {php.n_seen:,} rows in {elapsed:.2f} s: {php.n_seen / max(elapsed, 1e-9):,.0f} "
+        f"  streamed {php.n_seen:,} rows in {elapsed:.2f} s: "
+        f"{php.n_seen / max(elapsed, 1e-9):,.0f} "
         f"rows/s (reading or generating the rows included); state still {php.nbytes:,} bytes"
     )
     if php.n_dropped:
@@ -153,8 +155,10 @@ def _report_w1(real, release, domain, args, say) -> None:
         )
     except ImportError:
         w = wasserstein1(real, release, domain, method="tree")
-        say(f"  W1 tree bound (data sample vs release) = {w.value:.4f} [{w.method}]; "
-            "install sketchsyn[eval] for exact OT")
+        say(
+            f"  W1 tree bound (data sample vs release) = {w.value:.4f} [{w.method}]; "
+            "install sketchsyn[eval] for exact OT"
+        )
 
 
 def _plot(real, synthetic, domain, path, say) -> None:

@@ -102,7 +102,9 @@ def _levels_prefixes(levels: Any, prefixes: Any, max_depth: int) -> tuple[np.nda
     px = np.asarray(prefixes, dtype=_U64).reshape(-1)
     lv = np.broadcast_to(np.asarray(levels, dtype=np.int64), px.shape).copy()
     if lv.size and (lv.min() < 0 or lv.max() > max_depth):
-        raise ParameterError(f"cell levels must lie in [0, {max_depth}]. Got {lv.min()}..{lv.max()}")
+        raise ParameterError(
+            f"cell levels must lie in [0, {max_depth}]. Got {lv.min()}..{lv.max()}"
+        )
     return lv, px
 
 
@@ -476,8 +478,9 @@ class BitDomain:
         lo_c, hi_c = lo_c[:, 0], hi_c[:, 0]
         qlo = float(np.asarray(lower, dtype=np.float64).reshape(-1)[0])
         qhi = float(np.asarray(upper, dtype=np.float64).reshape(-1)[0])
-        overlap = np.clip(np.minimum(hi_c, np.floor(qhi)) - np.maximum(lo_c, np.ceil(qlo)) + 1,
-                          0.0, None)
+        overlap = np.clip(
+            np.minimum(hi_c, np.floor(qhi)) - np.maximum(lo_c, np.ceil(qlo)) + 1, 0.0, None
+        )
         return overlap / (hi_c - lo_c + 1)
 
     def gamma(self, level: int) -> float:

@@ -29,8 +29,10 @@ class LevelCounts:
 
     def __init__(self, domain: Any, level: int, rng: RNGLike, owner: str) -> None:
         if not hasattr(domain, "encode") or not hasattr(domain, "max_depth"):
-            raise ValueError(f"The 'domain' parameter of {owner} must be a sketchsyn domain. "
-                             f"Got {domain!r} instead.")
+            raise ValueError(
+                f"The 'domain' parameter of {owner} must be a sketchsyn domain. "
+                f"Got {domain!r} instead."
+            )
         self._domain = domain
         limit = min(int(domain.max_depth), _MAX_LEVEL)
         self._level = check_int(level, "depth", owner, minimum=1, maximum=limit)
@@ -76,8 +78,9 @@ class LevelCounts:
         """Add a batch (checked whole before the counts change)."""
         self._check_open()
         codes, dropped = self._domain.encode(X, self._level, return_dropped=True)
-        add = np.bincount(np.asarray(codes, dtype=np.uint64).astype(np.intp),
-                          minlength=self._counts.size)
+        add = np.bincount(
+            np.asarray(codes, dtype=np.uint64).astype(np.intp), minlength=self._counts.size
+        )
         self._counts += add
         self._n_seen += int(np.asarray(codes).size)
         self._n_dropped += int(dropped)
@@ -94,13 +97,15 @@ class LevelCounts:
         """Add the exact counts of another summary with the same parameters (before release)."""
         self._check_open()
         if type(other) is not type(self):
-            raise IncompatibleError(f"cannot merge a {type(other).__name__} into a "
-                                    f"{type(self).__name__}")
+            raise IncompatibleError(
+                f"cannot merge a {type(other).__name__} into a {type(self).__name__}"
+            )
         mine, theirs = self._params(), other._params()
         for key in mine:
             if mine[key] != theirs[key]:
-                raise IncompatibleError(f"cannot merge with different {key!r}: "
-                                        f"{mine[key]!r} != {theirs[key]!r}")
+                raise IncompatibleError(
+                    f"cannot merge with different {key!r}: {mine[key]!r} != {theirs[key]!r}"
+                )
         if other is self:
             raise IncompatibleError("cannot merge a summary with itself")
         self._counts += other._counts

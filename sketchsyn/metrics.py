@@ -87,7 +87,11 @@ def wasserstein1(
         return W1Result(_exact_1d_samples(xn[:, 0], domain.normalize(y)[:, 0]), "exact")
     if method == "ot":
         if _is_distribution(y):
-            m = xn.shape[0] if n_samples is None else check_int(n_samples, "n_samples", "wasserstein1", 1)
+            m = (
+                xn.shape[0]
+                if n_samples is None
+                else check_int(n_samples, "n_samples", "wasserstein1", 1)
+            )
             y = y.sample(m, rng=as_source(rng))
         return W1Result(_ot(xn, domain.normalize(y)), "ot")
     return W1Result(_tree_bound(x, y, domain, depth), "tree")
@@ -195,7 +199,9 @@ def _tree_bound(x: Any, y: Any, domain: Any, depth: int | None) -> float:
         R = int(lv.max()) if depth is None else check_int(depth, "depth", "wasserstein1", 1, 63)
         R = max(R, int(lv.max()), 1)
     else:
-        default = min(int(domain.max_depth), 60, domain.d * int(np.ceil(np.log2(max(n, 2)))) + domain.d)
+        default = min(
+            int(domain.max_depth), 60, domain.d * int(np.ceil(np.log2(max(n, 2)))) + domain.d
+        )
         R = default if depth is None else check_int(depth, "depth", "wasserstein1", 1, 63)
         ycodes = np.asarray(domain.encode(y, R), dtype=np.uint64)
         lv = np.full(ycodes.size, R, dtype=np.int64)

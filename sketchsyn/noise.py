@@ -58,7 +58,9 @@ def exact_rational(value: object, name: str, owner: str) -> Fraction:
     >>> exact_rational(0.1, "scale", "f") >= Fraction(1, 10)
     True
     """
-    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction, np.integer, np.floating)):
+    if isinstance(value, bool) or not isinstance(
+        value, (int, float, Fraction, np.integer, np.floating)
+    ):
         raise ParameterError(
             f"The {name!r} parameter of {owner} must be a finite real number > 0. "
             f"Got {value!r} instead."
@@ -68,8 +70,10 @@ def exact_rational(value: object, name: str, owner: str) -> Fraction:
             f"The {name!r} parameter of {owner} must be a finite real number > 0. "
             f"Got {value!r} instead."
         )
-    frac = Fraction(value) if not isinstance(value, (np.integer, np.floating)) else Fraction(
-        value.item()
+    frac = (
+        Fraction(value)
+        if not isinstance(value, (np.integer, np.floating))
+        else Fraction(value.item())
     )
     if frac <= 0 or frac > _MAX_SCALE:
         raise ParameterError(
@@ -90,7 +94,8 @@ def _shape(size: int | tuple[int, ...], owner: str) -> tuple[int, ...]:
         shape = tuple(int(s) for s in size)
     else:
         raise ParameterError(
-            f"The 'size' parameter of {owner} must be an int or a tuple of ints. Got {size!r} instead."
+            f"The 'size' parameter of {owner} must be an int or a tuple of ints. "
+            f"Got {size!r} instead."
         )
     if any(s < 0 for s in shape):
         raise ParameterError(
@@ -271,7 +276,7 @@ def discrete_gaussian(
 
 
 def _bernoulli_exp_big(absy: np.ndarray, a: int, b: int, t: int, src: RandomSource) -> np.ndarray:
-    """Bernoulli(exp(−(|y|bt − a)²/(2abt²))) with Python integers for parameters too large for int64.
+    """Bernoulli(exp(−(|y|bt − a)²/(2abt²))) in Python integers (parameters beyond int64).
 
     exp(−γ) = exp(−1)^floor(γ) · exp(−frac(γ)); frac(γ) = R/D with D possibly > 2**62 is drawn as
     a uniform integer of [0, D) built from 62-bit limbs (exact rejection on the top limb).

@@ -67,14 +67,14 @@ class PMM(LevelCounts):
         rng: RNGLike = None,
     ) -> None:
         self._epsilon = check_epsilon(epsilon, "PMM")
-        self._consistency = check_choice(consistency, "consistency", "PMM",
-                                         ("uniform", "proportional"))
+        self._consistency = check_choice(
+            consistency, "consistency", "PMM", ("uniform", "proportional")
+        )
         if depth is None:
             if expected_n is None:
                 raise ValueError("PMM needs either 'depth' or 'expected_n'. Got neither.")
             n = check_int(expected_n, "expected_n", "PMM", minimum=1)
-            depth = min(accounting.pmm_depth(self._epsilon, n, domain.d), 30,
-                        int(domain.max_depth))
+            depth = min(accounting.pmm_depth(self._epsilon, n, domain.d), 30, int(domain.max_depth))
         super().__init__(domain, depth, rng, "PMM")
         self._synthetic_counts: np.ndarray | None = None
 
@@ -99,8 +99,13 @@ class PMM(LevelCounts):
     def _from_params(cls, meta: dict[str, Any]) -> PMM:
         from .domains import domain_from_dict
 
-        return cls(domain_from_dict(meta["domain"]), meta["epsilon"], depth=meta["depth"],
-                   consistency=meta["consistency"], rng=None)
+        return cls(
+            domain_from_dict(meta["domain"]),
+            meta["epsilon"],
+            depth=meta["depth"],
+            consistency=meta["consistency"],
+            rng=None,
+        )
 
     def release(self) -> PrivateDistribution:
         """Draw the noise once, make the tree consistent, return the private distribution."""
@@ -110,7 +115,9 @@ class PMM(LevelCounts):
             raise ReleasedError("release the live PMM, not a snapshot of it")
         streams = self._source.spawn(self._level + 1)
         noisy = []
-        for level, (exact, scale) in enumerate(zip(self._complete_levels(), self.scales)):
+        for level, (exact, scale) in enumerate(
+            zip(self._complete_levels(), self.scales, strict=False)
+        ):
             lam = discrete_laplace(float(scale), exact.size, rng=streams[level])
             noisy.append(np.maximum(exact + lam, 0))
         consistent = consistent_levels_integer(noisy, self._consistency)
@@ -119,8 +126,13 @@ class PMM(LevelCounts):
         keep = counts > 0
         self._synthetic_counts = np.asarray(consistent[-1], dtype=np.int64)
         self._released = PrivateDistribution(
-            self._domain, levels[keep], prefixes[keep], counts[keep], epsilon=self._epsilon,
-            mechanism="PMM", params={k: v for k, v in self._params().items() if k != "domain"},
+            self._domain,
+            levels[keep],
+            prefixes[keep],
+            counts[keep],
+            epsilon=self._epsilon,
+            mechanism="PMM",
+            params={k: v for k, v in self._params().items() if k != "domain"},
         )
         return self._released
 

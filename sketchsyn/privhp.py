@@ -174,7 +174,8 @@ class PrivHP:
         if depth is None:
             if expected_n is None:
                 raise ParameterError(
-                    "PrivHP needs either 'depth' or 'expected_n' (to derive the depth). Got neither."
+                    "PrivHP needs either 'depth' or 'expected_n' (to derive the depth). "
+                    "Got neither."
                 )
             n = check_int(expected_n, "expected_n", "PrivHP", minimum=1)
             depth = accounting.privhp_depth(self._epsilon, n, domain.d, self._k)
@@ -408,7 +409,10 @@ class PrivHP:
         self._n_dropped += dropped
 
     def _batch_counts(self, X: Any) -> tuple[np.ndarray, np.ndarray, int, int]:
-        """Validate and encode a batch; return its counter and sketch increments (no state change)."""
+        """Validate and encode a batch; return its counter and sketch increments.
+
+        No state changes here: the caller adds the increments once the whole batch passed.
+        """
         codes, dropped = self._domain.encode(X, self._depth, return_dropped=True)
         codes = np.asarray(codes, dtype=np.uint64)
         tree_counts, bank_counts = self._level_counts(codes)
@@ -677,4 +681,3 @@ class PrivHP:
             f"sketch_depth={self._sketch_depth}, depth={self._depth}, sketch={self._sketch!r}, "
             f"n_seen={self._n_seen}, nbytes={self.nbytes})"
         )
-

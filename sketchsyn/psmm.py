@@ -131,7 +131,12 @@ class PSMM(LevelCounts):
         dist = np.abs(centres[:, None, :] - centres[None, :, :]).max(axis=-1)
         tau = closest_probability_measure(noisy / total, dist)
         self._released = PrivateDistribution(
-            self._domain, np.full(m, self._level), cells, tau * total, epsilon=self._epsilon,
-            mechanism="PSMM", params={k: v for k, v in self._params().items() if k != "domain"},
+            self._domain,
+            np.full(m, self._level),
+            cells,
+            tau * total,
+            epsilon=self._epsilon,
+            mechanism="PSMM",
+            params={k: v for k, v in self._params().items() if k != "domain"},
         )
         return self._released

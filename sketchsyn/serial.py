@@ -48,7 +48,7 @@ def _digest(data: bytes) -> bytes:
 def pack(
     kind: str, version: int, meta: Mapping[str, object], arrays: Mapping[str, np.ndarray]
 ) -> bytes:
-    """Serialise JSON-able ``meta`` and numeric ``arrays`` under a ``kind`` and schema ``version``."""
+    """Serialise JSON-able ``meta`` and numeric ``arrays`` under ``kind`` and ``version``."""
     kind_b = kind.encode("ascii")
     descriptors = []
     payloads = []
@@ -128,7 +128,9 @@ def unpack(
             arrays[desc["name"]] = arr.reshape(shape).astype(dt.newbyteorder("="), copy=True)
             pos += nbytes
         if pos != len(body):
-            raise SerializationError(f"{label} blob has {len(body) - pos} unexpected trailing bytes")
+            raise SerializationError(
+                f"{label} blob has {len(body) - pos} unexpected trailing bytes"
+            )
     except SerializationError:
         raise
     except (struct.error, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:

@@ -84,8 +84,10 @@ class _Sketch:
         self._depth = check_int(depth, "depth", name, minimum=1, maximum=1024)
         self._seed = check_int(seed, "seed", name, minimum=0, maximum=2**32 - 1)
         if epsilon is not None:
-            if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.number)) or (
-                not math.isfinite(float(epsilon)) or float(epsilon) <= 0
+            if (
+                isinstance(epsilon, bool)
+                or not isinstance(epsilon, (int, float, np.number))
+                or (not math.isfinite(float(epsilon)) or float(epsilon) <= 0)
             ):
                 raise ParameterError(
                     f"The 'epsilon' parameter of {name} must be None (raw) or a finite real "
@@ -228,8 +230,12 @@ class _Sketch:
 
     def to_bytes(self) -> bytes:
         """Versioned, checksummed bytes (see :mod:`sketchsyn.serial`); never pickle."""
-        meta = {"width": self._width, "depth": self._depth, "seed": self._seed,
-                "epsilon": self._epsilon}
+        meta = {
+            "width": self._width,
+            "depth": self._depth,
+            "seed": self._seed,
+            "epsilon": self._epsilon,
+        }
         return pack(self._kind, _VERSION, meta, {"table": self._table})
 
     @classmethod
@@ -239,8 +245,10 @@ class _Sketch:
 
         _, version, meta, arrays = unpack(blob, cls._kind)
         if version > _VERSION:
-            raise SerializationError(f"{cls._kind} format version {version} is newer than "
-                                     f"this sketchsyn reads ({_VERSION})")
+            raise SerializationError(
+                f"{cls._kind} format version {version} is newer than "
+                f"this sketchsyn reads ({_VERSION})"
+            )
         obj = cls(meta["width"], meta["depth"], None, meta["seed"])
         table = arrays["table"]
         if table.shape != obj._table.shape or table.dtype != np.int64:
@@ -263,8 +271,10 @@ class _Sketch:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(width={self._width}, depth={self._depth}, "
-                f"epsilon={self._epsilon}, seed={self._seed})")
+        return (
+            f"{type(self).__name__}(width={self._width}, depth={self._depth}, "
+            f"epsilon={self._epsilon}, seed={self._seed})"
+        )
 
 
 class CountMinSketch(_Sketch):
@@ -305,8 +315,9 @@ class CountMinSketch(_Sketch):
         272
         """
         if not 0 < relative_error < 1:
-            raise ParameterError(f"The 'relative_error' parameter must be in (0, 1). "
-                                 f"Got {relative_error!r} instead.")
+            raise ParameterError(
+                f"The 'relative_error' parameter must be in (0, 1). Got {relative_error!r} instead."
+            )
         return math.ceil(math.e / relative_error)
 
     @staticmethod
@@ -317,8 +328,9 @@ class CountMinSketch(_Sketch):
         3
         """
         if not 0 < confidence < 1:
-            raise ParameterError(f"The 'confidence' parameter must be in (0, 1). "
-                                 f"Got {confidence!r} instead.")
+            raise ParameterError(
+                f"The 'confidence' parameter must be in (0, 1). Got {confidence!r} instead."
+            )
         return max(1, math.ceil(math.log(1.0 / (1.0 - confidence))))
 
 
@@ -351,8 +363,9 @@ class CountSketch(_Sketch):
         300
         """
         if not 0 < relative_error < 1:
-            raise ParameterError(f"The 'relative_error' parameter must be in (0, 1). "
-                                 f"Got {relative_error!r} instead.")
+            raise ParameterError(
+                f"The 'relative_error' parameter must be in (0, 1). Got {relative_error!r} instead."
+            )
         return math.ceil(3.0 / relative_error**2 - 1e-9)
 
     @staticmethod
@@ -363,7 +376,8 @@ class CountSketch(_Sketch):
         3
         """
         if not 0 < confidence < 1:
-            raise ParameterError(f"The 'confidence' parameter must be in (0, 1). "
-                                 f"Got {confidence!r} instead.")
+            raise ParameterError(
+                f"The 'confidence' parameter must be in (0, 1). Got {confidence!r} instead."
+            )
         j = max(1, math.ceil(math.log(1.0 / (1.0 - confidence))))
         return j if j % 2 else j + 1

@@ -40,7 +40,9 @@ def test_zcdp_budget_and_conversion():
     with pytest.raises(BudgetExceededError):
         z.spend(0.01)
     assert z.to_approx_dp(1e-6) == pytest.approx(0.5 + 2 * math.sqrt(0.5 * math.log(1e6)))
-    assert zcdp_to_approx_dp(0.005, 1e-5) == pytest.approx(0.005 + 2 * math.sqrt(0.005 * math.log(1e5)))
+    assert zcdp_to_approx_dp(0.005, 1e-5) == pytest.approx(
+        0.005 + 2 * math.sqrt(0.005 * math.log(1e5))
+    )
     assert pure_to_zcdp(1.0) == 0.5
     with pytest.raises(ParameterError, match="delta"):
         zcdp_to_approx_dp(1.0, 1.5)
@@ -64,17 +66,27 @@ def test_privhp_allocation_follows_lemma_5():
     eps, k, depth, d = 2.0, 8, 12, 2
     s = privhp_allocation(eps, k, depth, d=d)
     L = 3
-    gamma = lambda l: 2.0 ** -(max(l, 0) // d)  # noqa: E731
-    Gamma = lambda l: 2.0 ** max(l, 0) * gamma(l)  # noqa: E731
-    w = [math.sqrt(Gamma(l - 1)) if l <= L else math.sqrt(k * gamma(l - 1)) for l in range(depth + 1)]
+
+    def gamma(level):
+        return 2.0 ** -(max(level, 0) // d)
+
+    def Gamma(level):  # noqa: N802 (the paper's name)
+        return 2.0 ** max(level, 0) * gamma(level)
+
+    w = [
+        math.sqrt(Gamma(lv - 1)) if lv <= L else math.sqrt(k * gamma(lv - 1))
+        for lv in range(depth + 1)
+    ]
     np.testing.assert_allclose(s, eps * np.array(w) / sum(w), rtol=1e-12)
     u = privhp_allocation(eps, k, depth, d=d, allocation="uniform")
     np.testing.assert_allclose(u, eps / (depth + 1))
 
 
 def test_allocation_with_explicit_gammas_matches_unit_cube():
-    g = [2.0 ** -(max(l, 0) // 3) for l in range(-1, 11)]
-    np.testing.assert_allclose(privhp_allocation(1.0, 4, 10, gammas=g), privhp_allocation(1.0, 4, 10, d=3))
+    g = [2.0 ** -(max(lv, 0) // 3) for lv in range(-1, 11)]
+    np.testing.assert_allclose(
+        privhp_allocation(1.0, 4, 10, gammas=g), privhp_allocation(1.0, 4, 10, d=3)
+    )
     with pytest.raises(ParameterError, match="gammas"):
         privhp_allocation(1.0, 4, 10, gammas=[1.0, 2.0])
 

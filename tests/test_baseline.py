@@ -13,7 +13,9 @@ from sketchsyn.metrics import wasserstein1
 
 def test_memory_sizing_and_non_negative_release():
     g = GridHistogram(Box.unit(2), 1.0, memory_bytes=100_000, rng=0)
-    assert g.nbytes <= 100_000 and GridHistogram(Box.unit(2), 1.0, level=g.level + 1).nbytes > 100_000
+    assert (
+        g.nbytes <= 100_000 and GridHistogram(Box.unit(2), 1.0, level=g.level + 1).nbytes > 100_000
+    )
     g.update_many(np.random.default_rng(0).random((1000, 2)))
     dist = g.release()
     assert (dist.leaves().count >= 0).all()

@@ -16,8 +16,10 @@ def _reference_code(x, lower, upper, depth):
     """Morton code of one point with Python ints, one level (one bit) at a time."""
     d = len(x)
     bits = [sum(1 for lv in range(1, depth + 1) if (lv - 1) % d == i) for i in range(d)]
-    q = [min(int((x[i] - lower[i]) / (upper[i] - lower[i]) * 2 ** bits[i]), 2 ** bits[i] - 1)
-         for i in range(d)]
+    q = [
+        min(int((x[i] - lower[i]) / (upper[i] - lower[i]) * 2 ** bits[i]), 2 ** bits[i] - 1)
+        for i in range(d)
+    ]
     code, used = 0, [0] * d
     for lv in range(1, depth + 1):
         i = (lv - 1) % d
@@ -26,7 +28,9 @@ def _reference_code(x, lower, upper, depth):
     return code
 
 
-@pytest.mark.parametrize("d, depth", [(1, 20), (2, 24), (2, 13), (3, 24), (3, 31), (5, 40), (2, 64)])
+@pytest.mark.parametrize(
+    "d, depth", [(1, 20), (2, 24), (2, 13), (3, 24), (3, 31), (5, 40), (2, 64)]
+)
 def test_morton_matches_reference(d, depth):
     rng = np.random.default_rng(d * 100 + depth)
     lower, upper = -rng.random(d) * 10, rng.random(d) * 10 + 0.5

@@ -37,7 +37,7 @@ def test_extreme_keys_and_broadcast_seeds():
     [([1, -2, 3], "[1]"), ([1.0, 2.5], "[1]"), ([np.nan], "[0]"), ([0, 1, np.inf], "[2]")],
 )
 def test_bad_keys_name_index_and_value(bad, where):
-    with pytest.raises(InputError, match=r"keys\%s" % where.replace("]", r"\]")):
+    with pytest.raises(InputError, match=r"keys\{}".format(where.replace("]", r"\]"))):
         as_keys(np.array(bad))
 
 

@@ -26,8 +26,9 @@ def test_exact_1d_matches_scipy(seed):
 
 
 def test_exact_1d_against_a_distribution_needs_no_sampling():
-    dist = PrivateDistribution(Box.unit(1), [1, 2, 2], [0, 2, 3], [2.0, 1.0, 3.0],
-                               epsilon=1.0, mechanism="hand")
+    dist = PrivateDistribution(
+        Box.unit(1), [1, 2, 2], [0, 2, 3], [2.0, 1.0, 3.0], epsilon=1.0, mechanism="hand"
+    )
     x = np.random.default_rng(0).random((300, 1))
     exact = wasserstein1(x, dist, Box.unit(1)).value
     big = dist.sample(400_000, rng=1)
@@ -54,7 +55,9 @@ def test_tree_bound_dominates_exact_value(seed):
     box = Box.unit(2)
     x = rng.beta(2, 5, size=(120, 2))
     y = rng.random((90, 2))
-    assert wasserstein1(x, y, box, method="tree").value >= wasserstein1(x, y, box, method="ot").value
+    assert (
+        wasserstein1(x, y, box, method="tree").value >= wasserstein1(x, y, box, method="ot").value
+    )
     # Against a release: the bound needs no sampling; compare with OT on a large sample.
     php = PrivHP(box, epsilon=2.0, k=8, width=64, depth=10, rng=seed)
     php.update_many(x)

@@ -35,7 +35,7 @@ def _chi2_pvalue(draws: np.ndarray, pmf) -> float:
     # Merge bins from the outside in until each expects at least 5.
     obs, exp = [], []
     acc_o = acc_e = 0.0
-    for o, e in zip(counts, expected):
+    for o, e in zip(counts, expected, strict=False):
         acc_o += o
         acc_e += e
         if acc_e >= 5:
@@ -105,7 +105,9 @@ def test_float_parameter_is_its_exact_rational():
     frac = exact_rational(0.1, "scale", "t")
     assert frac >= Fraction(0.1) and frac - Fraction(0.1) <= Fraction(1, 2**20)
     assert np.array_equal(discrete_laplace(0.1, 1000, rng=3), discrete_laplace(frac, 1000, rng=3))
-    assert np.array_equal(discrete_laplace(2.5, 1000, rng=3), discrete_laplace(Fraction(5, 2), 1000, rng=3))
+    assert np.array_equal(
+        discrete_laplace(2.5, 1000, rng=3), discrete_laplace(Fraction(5, 2), 1000, rng=3)
+    )
 
 
 @pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), "3", None, True])

@@ -81,9 +81,7 @@ def test_counters_carry_the_level_noise():
 )
 def test_release_invariants(k, depth, n, B, sketch, seed, epsilon):
     X = multifractal(n, d=2, B=B, depth=16, seed=seed)
-    php = PrivHP(
-        Box.unit(2), epsilon=epsilon, k=k, width=32, depth=depth, sketch=sketch, rng=seed
-    )
+    php = PrivHP(Box.unit(2), epsilon=epsilon, k=k, width=32, depth=depth, sketch=sketch, rng=seed)
     php.update_many(X)
     release = php.release()
     grown = php.partition_tree
@@ -140,7 +138,7 @@ def test_memory_is_fixed_and_follows_formula():
     expected = 8 * (1024 * 3 * (24 - 6) + 2**7 - 1) + 8 * 25 + 64
     assert php.nbytes == expected == PrivHP.memory_bytes(64, 1024, 3, 24)
     before = php.nbytes
-    php.consume((multifractal(50_000, d=2, B=0.8, depth=20, seed=s) for s in range(4)))
+    php.consume(multifractal(50_000, d=2, B=0.8, depth=20, seed=s) for s in range(4))
     assert php.nbytes == before
 
 

@@ -7,9 +7,10 @@ read its state. A new summary joins by adding an entry.
 from __future__ import annotations
 
 import pickle
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -56,20 +57,50 @@ def _php_state(p):
 
 
 SUMMARIES = [
-    Entry("CountMinSketch-raw", lambda: CountMinSketch(64, 3, seed=2), _keys, _bad_keys, _sketch_state),
-    Entry("CountMinSketch-private", lambda: CountMinSketch(64, 3, epsilon=1.0, seed=2, rng=5),
-          _keys, _bad_keys, _sketch_state, mergeable_raw=False),
+    Entry(
+        "CountMinSketch-raw", lambda: CountMinSketch(64, 3, seed=2), _keys, _bad_keys, _sketch_state
+    ),
+    Entry(
+        "CountMinSketch-private",
+        lambda: CountMinSketch(64, 3, epsilon=1.0, seed=2, rng=5),
+        _keys,
+        _bad_keys,
+        _sketch_state,
+        mergeable_raw=False,
+    ),
     Entry("CountSketch-raw", lambda: CountSketch(64, 3, seed=2), _keys, _bad_keys, _sketch_state),
-    Entry("CountSketch-private", lambda: CountSketch(64, 3, epsilon=1.0, seed=2, rng=5),
-          _keys, _bad_keys, _sketch_state, mergeable_raw=False),
-    Entry("PrivHP-raw", lambda: PrivHP(Box.unit(2), 1.0, k=8, width=32, depth=10, rng=3, raw=True),
-          _points, _bad_points, _php_state),
-    Entry("PrivHP-private", lambda: PrivHP(Box.unit(2), 1.0, k=8, width=32, depth=10, rng=3),
-          _points, _bad_points, _php_state, mergeable_raw=False),
-    Entry("PrivHP-count-sketch",
-          lambda: PrivHP(Box.unit(2), 1.0, k=4, width=32, depth=9, sketch="count-sketch",
-                         rng=3, raw=True),
-          _points, _bad_points, _php_state),
+    Entry(
+        "CountSketch-private",
+        lambda: CountSketch(64, 3, epsilon=1.0, seed=2, rng=5),
+        _keys,
+        _bad_keys,
+        _sketch_state,
+        mergeable_raw=False,
+    ),
+    Entry(
+        "PrivHP-raw",
+        lambda: PrivHP(Box.unit(2), 1.0, k=8, width=32, depth=10, rng=3, raw=True),
+        _points,
+        _bad_points,
+        _php_state,
+    ),
+    Entry(
+        "PrivHP-private",
+        lambda: PrivHP(Box.unit(2), 1.0, k=8, width=32, depth=10, rng=3),
+        _points,
+        _bad_points,
+        _php_state,
+        mergeable_raw=False,
+    ),
+    Entry(
+        "PrivHP-count-sketch",
+        lambda: PrivHP(
+            Box.unit(2), 1.0, k=4, width=32, depth=9, sketch="count-sketch", rng=3, raw=True
+        ),
+        _points,
+        _bad_points,
+        _php_state,
+    ),
 ]
 IDS = [e.name for e in SUMMARIES]
 

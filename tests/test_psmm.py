@@ -22,8 +22,9 @@ def d_bl(nu: np.ndarray, tau: np.ndarray, dist: np.ndarray) -> float:
                 r[i], r[j] = 1.0, -1.0
                 rows.append(r)
                 rhs.append(dist[i, j])
-    res = linprog(-(nu - tau), A_ub=np.array(rows), b_ub=np.array(rhs), bounds=(-1, 1),
-                  method="highs")
+    res = linprog(
+        -(nu - tau), A_ub=np.array(rows), b_ub=np.array(rhs), bounds=(-1, 1), method="highs"
+    )
     return -res.fun
 
 

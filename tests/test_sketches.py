@@ -24,7 +24,9 @@ def test_count_min_matches_datasketches(zipf_stream):
     ours = CountMinSketch(1024, 3, seed=1)
     ours.update_many(items)
     theirs = datasketches.count_min_sketch(3, 1024, 9001)
-    for k, f in zip(keys.tolist(), freq.tolist()):  # one weighted update per distinct key
+    for k, f in zip(
+        keys.tolist(), freq.tolist(), strict=False
+    ):  # one weighted update per distinct key
         theirs.update(int(k), int(f))
     est_ours = ours.query_many(keys)
     est_theirs = np.array([theirs.get_estimate(int(k)) for k in keys.tolist()])
