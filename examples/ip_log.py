@@ -40,6 +40,10 @@ def write_demo_log(path: Path, n: int) -> None:
             fh.write(f'{octets} - - [22/Nov/2026:10:00:00 +0000] "GET / HTTP/1.1" 200 512\n')
 
 
+def dotted(ip: int) -> str:
+    return ".".join(str((ip >> s) & 255) for s in (24, 16, 8, 0))
+
+
 def main(argv: list[str]) -> None:
     path = Path(argv[0]) if argv else Path(tempfile.gettempdir()) / "sketchsyn_access.log"
     if not argv:
@@ -52,9 +56,8 @@ def main(argv: list[str]) -> None:
     leaves = release.leaves()
     for i in top:
         lo = int(leaves.lower[i][0]) if np.ndim(leaves.lower[i]) else int(leaves.lower[i])
-        net = ".".join(str((lo >> s) & 255) for s in (24, 16, 8, 0))
-        print(f"  {net}/{int(leaves.level[i])}: ~{leaves.count[i]:,.0f} requests")
-    print("synthetic client addresses:", release.sample(5).tolist())
+        print(f"  {dotted(lo)}/{int(leaves.level[i])}: ~{leaves.count[i]:,.0f} requests")
+    print("synthetic client addresses:", [dotted(int(ip)) for ip in release.sample(5)])
 
 
 if __name__ == "__main__":

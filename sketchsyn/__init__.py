@@ -36,10 +36,13 @@ _EXPORTS = {
     "PureDPBudget": "accounting",
     "ZCDPBudget": "accounting",
     "privhp_allocation": "accounting",
+    "pmm_scales": "accounting",
     # domains, tree, release
     "Box": "domains",
     "BitDomain": "domains",
     "PrivateDistribution": "distribution",
+    "Leaves": "distribution",
+    "PartitionTree": "tree",
     # algorithms
     "PrivHP": "privhp",
     "PMM": "pmm",
@@ -47,6 +50,8 @@ _EXPORTS = {
     "GridHistogram": "baseline",
     # evaluation
     "wasserstein1": "metrics",
+    "w1_floor": "metrics",
+    "W1Result": "metrics",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
