@@ -18,8 +18,9 @@ Two sweeps, every point averaged over --seeds seeds (mean and standard deviation
   n × ε sweep    n in {2^14, 2^16, 2^18, 2^20}, ε in {0.5, 1, 4}: PrivHP (k = 64, w = 256),
                  PMM and the equal-memory grid.
 W1 is the tree bound (SPEC §8: right for trends and comparisons on the same data, loose in
-absolute terms). For absolute figures the memory sweep also reports exact OT on 2,000 real vs
-2,000 synthetic points beside the data-vs-data floor at the same size.
+absolute terms). For absolute figures the memory sweep also reports exact OT on 1,500 real vs
+1,500 synthetic points (PMM, Count-Min PrivHP with w = 256 and their equal-memory grids) beside
+the data-vs-data floor at the same size. The n × ε sweep uses the first two seeds.
 
 Writes benchmarks/results/utility.csv, docs/utility_table.md and docs/utility.png.
 """
@@ -39,6 +40,7 @@ from sketchsyn.metrics import wasserstein1
 
 ROOT = Path(__file__).resolve().parent.parent
 DIAMONDS_BOX = Box([0.0, 0.0], [6.0, 20000.0])
+OT_POINTS = 1500  # exact OT on 1,500 real vs 1,500 synthetic points
 
 
 def gaussian_mixture(n: int, seed: int) -> np.ndarray:
@@ -111,7 +113,9 @@ def main() -> None:
     sweep_n = [2**12, 2**14] if args.quick else [2**14, 2**16, 2**18, 2**20]
     sweep_eps = [1.0] if args.quick else [0.5, 1.0, 4.0]
     rows: list[dict] = []
-    out_csv = ROOT / "benchmarks" / "results" / "utility.csv"
+    out_csv = (
+        ROOT / "benchmarks" / "results" / ("utility_quick.csv" if args.quick else "utility.csv")
+    )
     out_csv.parent.mkdir(parents=True, exist_ok=True)
 
     handle = out_csv.open("w", newline="")
@@ -132,144 +136,118 @@ def main() -> None:
             flush=True,
         )
 
+    nan = float("nan")
+
+    def ot(real, rel, dom, seed):
+        return wasserstein1(real, rel, dom, method="ot", rng=seed).value
+
     # ---------------------------------------------------------------- memory sweep
     for name in names:
         for seed in seeds:
             X, dom = dataset(name, n_mem, seed, diamonds)
             depth = int(np.ceil(np.log2(n_mem)))
-            half = np.random.default_rng(seed).permutation(X.shape[0])[:4000]
-            floor = wasserstein1(X[half[:2000]], X[half[2000:]], dom, method="ot").value
+            base = dict(sweep="memory", data=name, n=n_mem, eps=1.0, seed=seed)
+            idx = np.random.default_rng(seed).permutation(X.shape[0])[: 2 * OT_POINTS]
+            real = X[idx[:OT_POINTS]]
+            floor = wasserstein1(real, X[idx[OT_POINTS:]], dom, method="ot").value
             record(
-                sweep="memory",
-                data=name,
-                n=n_mem,
-                eps=1.0,
-                seed=seed,
+                **base,
                 mech="floor",
                 k=0,
                 w=0,
                 sketch="-",
                 nbytes=0,
-                w1_tree=float("nan"),
+                w1_tree=nan,
                 w1_ot=floor,
                 secs=0.0,
             )
             nb, w1, rel, secs = run_one("PMM", X, dom, 1.0, depth, seed)
-            ot_v = wasserstein1(X[half[:2000]], rel, dom, method="ot", rng=seed).value
             record(
-                sweep="memory",
-                data=name,
-                n=n_mem,
-                eps=1.0,
-                seed=seed,
+                **base,
                 mech="PMM",
                 k=0,
                 w=0,
                 sketch="-",
                 nbytes=nb,
                 w1_tree=w1,
-                w1_ot=ot_v,
+                w1_ot=ot(real, rel, dom, seed),
                 secs=secs,
             )
             for sketch in ("count-min", "count-sketch"):
                 for k in ks:
                     for w in ws:
+                        with_ot = sketch == "count-min" and w == 256
                         nb, w1, rel, secs = run_one(
                             "PrivHP", X, dom, 1.0, depth, seed, k=k, w=w, sketch=sketch
                         )
-                        ot_v = wasserstein1(X[half[:2000]], rel, dom, method="ot", rng=seed).value
                         record(
-                            sweep="memory",
-                            data=name,
-                            n=n_mem,
-                            eps=1.0,
-                            seed=seed,
+                            **base,
                             mech="PrivHP",
                             k=k,
                             w=w,
                             sketch=sketch,
                             nbytes=nb,
                             w1_tree=w1,
-                            w1_ot=ot_v,
+                            w1_ot=ot(real, rel, dom, seed) if with_ot else nan,
                             secs=secs,
                         )
-                        if sketch == "count-min":
-                            gnb, gw1, grel, gsecs = run_one(
-                                "grid", X, dom, 1.0, depth, seed, memory=nb
-                            )
-                            g_ot = wasserstein1(
-                                X[half[:2000]], grel, dom, method="ot", rng=seed
-                            ).value
+                        if sketch == "count-min":  # the grid given the same memory
+                            nb, w1, rel, secs = run_one("grid", X, dom, 1.0, depth, seed, memory=nb)
                             record(
-                                sweep="memory",
-                                data=name,
-                                n=n_mem,
-                                eps=1.0,
-                                seed=seed,
+                                **base,
                                 mech="grid",
                                 k=k,
                                 w=w,
                                 sketch="-",
-                                nbytes=gnb,
-                                w1_tree=gw1,
-                                w1_ot=g_ot,
-                                secs=gsecs,
+                                nbytes=nb,
+                                w1_tree=w1,
+                                w1_ot=ot(real, rel, dom, seed) if with_ot else nan,
+                                secs=secs,
                             )
     # ---------------------------------------------------------------- n × ε sweep
     for name in names:
         for n in sweep_n:
             for eps in sweep_eps:
-                for seed in seeds:
+                for seed in seeds[:2]:
                     X, dom = dataset(name, n, seed, diamonds)
                     depth = max(int(np.ceil(np.log2(eps * n))), 7)
+                    base = dict(sweep="n-eps", data=name, n=n, eps=eps, seed=seed)
                     nb, w1, _, secs = run_one(
                         "PrivHP", X, dom, eps, depth, seed, k=64, w=256, sketch="count-min"
                     )
                     record(
-                        sweep="n-eps",
-                        data=name,
-                        n=n,
-                        eps=eps,
-                        seed=seed,
+                        **base,
                         mech="PrivHP",
                         k=64,
                         w=256,
                         sketch="count-min",
                         nbytes=nb,
                         w1_tree=w1,
-                        w1_ot=float("nan"),
+                        w1_ot=nan,
                         secs=secs,
                     )
                     pnb, pw1, _, psecs = run_one("PMM", X, dom, eps, depth, seed)
                     record(
-                        sweep="n-eps",
-                        data=name,
-                        n=n,
-                        eps=eps,
-                        seed=seed,
+                        **base,
                         mech="PMM",
                         k=0,
                         w=0,
                         sketch="-",
                         nbytes=pnb,
                         w1_tree=pw1,
-                        w1_ot=float("nan"),
+                        w1_ot=nan,
                         secs=psecs,
                     )
                     gnb, gw1, _, gsecs = run_one("grid", X, dom, eps, depth, seed, memory=nb)
                     record(
-                        sweep="n-eps",
-                        data=name,
-                        n=n,
-                        eps=eps,
-                        seed=seed,
+                        **base,
                         mech="grid",
                         k=64,
                         w=256,
                         sketch="-",
                         nbytes=gnb,
                         w1_tree=gw1,
-                        w1_ot=float("nan"),
+                        w1_ot=nan,
                         secs=gsecs,
                     )
     handle.close()
