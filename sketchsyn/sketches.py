@@ -65,6 +65,11 @@ def _prepare_keys(keys: object) -> np.ndarray:
     return as_keys(keys).reshape(-1)
 
 
+def _check_unit_interval(value: float, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise ParameterError(f"The {name!r} parameter must be in (0, 1). Got {value!r} instead.")
+
+
 class _Sketch:
     """Shared machinery of Count-Min and Count Sketch."""
 
@@ -314,10 +319,7 @@ class CountMinSketch(_Sketch):
         >>> CountMinSketch.suggest_width(0.01)
         272
         """
-        if not 0 < relative_error < 1:
-            raise ParameterError(
-                f"The 'relative_error' parameter must be in (0, 1). Got {relative_error!r} instead."
-            )
+        _check_unit_interval(relative_error, "relative_error")
         return math.ceil(math.e / relative_error)
 
     @staticmethod
@@ -327,10 +329,7 @@ class CountMinSketch(_Sketch):
         >>> CountMinSketch.suggest_depth(0.95)
         3
         """
-        if not 0 < confidence < 1:
-            raise ParameterError(
-                f"The 'confidence' parameter must be in (0, 1). Got {confidence!r} instead."
-            )
+        _check_unit_interval(confidence, "confidence")
         return max(1, math.ceil(math.log(1.0 / (1.0 - confidence))))
 
 
@@ -362,10 +361,7 @@ class CountSketch(_Sketch):
         >>> CountSketch.suggest_width(0.1)
         300
         """
-        if not 0 < relative_error < 1:
-            raise ParameterError(
-                f"The 'relative_error' parameter must be in (0, 1). Got {relative_error!r} instead."
-            )
+        _check_unit_interval(relative_error, "relative_error")
         return math.ceil(3.0 / relative_error**2 - 1e-9)
 
     @staticmethod
@@ -375,9 +371,6 @@ class CountSketch(_Sketch):
         >>> CountSketch.suggest_depth(0.95)
         3
         """
-        if not 0 < confidence < 1:
-            raise ParameterError(
-                f"The 'confidence' parameter must be in (0, 1). Got {confidence!r} instead."
-            )
+        _check_unit_interval(confidence, "confidence")
         j = max(1, math.ceil(math.log(1.0 / (1.0 - confidence))))
         return j if j % 2 else j + 1
