@@ -108,18 +108,35 @@ class RandomSource:
         return out.astype(np.int64).reshape(shape)
 
     def _integers32(self, high_arr: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-        """``integers`` for bounds ≤ 2**32, on 32-bit words (exactly uniform by rejection)."""
-        h = np.broadcast_to(high_arr.astype(_U64), shape).ravel()
-        # Words w < limit = 2**32 − (2**32 mod h) are accepted.
-        limit = _U64(2**32) - (_U64(2**32) % h)
-        words = self.uint32(h.size).astype(_U64)
-        out = words % h
-        bad = np.flatnonzero(words >= limit)
-        while bad.size:
-            w = self.uint32(bad.size).astype(_U64)
-            ok = w < limit[bad]
-            out[bad[ok]] = w[ok] % h[bad[ok]]
-            bad = bad[~ok]
+        """``integers`` for bounds ≤ 2**32 on 32-bit words, by Lemire's multiply-shift method.
+
+        ``m = w·h`` for a uniform 32-bit ``w``; ``m >> 32`` is the result unless the low half of
+        ``m`` is below ``(2**32 − h) mod h``, in which case ``w`` is redrawn. This is exactly
+        uniform (Lemire 2019, "Fast random integer generation in an interval").
+        """
+        n = int(np.prod(shape, dtype=np.int64))
+        scalar = high_arr.size == 1  # one bound for every draw
+        h = (
+            _U64(int(high_arr.reshape(-1)[0]))
+            if scalar
+            else (np.broadcast_to(high_arr.astype(_U64), shape).ravel())
+        )
+        mask = _U64(0xFFFFFFFF)
+        m = self.uint32(n).astype(_U64) * h
+        low = m & mask
+        out = m >> _U64(32)
+        cand = np.flatnonzero(low < h)  # the rejection zone lies below h
+        while cand.size:
+            hc = h if scalar else h[cand]
+            threshold = (_U64(2**32) - hc) % hc
+            bad = cand[low[cand] < threshold]
+            if not bad.size:
+                break
+            hb = h if scalar else h[bad]
+            m2 = self.uint32(bad.size).astype(_U64) * hb
+            low[bad] = m2 & mask
+            out[bad] = m2 >> _U64(32)
+            cand = bad[low[bad] < hb]
         return out.astype(np.int64).reshape(shape)
 
     def random(self, size: int | tuple[int, ...]) -> np.ndarray:
