@@ -324,3 +324,26 @@ def test_utility_improves_with_width(utility_grid):
 def test_full_tree_is_at_least_as_good_as_k64(utility_grid):
     g = utility_grid
     assert g["full"] <= g["k64"], g
+
+
+def test_consume_peak_memory_is_a_few_batches():
+    import tracemalloc
+
+    batch = 16384
+
+    def rows():
+        rng = np.random.default_rng(0)
+        for _ in range(40):  # 655,360 rows, generated lazily
+            yield rng.random((batch, 2))
+
+    php = PrivHP(Box.unit(2), epsilon=1.0, k=64, width=1024, depth=24, rng=0)
+    php.consume(rows(), batch_size=batch)  # warm-up: pools, caches
+    tracemalloc.start()
+    php2 = PrivHP(Box.unit(2), epsilon=1.0, k=64, width=1024, depth=24, rng=0)
+    php2.consume(rows(), batch_size=batch)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    batch_bytes = batch * 2 * 8
+    # The state (~0.44 MB) plus the working arrays of a couple of batches, never the stream.
+    assert peak < php2.nbytes + 12 * batch_bytes, peak
+    assert php2.n_seen == 40 * batch
