@@ -65,3 +65,13 @@ def test_demo_reads_a_csv(tmp_path, capsys):
     )
     assert code == 0
     assert "dropped 1 rows" in capsys.readouterr().out
+
+
+def test_readme_example_runs():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102
+    assert namespace["synthetic"].shape == (100_000, 2)
