@@ -12,6 +12,11 @@ sketches' estimates (Algorithm 3, even-split consistency of Algorithm 4) and ret
 Privacy: pure ε-DP, event level, **add/remove one item** (``neighbours="add-remove"``, the
 paper's Theorem 2). Under replace-one neighbours the same noise gives 2ε; pass
 ``neighbours="replace"`` to double every noise scale so that the object is ε-DP for replace-one.
+A PrivHP object is single-threaded: do not update it from two threads at once (it uses two
+worker threads of its own inside ``update_many`` for large batches). Use ``merge`` to combine
+summaries built in parallel (processes, machines, Dask tasks: objects pickle through
+``to_bytes``).
+
 Public parameters (not protected): the domain bounds, ``k``, ``width``, ``sketch_depth``, ``depth``,
 the hash ``seed`` and the allocation. The number of rows dropped by an out-of-bounds policy of
 ``"drop"`` (``n_dropped``) and ``n_seen`` are exact, non-private diagnostics for the data holder;
