@@ -50,6 +50,17 @@ def _spread2(x: np.ndarray) -> np.ndarray:
     return (x | (x << _U64(1))) & _U64(0x5555555555555555)
 
 
+_SPREAD2_TABLE: np.ndarray | None = None
+
+
+def _spread2_table() -> np.ndarray:
+    """``_spread2`` of every 16-bit value (a 512 KiB uint64 table, built once per process)."""
+    global _SPREAD2_TABLE
+    if _SPREAD2_TABLE is None:
+        _SPREAD2_TABLE = _spread2(np.arange(2**16, dtype=_U64))
+    return _SPREAD2_TABLE
+
+
 def _spread3(x: np.ndarray) -> np.ndarray:
     """Spread the low 21 bits of x so bit i moves to bit 3i."""
     x = x & _U64(0x1FFFFF)
@@ -70,6 +81,10 @@ def _interleave(q: list[np.ndarray], depth: int) -> np.ndarray:
     b = _bits_per_axis(depth, d)
     if d == 1:
         return q[0]
+    if d == 2 and depth % 2 == 0 and depth <= 32:
+        # Up to 16 bits per axis: one table look-up spreads them (bit i → bit 2i).
+        table = _spread2_table()
+        return (table[q[0]] << _U64(1)) | table[q[1]]
     if d in (2, 3) and depth % d == 0 and depth <= 63:
         spread = _spread2 if d == 2 else _spread3
         code = np.zeros_like(q[0])
@@ -178,7 +193,7 @@ class Box:
     def _points(self, X: Any) -> np.ndarray:
         """Validate a batch; return a float64 (n, d) array (never the caller's array)."""
         try:
-            arr = np.array(X, dtype=np.float64)
+            arr = np.asarray(X, dtype=np.float64)  # read only: never written to
         except (TypeError, ValueError):
             arr = None
         if arr is None:
@@ -212,7 +227,7 @@ class Box:
         n_dropped = 0
         # Fast path: one scaled copy; NaN fails both comparisons, so `inside` also screens it.
         unit = (arr - self._lower) / (self._upper - self._lower)
-        if bool(((unit >= 0.0) & (unit <= 1.0)).all()):
+        if unit.size == 0 or (unit.min() >= 0.0 and unit.max() <= 1.0):  # False for NaN
             codes = self._quantise_encode(unit, depth)
             return (codes, 0) if return_dropped else codes
         finite = np.isfinite(arr).all(axis=1)

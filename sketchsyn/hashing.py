@@ -101,9 +101,14 @@ def murmur3_32(keys: object, seed: object = 0) -> np.ndarray:
     with np.errstate(over="ignore"):
         # Seed-independent work, once per key. Rotation distributes over XOR, so
         # rotl(seed ^ k1, 13) = rotl(seed, 13) ^ rotl(k1, 13), and likewise for the second block.
-        halves = np.ascontiguousarray(k, dtype="<u8").view("<u4").reshape(*k.shape, 2)
-        k1 = _rotl(_mix_block(halves[..., 0].astype(_U32, copy=False)), 13)  # low 4 bytes
-        k2 = _rotl(_mix_block(halves[..., 1].astype(_U32, copy=False)), 13)  # high 4 bytes
+        if k.size and int(k.max()) < 2**32:
+            # Every high 4-byte block is zero, and the mixed value of a zero block is zero.
+            k1 = _rotl(_mix_block(k.astype(_U32)), 13)
+            k2 = None
+        else:
+            halves = np.ascontiguousarray(k, dtype="<u8").view("<u4").reshape(*k.shape, 2)
+            k1 = _rotl(_mix_block(halves[..., 0].astype(_U32, copy=False)), 13)  # low 4 bytes
+            k2 = _rotl(_mix_block(halves[..., 1].astype(_U32, copy=False)), 13)  # high 4 bytes
         h = np.atleast_1d(np.bitwise_xor(_rotl(s, 13), k1))  # the one full-size allocation
         tmp = np.empty_like(h)
         h *= _U32(5)
@@ -111,7 +116,8 @@ def murmur3_32(keys: object, seed: object = 0) -> np.ndarray:
         np.left_shift(h, _U32(13), out=tmp)
         np.right_shift(h, _U32(19), out=h)
         h |= tmp
-        h ^= k2
+        if k2 is not None:
+            h ^= k2
         h *= _U32(5)
         h += _N
         h ^= _U32(8)  # length in bytes

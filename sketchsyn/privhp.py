@@ -443,13 +443,13 @@ class PrivHP:
     def _sketch_level_counts(self, i: int, codes: np.ndarray) -> np.ndarray:
         """Increments of sketch ``i`` (level ``L_k + 1 + i``) for the batch ``codes``.
 
-        Where the level has fewer cells than half the batch, the prefixes are counted first and
+        Where the level has no more cells than the batch has rows, prefixes are counted first and
         each distinct prefix is hashed once, weighted by its count (the same sums, less hashing).
         """
         level = self._L_k + 1 + i
         prefix = codes >> np.uint64(self._depth - level)
         size = self._bank[i].size
-        if level < 62 and 2**level <= codes.size // 2:
+        if level < 62 and 2**level <= codes.size:
             per_cell = np.bincount(prefix.astype(np.intp), minlength=2**level)
             keys = np.flatnonzero(per_cell).astype(np.uint64)
             weights = per_cell[keys].astype(np.float64)
