@@ -94,6 +94,8 @@ class GridHistogram(LevelCounts):
         )
         counts = np.maximum(noisy, 0).astype(np.float64)
         cells = np.flatnonzero(counts)
+        if cells.size == 0:  # nothing survived the noise: all-zero grid, sampled uniformly
+            cells = np.arange(counts.size)
         self._released = PrivateDistribution(
             self._domain,
             np.full(cells.size, self._level),

@@ -124,6 +124,8 @@ class PMM(LevelCounts):
         tree = PartitionTree.from_complete_levels([c.astype(np.float64) for c in consistent])
         levels, prefixes, counts = tree.leaves()
         keep = counts > 0
+        if not keep.any():  # nothing survived the noise: release the (all-zero) full level,
+            keep[:] = True  # which PrivateDistribution treats as "no information" (uniform)
         self._synthetic_counts = np.asarray(consistent[-1], dtype=np.int64)
         self._released = PrivateDistribution(
             self._domain,
