@@ -1,6 +1,6 @@
 """Noise speed: seconds for 10**6 exact draws, OS CSPRNG and seeded.
 
-    python benchmarks/bench_noise.py
+python benchmarks/bench_noise.py
 """
 
 from __future__ import annotations

@@ -1,19 +1,27 @@
 """Private (or raw) Count-Min and Count Sketch (seed 002 §4, Algorithm 1).
 
-A sketch is a ``depth × width`` table of int64 counters (``j × w`` in the paper). With ``epsilon``
-every cell starts at ``Lap_Z(depth/epsilon)``: one item changes one cell per row, so the L1
-sensitivity is ``depth`` and the table is ``epsilon``-DP (add/remove one item) at every moment
-from construction on. Without ``epsilon`` the sketch is raw (exact, not private), for merging
-before noise.
+A sketch is a ``depth × width`` table of int64 counters (``j × w`` in the paper), hashed by a
+public :class:`~sketchsyn.hashing.HashFamily`. With ``epsilon`` every cell starts at
+``Lap_Z(depth/epsilon)`` (exact integer Laplace, :func:`sketchsyn.noise.discrete_laplace`): one item
+changes one cell per row by one, so the L1 sensitivity of the table is ``depth`` and the table is
+``epsilon``-DP (event level, add/remove one item) at every moment from construction on; every
+later read of it is post-processing. Without ``epsilon`` the sketch is raw (exact, not private),
+for a trusted collector who merges before adding noise.
 
-Objects are single-threaded: do not update one sketch from two threads at once.
+Keys are non-negative integers below 2**64 (see :func:`~sketchsyn.hashing.as_keys`), or ``str`` /
+``bytes`` objects, which are mapped to a uint64 by :meth:`HashFamily.key_of
+<sketchsyn.hashing.HashFamily.key_of>`.
+
+Objects are single-threaded: do not update or merge one sketch from two threads at once (reading
+from several threads while nobody writes is fine).
 
 >>> cms = CountMinSketch(width=256, depth=3, epsilon=1.0, rng=0)
 >>> cms.update_many([1, 2, 2, 3, 3, 3])
->>> cms.query(3) >= 3 - 30  # noisy, but close
+>>> abs(cms.query(3) - 3) < 40  # noisy: Lap_Z(3) per cell
 True
 >>> raw = CountMinSketch(256, 3)
->>> raw.update(42, 5); raw.query(42)
+>>> raw.update(42, 5)
+>>> raw.query(42)
 5
 >>> CountMinSketch.from_bytes(cms.to_bytes()) == cms
 True
@@ -22,11 +30,20 @@ True
 from __future__ import annotations
 
 import math
+import numbers
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from .errors import IncompatibleError, InputError, ParameterError, ReleasedError, check_int
+from .errors import (
+    IncompatibleError,
+    InputError,
+    ParameterError,
+    ReleasedError,
+    SerializationError,
+    check_int,
+)
 from .hashing import HashFamily, as_keys
 from .noise import discrete_laplace
 from .rng import RNGLike, as_source
@@ -35,43 +52,91 @@ from .serial import pack, unpack
 __all__ = ["CountMinSketch", "CountSketch"]
 
 _VERSION = 1
-_OVERHEAD = 64  # bytes counted in nbytes for the row/sign seeds and scalars
+_SCALARS_BYTES = 32  # width, depth, seed, epsilon: four 8-byte scalars
+_LIMIT = 2**62  # no counter may reach this magnitude (int64 headroom, checked per batch)
+_STR_TYPES = (str, bytes, bytearray, memoryview)
+
+
+# ------------------------------------------------------------------ input checks
+def _keys_from_strings(items: list, name: str) -> np.ndarray:
+    out = np.empty(len(items), dtype=np.uint64)
+    for i, v in enumerate(items):
+        if not isinstance(v, _STR_TYPES):
+            raise InputError(
+                f"{name} must be all integers or all str/bytes; {name}[{i}] = {v!r} among strings"
+            )
+        out[i] = HashFamily.key_of(v)
+    return out
+
+
+def _prepare_keys(keys: object, name: str = "keys") -> np.ndarray:
+    """Flat uint64 keys from integers (checked by ``as_keys``) or str/bytes objects."""
+    if isinstance(keys, _STR_TYPES):
+        return np.array([HashFamily.key_of(keys)], dtype=np.uint64)
+    if isinstance(keys, (list, tuple)):
+        if any(isinstance(v, _STR_TYPES) for v in keys):
+            return _keys_from_strings(list(keys), name)
+    elif isinstance(keys, np.ndarray) and keys.dtype.kind in "USO":
+        items = keys.reshape(-1).tolist()
+        if keys.dtype.kind in "US" or any(isinstance(v, _STR_TYPES) for v in items):
+            return _keys_from_strings(items, name)
+    return as_keys(keys, name).reshape(-1)
 
 
 def _as_counts(counts: object, n: int) -> np.ndarray:
-    """Counts as int64 of length n: finite integers only (integral floats accepted)."""
+    """Counts as an int64 vector of length ``n``: finite integers only (integral floats too)."""
     arr = np.asarray(counts)
+    if arr.dtype.kind == "f" and not isinstance(counts, np.ndarray):
+        arr = np.asarray(counts, dtype=object)  # exact big ints mixed with small ones
     if arr.ndim == 0:
-        arr = np.full(n, arr)
-    if arr.shape != (n,):
+        arr = np.full(n, arr)  # keeps the dtype, so the checks below still apply
+    if arr.size != n:
         raise InputError(f"counts must have one entry per key ({n}); got shape {arr.shape}")
-    if arr.dtype.kind in "iub":
-        return arr.astype(np.int64)
-    if arr.dtype.kind == "f":
-        ok = np.isfinite(arr) & (arr == np.floor(arr)) & (np.abs(arr) < 2.0**62)
+    flat = arr.reshape(-1)
+    kind = flat.dtype.kind
+    if kind == "i":
+        bad = np.flatnonzero((flat >= _LIMIT) | (flat <= -_LIMIT))
+    elif kind == "u":
+        bad = np.flatnonzero(flat >= _LIMIT)
+    elif kind == "f":
+        with np.errstate(invalid="ignore"):
+            ok = np.isfinite(flat) & (flat == np.floor(flat)) & (np.abs(flat) < _LIMIT)
         bad = np.flatnonzero(~ok)
-        if bad.size:
-            i = int(bad[0])
-            raise InputError(f"counts must be finite integers; counts[{i}] = {arr[i]!r}")
-        return arr.astype(np.int64)
-    raise InputError(f"counts must be finite integers; got an array of dtype {arr.dtype}")
+    elif kind == "O":
+        items = flat.tolist()
+        for i, v in enumerate(items):
+            integral = isinstance(v, numbers.Integral) or (
+                isinstance(v, float) and math.isfinite(v) and v.is_integer()
+            )
+            if isinstance(v, bool) or not integral or abs(v) >= _LIMIT:
+                raise InputError(f"counts must be finite integers; counts[{i}] = {v!r}")
+        return np.array([int(v) for v in items], dtype=np.int64)
+    else:  # bool, str, complex, ...
+        if flat.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        raise InputError(f"counts must be finite integers; counts[0] = {flat[0].item()!r}")
+    if bad.size:
+        i = int(bad[0])
+        raise InputError(f"counts must be finite integers; counts[{i}] = {flat[i].item()!r}")
+    return flat.astype(np.int64)
 
 
-def _prepare_keys(keys: object) -> np.ndarray:
-    if isinstance(keys, (str, bytes)):
-        return np.array([HashFamily.key_of(keys)], dtype=np.uint64)
-    if isinstance(keys, (list, tuple)) and keys and isinstance(keys[0], (str, bytes)):
-        return np.array([HashFamily.key_of(k) for k in keys], dtype=np.uint64)
-    return as_keys(keys).reshape(-1)
+def _check_unit_interval(value: object, name: str, owner: str) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not 0 < float(value) < 1  # also refuses NaN
+    ):
+        raise ParameterError(
+            f"The {name!r} parameter of {owner} must be a real number in (0, 1). "
+            f"Got {value!r} instead."
+        )
+    return float(value)
 
 
-def _check_unit_interval(value: float, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
-        raise ParameterError(f"The {name!r} parameter must be in (0, 1). Got {value!r} instead.")
-
-
+# ------------------------------------------------------------------ shared machinery
 class _Sketch:
-    """Shared machinery of Count-Min and Count Sketch."""
+    """Shared machinery of :class:`CountMinSketch` and :class:`CountSketch`."""
 
     _kind = "Sketch"
     _signed = False
@@ -91,8 +156,9 @@ class _Sketch:
         if epsilon is not None:
             if (
                 isinstance(epsilon, bool)
-                or not isinstance(epsilon, (int, float, np.number))
-                or (not math.isfinite(float(epsilon)) or float(epsilon) <= 0)
+                or not isinstance(epsilon, numbers.Real)
+                or not math.isfinite(float(epsilon))
+                or float(epsilon) <= 0
             ):
                 raise ParameterError(
                     f"The 'epsilon' parameter of {name} must be None (raw) or a finite real "
@@ -101,12 +167,19 @@ class _Sketch:
             epsilon = float(epsilon)
         self._epsilon = epsilon
         self._family = HashFamily(self._width, self._depth, self._seed)
+        # PrivHP rebinds _table to a view into its bank; it must stay a C-contiguous int64
+        # (depth, width) array.
         self._table = np.zeros((self._depth, self._width), dtype=np.int64)
         if epsilon is not None:
             self._table += discrete_laplace(
                 self._depth / epsilon, (self._depth, self._width), rng=as_source(rng)
             )
         self._frozen = False
+        self._bound = self._abs_max()
+
+    def _abs_max(self) -> int:
+        """Largest counter magnitude (exact)."""
+        return int(np.abs(self._table).max())
 
     # -------------------------------------------------------------- parameters and state
     @property
@@ -121,13 +194,18 @@ class _Sketch:
 
     @property
     def seed(self) -> int:
-        """Public hash seed."""
+        """Public hash seed (see :class:`~sketchsyn.hashing.HashFamily`)."""
         return self._seed
 
     @property
     def epsilon(self) -> float | None:
-        """Budget spent by the construction noise (``None`` for a raw sketch)."""
+        """Privacy budget of the state (``None`` for a raw sketch)."""
         return self._epsilon
+
+    @property
+    def family(self) -> HashFamily:
+        """The public hash family (row buckets and signs)."""
+        return self._family
 
     @property
     def table(self) -> np.ndarray:
@@ -138,8 +216,12 @@ class _Sketch:
 
     @property
     def nbytes(self) -> int:
-        """State size in bytes: ``8·width·depth`` counters plus a fixed 64-byte overhead."""
-        return int(self._table.nbytes) + _OVERHEAD
+        """State size in bytes, fixed at construction.
+
+        ``8·width·depth`` for the counters, ``8·depth`` for the row and sign seeds (uint32 each)
+        and 32 for the scalars (width, depth, seed, epsilon).
+        """
+        return int(self._table.nbytes) + 8 * self._depth + _SCALARS_BYTES
 
     # -------------------------------------------------------------- updates
     def _check_writable(self) -> None:
@@ -147,66 +229,147 @@ class _Sketch:
             raise ReleasedError(f"this {type(self).__name__} is a snapshot; it is read-only")
 
     def update(self, key: object, count: int = 1) -> None:
-        """Add ``count`` occurrences of ``key`` (a non-negative integer, str or bytes)."""
-        self.update_many(key if isinstance(key, (str, bytes)) else [key], [count])
+        """Add ``count`` occurrences of one ``key``.
+
+        Parameters
+        ----------
+        key : int, str or bytes
+            One key (an int in ``[0, 2**64)``, an integral float, a str or bytes).
+        count : int
+            A finite integer (negative counts are turnstile deletions).
+
+        Examples
+        --------
+        >>> s = CountMinSketch(16, 2)
+        >>> s.update("10.0.0.1", 3)
+        >>> s.query("10.0.0.1")
+        3
+        """
+        if not isinstance(key, _STR_TYPES) and np.ndim(key) != 0:
+            raise InputError(f"key must be a single key (use update_many for batches); got {key!r}")
+        self.update_many([key], [count])
 
     def update_many(self, keys: object, counts: object = None) -> None:
-        """Add a batch (vectorised). The batch is checked whole before the table changes.
+        """Add a batch (vectorised); the whole batch is checked before the table changes.
 
-        Negative counts are allowed (turnstile updates); Count-Min's "never underestimates"
-        guarantee needs the true totals to be non-negative.
+        Parameters
+        ----------
+        keys : array_like
+            Integer keys (any shape, flattened) or a list / array of str or bytes.
+        counts : array_like, optional
+            One finite integer per key (int arrays, or floats that are integral), or a scalar
+            for all; default 1 each. Negative counts are allowed (turnstile updates); Count-Min's
+            "never underestimates" guarantee needs every key's true total to be non-negative.
+            A batch that could take a counter's magnitude to 2**62 is refused.
+
+        Raises
+        ------
+        InputError
+            For a bad key or count, naming its index and value; the table is left unchanged.
+        ReleasedError
+            On a snapshot.
+
+        Examples
+        --------
+        >>> s = CountMinSketch(64, 2)
+        >>> s.update_many([5, 5, 6], counts=[2, 1, 4])
+        >>> s.query_many([5, 6]).tolist()
+        [3, 4]
         """
         self._check_writable()
         k = _prepare_keys(keys)
         c = None if counts is None else _as_counts(counts, k.size)
         if k.size == 0:
             return
-        flat = self._family.flat_indices(k)
+        total = k.size if c is None else int(np.abs(c).sum(dtype=np.float64))
+        # ``_bound`` is an upper bound on every counter's magnitude, kept up to date by updates
+        # and merges; when it gets near the limit the exact maximum is taken before refusing.
+        if self._bound + total >= _LIMIT:
+            self._bound = self._abs_max()
+            if self._bound + total >= _LIMIT:
+                raise InputError(
+                    f"counts: this batch (total |count| = {total:.4g}) could overflow the int64 "
+                    "counters (limit 2**62)"
+                )
+        flat = self._family.flat_indices(k).ravel()
         if self._signed:
-            weights = self._family.signs(k).astype(np.int64)
-            if c is not None:
-                weights = weights * c[None, :]
+            signs = self._family.signs(k)
+            w = signs.astype(np.float64) if c is None else signs * c[None, :]  # int64: exact
+            weights: np.ndarray | None = w.ravel()
         else:
-            weights = None if c is None else np.broadcast_to(c, flat.shape)
-        self._table += self._accumulate(flat.ravel(), None if weights is None else weights.ravel())
+            weights = None if c is None else np.tile(c, self._depth)
+        self._table += self._accumulate(flat, weights, total)
+        self._bound += total
 
-    def _accumulate(self, flat: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+    def _accumulate(self, flat: np.ndarray, weights: np.ndarray | None, total: int) -> np.ndarray:
+        """Sum ``weights`` (default 1) into cells ``flat``: an int64 ``(depth, width)`` array."""
+        shape = (self._depth, self._width)
         size = self._depth * self._width
         if weights is None:
-            return np.bincount(flat, minlength=size).reshape(self._depth, self._width)
-        if float(np.abs(weights).sum(dtype=np.float64)) < 2.0**52:
-            # Every partial sum is an integer below 2**53, so float64 accumulation is exact.
-            acc = np.bincount(flat, weights=weights.astype(np.float64), minlength=size)
-            return np.rint(acc).astype(np.int64).reshape(self._depth, self._width)
+            return np.bincount(flat, minlength=size).reshape(shape)
+        if total < 2.0**52:
+            # Every partial sum is an integer of magnitude below 2**53: float64 sums are exact.
+            acc = np.bincount(flat, weights=weights.astype(np.float64, copy=False), minlength=size)
+            return np.rint(acc).astype(np.int64).reshape(shape)
         out = np.zeros(size, dtype=np.int64)
-        np.add.at(out, flat, weights)  # exact int64 for huge weights
-        return out.reshape(self._depth, self._width)
+        np.add.at(out, flat, weights.astype(np.int64))  # exact int64 for huge weights
+        return out.reshape(shape)
 
     # -------------------------------------------------------------- queries
     def _row_values(self, keys: object) -> np.ndarray:
+        """``(depth, n)`` cell values of each key (times its sign for Count Sketch)."""
         k = _prepare_keys(keys)
-        buckets = self._family.buckets(k)
-        rows = np.arange(self._depth)[:, None]
-        values = self._table[rows, buckets]
+        values = self._table.reshape(-1)[self._family.flat_indices(k)]
         if self._signed:
-            values = values * self._family.signs(k)
+            values *= self._family.signs(k)
         return values
 
     def query(self, key: object) -> Any:
-        """Estimated count of ``key``."""
-        return self.query_many(key if isinstance(key, (str, bytes)) else [key])[0].item()
+        """Estimated count of one ``key`` (a Python int, or float for :class:`CountSketch`).
+
+        Examples
+        --------
+        >>> s = CountSketch(64, 3)
+        >>> s.update(7, 4)
+        >>> s.query(7)
+        4.0
+        """
+        if not isinstance(key, _STR_TYPES) and np.ndim(key) != 0:
+            raise InputError(f"key must be a single key (use query_many for batches); got {key!r}")
+        return self.query_many([key])[0].item()
 
     def query_many(self, keys: object) -> np.ndarray:  # pragma: no cover - overridden
-        raise TypeError("use CountMinSketch or CountSketch")
+        raise NotImplementedError
 
     # -------------------------------------------------------------- combine, copy, save
     def merge(self, other: _Sketch) -> None:
-        """Add ``other``'s counters (in place). Same class, width, depth and seed required.
+        """Add ``other``'s counters into this sketch (in place).
 
-        Privacy of the sum: if both are ε-private and built over disjoint streams, every item is
-        in one of them, so the sum is ε-DP for the union (parallel composition); noise variances
-        add. Raw + private is private with the private side's ε (its noise covers the union).
-        Merging a sketch into itself is refused: it would double its noise and its counts.
+        Both must be of the same class with the same ``width``, ``depth`` and ``seed``
+        (the same hash family), else :class:`IncompatibleError` names the differing parameter.
+
+        Privacy of the sum. Sketches are linear, so the merged table is the table of the
+        concatenated streams plus the sum of the two noise draws (variances add).
+
+        * Two private sketches over **disjoint** streams (each item is in one of them): the
+          merged state is post-processing of two mechanisms on disjoint data, so it is
+          ``max(ε_a, ε_b)``-DP for the union (parallel composition); ``epsilon`` becomes that
+          maximum (equal budgets: it stays ``ε``). If the streams overlap, the caller must
+          account ``ε_a + ε_b`` for the items in both; the sketch cannot know.
+        * Raw + private: ``count(union) + noise`` is ``ε``-DP for the union with the private
+          side's ``ε`` (the noise covers every item's contribution); the result is private.
+        * Raw + raw stays raw.
+        * A sketch merged with itself (the same object) is refused. A copy of it (snapshot,
+          ``from_bytes``) is not detectable: merging one counts its items twice and repeats the
+          same noise draw, which is still ``ε``-DP (post-processing) but doubles every estimate.
+
+        Examples
+        --------
+        >>> a, b = CountMinSketch(64, 3, seed=1), CountMinSketch(64, 3, seed=1)
+        >>> a.update_many([1, 1]); b.update_many([1, 2])
+        >>> a.merge(b)
+        >>> a.query_many([1, 2]).tolist()
+        [3, 1]
         """
         self._check_writable()
         if type(other) is not type(self):
@@ -214,61 +377,114 @@ class _Sketch:
                 f"cannot merge a {type(other).__name__} into a {type(self).__name__}"
             )
         if other is self:
-            raise IncompatibleError("cannot merge a sketch with itself")
+            raise IncompatibleError(
+                f"cannot merge a {type(self).__name__} with itself (it would double its counts)"
+            )
         for name in ("width", "depth", "seed"):
-            if getattr(self, name) != getattr(other, name):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if mine != theirs:
                 raise IncompatibleError(
-                    f"cannot merge sketches with different {name!r}: "
-                    f"{getattr(self, name)} != {getattr(other, name)}"
+                    f"cannot merge {type(self).__name__}s with different {name!r}: "
+                    f"{mine} != {theirs}"
                 )
+        bound = self._abs_max() + other._abs_max()
+        if bound >= _LIMIT:
+            raise IncompatibleError("the merged counters could overflow int64 (limit 2**62)")
         self._table += other._table
+        self._bound = bound
         if self._epsilon is None:
             self._epsilon = other._epsilon
         elif other._epsilon is not None:
             self._epsilon = max(self._epsilon, other._epsilon)
 
     def snapshot(self) -> _Sketch:
-        """An independent, read-only copy."""
+        """An independent, read-only copy (its updates and merges raise :class:`ReleasedError`).
+
+        Examples
+        --------
+        >>> s = CountMinSketch(16, 2)
+        >>> snap = s.snapshot()
+        >>> s.update(1)
+        >>> snap.query(1), s.query(1)
+        (0, 1)
+        """
         snap = type(self).from_bytes(self.to_bytes())
         snap._frozen = True
         return snap
 
     def to_bytes(self) -> bytes:
-        """Versioned, checksummed bytes (see :mod:`sketchsyn.serial`); never pickle."""
+        """Versioned, checksummed bytes (:func:`sketchsyn.serial.pack`, schema version 1).
+
+        The payload holds ``width``, ``depth``, ``seed``, ``epsilon``, whether the object is a
+        read-only snapshot, and the table.
+
+        Examples
+        --------
+        >>> s = CountSketch(8, 3, seed=2)
+        >>> CountSketch.from_bytes(s.to_bytes()) == s
+        True
+        """
         meta = {
             "width": self._width,
             "depth": self._depth,
             "seed": self._seed,
             "epsilon": self._epsilon,
+            "frozen": self._frozen,
         }
         return pack(self._kind, _VERSION, meta, {"table": self._table})
 
     @classmethod
-    def from_bytes(cls, blob: bytes) -> _Sketch:
-        """Load a sketch written by :meth:`to_bytes` (raises SerializationError if corrupt)."""
-        from .errors import SerializationError
+    def from_bytes(cls, blob: bytes) -> Any:
+        """Load a sketch written by :meth:`to_bytes` (any schema version up to 1).
 
+        Raises
+        ------
+        SerializationError
+            If the blob is truncated, altered, of another kind, of a newer version, or its
+            contents are inconsistent.
+
+        Examples
+        --------
+        >>> blob = CountMinSketch(8, 2).to_bytes()
+        >>> CountMinSketch.from_bytes(blob[:-3])
+        Traceback (most recent call last):
+        ...
+        sketchsyn.errors.SerializationError: CountMinSketch blob is corrupt: checksum mismatch (truncated or altered).
+        """  # noqa: E501
         _, version, meta, arrays = unpack(blob, cls._kind)
-        if version > _VERSION:
+        if version != _VERSION:
             raise SerializationError(
-                f"{cls._kind} format version {version} is newer than "
-                f"this sketchsyn reads ({_VERSION})"
+                f"{cls._kind} format version {version} is not readable by this sketchsyn "
+                f"(it reads version {_VERSION})"
             )
-        obj = cls(meta["width"], meta["depth"], None, meta["seed"])
-        table = arrays["table"]
+        try:
+            obj = cls(meta["width"], meta["depth"], None, meta["seed"])
+            epsilon = meta["epsilon"]
+            if epsilon is not None:
+                epsilon = float(epsilon)
+                if not (math.isfinite(epsilon) and epsilon > 0):
+                    raise ValueError(f"epsilon {epsilon!r}")
+            table = arrays["table"]
+            frozen = bool(meta.get("frozen", False))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SerializationError(f"{cls._kind} blob has bad contents: {exc}") from exc
         if table.shape != obj._table.shape or table.dtype != np.int64:
             raise SerializationError(f"{cls._kind} blob table does not match its parameters")
         obj._table[...] = table
-        obj._epsilon = meta["epsilon"]
+        obj._bound = obj._abs_max()
+        obj._epsilon = epsilon
+        obj._frozen = frozen
         return obj
 
     def __reduce__(self) -> tuple:
+        # pickle / multiprocessing / Dask only transport our own format.
         return (type(self).from_bytes, (self.to_bytes(),))
 
     def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
         return (
-            type(other) is type(self)
-            and self._family == other._family  # type: ignore[attr-defined]
+            self._family == other._family  # type: ignore[attr-defined]
             and self._epsilon == other._epsilon  # type: ignore[attr-defined]
             and np.array_equal(self._table, other._table)  # type: ignore[attr-defined]
         )
@@ -283,20 +499,30 @@ class _Sketch:
 
 
 class CountMinSketch(_Sketch):
-    """Count-Min sketch: ``query = min`` over rows of the key's cell.
+    """Count-Min sketch: ``query`` is the minimum over rows of the key's cell.
 
     Parameters
     ----------
     width, depth : int
-        Table shape (``w`` columns, ``j`` rows).
+        Table shape (``w`` columns in ``[1, 2**31]``, ``j`` rows in ``[1, 1024]``).
     epsilon : float, optional
-        With it, every cell starts at ``Lap_Z(depth/epsilon)`` (ε-DP from construction on,
-        add/remove one item). Without it the sketch is raw.
+        With it, every cell starts at ``Lap_Z(depth/epsilon)``: the state is ε-DP from
+        construction on (event level, add/remove one item). Without it the sketch is raw.
     seed : int
-        Public hash seed; sketches merge only with the same seed.
-    rng : None, int, SeedSequence or Generator
-        Noise randomness (``None``: OS CSPRNG; a seed is not private against whoever knows it).
-        Give each sketch its own stream (e.g. ``RandomSource.spawn``).
+        Public hash seed in ``[0, 2**32)``; sketches merge only with equal seeds.
+    rng : None, int, SeedSequence, Generator or RandomSource
+        Source of the construction noise, via :func:`sketchsyn.rng.as_source` (``None``: the OS
+        CSPRNG; a seed is for tests only and is not private against whoever knows it). When
+        building many sketches, give each its own stream, e.g.
+        ``as_source(rng).spawn(n)``, so that no two share noise.
+
+    Notes
+    -----
+    On a raw sketch with non-negative totals the estimate never underestimates, and with
+    ``width = ceil(e/ε')``, ``depth = ceil(ln(1/δ))`` it exceeds the truth by more than ``ε'·N``
+    (``N`` the stream's total count) with probability at most ``δ`` (Cormode & Muthukrishnan).
+    A private sketch adds ``Lap_Z(depth/epsilon)`` to every cell, so its minimum can also
+    underestimate; the noise does not grow with ``N``.
 
     Examples
     --------
@@ -304,40 +530,77 @@ class CountMinSketch(_Sketch):
     >>> s.update_many([5, 5, 6], [2, 1, 4])
     >>> s.query_many([5, 6]).tolist()
     [3, 4]
+    >>> CountMinSketch(64, 2, epsilon=0.5, rng=1).epsilon
+    0.5
     """
 
     _kind = "CountMinSketch"
 
     def query_many(self, keys: object) -> np.ndarray:
-        """Estimated counts (int64): raw Count-Min never underestimates non-negative totals."""
+        """Estimated counts (int64): the minimum over rows.
+
+        Examples
+        --------
+        >>> s = CountMinSketch(64, 3)
+        >>> s.update_many([1, 2, 2])
+        >>> s.query_many([1, 2, 3]).tolist()
+        [1, 2, 0]
+        """
         return self._row_values(keys).min(axis=0)
 
     @staticmethod
     def suggest_width(relative_error: float) -> int:
-        """``ceil(e/relative_error)``: error ≤ relative_error·N with probability 1 − e^−depth.
+        """``ceil(e / relative_error)`` columns.
 
+        Then each row overestimates by more than ``relative_error · N`` with probability at
+        most ``1/e`` (Markov's inequality on the expected collision mass ``N/width``).
+
+        Examples
+        --------
         >>> CountMinSketch.suggest_width(0.01)
         272
         """
-        _check_unit_interval(relative_error, "relative_error")
-        return math.ceil(math.e / relative_error)
+        eps = _check_unit_interval(relative_error, "relative_error", "CountMinSketch")
+        return math.ceil(math.e / eps)
 
     @staticmethod
     def suggest_depth(confidence: float) -> int:
-        """``ceil(ln(1/(1 − confidence)))`` rows for the Count-Min bound to hold w.p. confidence.
+        """``ceil(ln(1 / (1 − confidence)))`` rows (at least 1).
 
+        With :meth:`suggest_width`'s width, all rows fail together with probability at most
+        ``e**-depth ≤ 1 − confidence``.
+
+        Examples
+        --------
         >>> CountMinSketch.suggest_depth(0.95)
         3
         """
-        _check_unit_interval(confidence, "confidence")
-        return max(1, math.ceil(math.log(1.0 / (1.0 - confidence))))
+        conf = _check_unit_interval(confidence, "confidence", "CountMinSketch")
+        return max(1, math.ceil(math.log(1.0 / (1.0 - conf))))
+
+
+# A Count Sketch row of width 8/ε'² errs by more than ε'·‖f‖₂ with probability at most 1/8
+# (Chebyshev: the row's error has variance at most ‖f‖₂² / width under pairwise independence).
+_CS_ROW_FAILURE = Fraction(1, 8)
+
+
+def _median_failure(depth: int) -> float:
+    """P[Binomial(depth, 1/8) ≥ (depth + 1)/2]: the median of ``depth`` (odd) rows fails."""
+    p = _CS_ROW_FAILURE
+    total = sum(
+        math.comb(depth, i) * p**i * (1 - p) ** (depth - i)
+        for i in range((depth + 1) // 2, depth + 1)
+    )
+    return float(total)
 
 
 class CountSketch(_Sketch):
-    """Count Sketch: ``query = median`` over rows of ``sign·cell`` (unbiased).
+    """Count Sketch: ``query`` is the median over rows of ``sign · cell`` (unbiased).
 
-    Same parameters as :class:`CountMinSketch`. With an even ``depth`` the median is the mean of
-    the two middle values (a float); with an odd depth it is an integer.
+    Same parameters as :class:`CountMinSketch`. Queries return float64: with an odd ``depth``
+    the median is one row's value (an integer); with an even ``depth`` it is the mean of the two
+    middle values (so it may end in ``.5``). The estimate is unbiased for every key, raw or
+    private (the noise has mean zero).
 
     Examples
     --------
@@ -345,32 +608,59 @@ class CountSketch(_Sketch):
     >>> s.update_many([5, 5, 6])
     >>> s.query_many([5, 6]).tolist()
     [2.0, 1.0]
+    >>> p = CountSketch(64, 3, epsilon=1.0, rng=3)
+    >>> p.query_many([5]).dtype
+    dtype('float64')
     """
 
     _kind = "CountSketch"
     _signed = True
 
     def query_many(self, keys: object) -> np.ndarray:
-        """Median estimates (float64), unbiased for each key."""
+        """Median estimates (float64).
+
+        Examples
+        --------
+        >>> s = CountSketch(64, 4)
+        >>> s.update_many([9, 9])
+        >>> s.query_many([9]).tolist()
+        [2.0]
+        """
         return np.median(self._row_values(keys), axis=0).astype(np.float64)
 
     @staticmethod
     def suggest_width(relative_error: float) -> int:
-        """``ceil(3/relative_error²)``: error ≤ relative_error·‖f‖₂ per row w.p. ≥ 2/3.
+        """``ceil(8 / relative_error²)`` columns.
 
+        Then each row's estimate is off by more than ``relative_error · ‖f‖₂`` (``f`` the
+        frequency vector) with probability at most 1/8 (Chebyshev).
+
+        Examples
+        --------
         >>> CountSketch.suggest_width(0.1)
-        300
+        800
         """
-        _check_unit_interval(relative_error, "relative_error")
-        return math.ceil(3.0 / relative_error**2 - 1e-9)
+        eps = _check_unit_interval(relative_error, "relative_error", "CountSketch")
+        return math.ceil(Fraction(8) / Fraction(eps) ** 2)
 
     @staticmethod
     def suggest_depth(confidence: float) -> int:
-        """``ceil(ln(1/(1 − confidence)))`` rows (median trick), rounded up to an odd number.
+        """The smallest odd number of rows whose median fails with probability ≤ 1 − confidence.
 
-        >>> CountSketch.suggest_depth(0.95)
-        3
+        With :meth:`suggest_width`'s width each row fails independently with probability at
+        most 1/8, and the median fails only if at least half of the rows do: the exact binomial
+        tail ``P[Bin(depth, 1/8) ≥ (depth+1)/2]`` is used (e.g. 3 rows for 0.95, 7 for 0.99).
+
+        Examples
+        --------
+        >>> CountSketch.suggest_depth(0.95), CountSketch.suggest_depth(0.99)
+        (3, 7)
         """
-        _check_unit_interval(confidence, "confidence")
-        j = max(1, math.ceil(math.log(1.0 / (1.0 - confidence))))
-        return j if j % 2 else j + 1
+        conf = _check_unit_interval(confidence, "confidence", "CountSketch")
+        for depth in range(1, 1024, 2):
+            if _median_failure(depth) <= 1.0 - conf:
+                return depth
+        raise ParameterError(
+            f"The 'confidence' parameter of CountSketch needs more than 1023 rows. "
+            f"Got {confidence!r} instead."
+        )

@@ -1,7 +1,14 @@
 """One generic module: every streaming summary goes through the same protocol checks.
 
-Each entry of SUMMARIES says how to build the summary, make a valid batch and a bad batch, and
-read its state. A new summary joins by adding an entry.
+Each entry of SUMMARIES is a small adapter saying how to build the summary (``make``), draw a
+valid batch (``batch(rng)``), make a batch with one bad item in the middle (``bad_batch()``) and
+read its state as a comparable value (``state(obj)``). A new summary joins by appending an entry;
+``mergeable_raw`` says whether two summaries of the same (noise-free) parameters merge exactly.
+
+The protocol: ``update_many`` equals item-by-item ``update``; merging two raw summaries equals
+the summary of the concatenated stream; ``snapshot``, ``to_bytes``/``from_bytes`` and pickle
+round-trip the state, a snapshot is an independent read-only copy, damaged bytes are refused;
+a refused batch leaves the state exactly as it was; ``nbytes`` is fixed at construction.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import pytest
 
 from sketchsyn import Box, CountMinSketch, CountSketch, PrivHP
 from sketchsyn.distribution import PrivateDistribution
-from sketchsyn.errors import InputError, SerializationError
+from sketchsyn.errors import InputError, ReleasedError, SerializationError
 
 DATA = Path(__file__).parent / "data"
 
@@ -33,51 +40,53 @@ class Entry:
     mergeable_raw: bool = True
 
 
-def _keys(rng):
+# ------------------------------------------------------------------ adapters
+def _keys(rng: np.random.Generator) -> np.ndarray:
     return rng.zipf(1.3, size=300).astype(np.uint64)
 
 
-def _bad_keys():
-    return np.array([1, 2, -3, 4])
+def _bad_keys() -> np.ndarray:
+    keys = _keys(np.random.default_rng(99)).astype(np.int64)
+    keys[150] = -3  # one bad item in the middle of an otherwise valid batch
+    return keys
 
 
-def _points(rng):
+def _points(rng: np.random.Generator) -> np.ndarray:
     return rng.beta(2, 5, size=(300, 2))
 
 
-def _bad_points():
-    return np.array([[0.1, 0.2], [0.3, np.nan], [0.5, 0.5]])
+def _bad_points() -> np.ndarray:
+    points = _points(np.random.default_rng(99))
+    points[150, 1] = np.nan
+    return points
 
 
-def _sketch_state(s):
-    return (s.table.tobytes(),)
+def _sketch_state(s: Any) -> tuple:
+    return (s.table.tobytes(), s.epsilon, s.width, s.depth, s.seed)
 
 
-def _php_state(p):
+def _php_state(p: Any) -> tuple:
     return (p._tree.tobytes(), p._bank.tobytes(), p.n_seen)
 
 
+def _sketch_entries(cls: type) -> list[Entry]:
+    name = cls.__name__
+    return [
+        Entry(f"{name}-raw", lambda: cls(64, 3, seed=2), _keys, _bad_keys, _sketch_state),
+        Entry(
+            f"{name}-private",
+            lambda: cls(64, 3, epsilon=1.0, seed=2, rng=5),
+            _keys,
+            _bad_keys,
+            _sketch_state,
+            mergeable_raw=False,
+        ),
+    ]
+
+
 SUMMARIES = [
-    Entry(
-        "CountMinSketch-raw", lambda: CountMinSketch(64, 3, seed=2), _keys, _bad_keys, _sketch_state
-    ),
-    Entry(
-        "CountMinSketch-private",
-        lambda: CountMinSketch(64, 3, epsilon=1.0, seed=2, rng=5),
-        _keys,
-        _bad_keys,
-        _sketch_state,
-        mergeable_raw=False,
-    ),
-    Entry("CountSketch-raw", lambda: CountSketch(64, 3, seed=2), _keys, _bad_keys, _sketch_state),
-    Entry(
-        "CountSketch-private",
-        lambda: CountSketch(64, 3, epsilon=1.0, seed=2, rng=5),
-        _keys,
-        _bad_keys,
-        _sketch_state,
-        mergeable_raw=False,
-    ),
+    *_sketch_entries(CountMinSketch),
+    *_sketch_entries(CountSketch),
     Entry(
         "PrivHP-raw",
         lambda: PrivHP(Box.unit(2), 1.0, k=8, width=32, depth=10, rng=3, raw=True),
@@ -106,14 +115,18 @@ SUMMARIES = [
 IDS = [e.name for e in SUMMARIES]
 
 
+# ------------------------------------------------------------------ the protocol
 @pytest.mark.parametrize("entry", SUMMARIES, ids=IDS)
 def test_update_many_equals_item_by_item(entry):
     batch = entry.batch(np.random.default_rng(1))
-    a, b = entry.make(), entry.make()
+    a, b, c = entry.make(), entry.make(), entry.make()
     a.update_many(batch)
     for item in batch:
         b.update(item)
-    assert entry.state(a) == entry.state(b)
+    c.update_many(batch[:100])  # batches split anywhere give the same state
+    c.update_many(batch[100:])
+    assert entry.state(a) == entry.state(b) == entry.state(c)
+    assert entry.state(a) != entry.state(entry.make())  # the batch did change the state
 
 
 @pytest.mark.parametrize("entry", [e for e in SUMMARIES if e.mergeable_raw], ids=lambda e: e.name)
@@ -134,6 +147,8 @@ def test_snapshot_bytes_and_pickle_round_trip(entry):
     s.update_many(entry.batch(np.random.default_rng(3)))
     snap = s.snapshot()
     assert entry.state(snap) == entry.state(s)
+    with pytest.raises(ReleasedError):
+        snap.update_many(entry.batch(np.random.default_rng(7)))
     back = type(s).from_bytes(s.to_bytes())
     assert entry.state(back) == entry.state(s)
     assert entry.state(pickle.loads(pickle.dumps(s))) == entry.state(s)
@@ -155,6 +170,8 @@ def test_refused_batch_leaves_state_unchanged(entry):
     with pytest.raises(InputError):
         s.update_many(entry.bad_batch())
     assert entry.state(s) == before
+    s.update_many(entry.batch(np.random.default_rng(6)))  # still usable afterwards
+    assert entry.state(s) != before
 
 
 @pytest.mark.parametrize("entry", SUMMARIES, ids=IDS)
