@@ -39,6 +39,7 @@ _EXPORTS = {
     "pmm_scales": "accounting",
     # domains, tree, release
     "Box": "domains",
+    "Domain": "domains",
     "BitDomain": "domains",
     "PrivateDistribution": "distribution",
     "Leaves": "distribution",

@@ -1,27 +1,38 @@
 """Public domains and their binary hierarchical decomposition (SPEC §1).
 
-A level-``l`` cell is named by an ``l``-bit prefix. ``Box`` cuts coordinate ``(l − 1) mod d`` in
-half at level ``l`` (round robin; level 1 cuts coordinate 0), so a prefix is the top ``l`` bits
-of the Morton (bit-interleaved) code of the quantised point. ``BitDomain(bits)`` is the integer
+A level-``l`` cell is named by an ``l``-bit prefix. :class:`Box` cuts coordinate ``(l − 1) mod d``
+in half at level ``l`` (round robin; level 1 cuts coordinate 0), so the prefix of a point's cell
+is the top ``l`` bits of the Morton (bit-interleaved) code of the quantised point, and the prefix
+of a depth-``r`` code at level ``l`` is ``code >> (r − l)``. :class:`BitDomain` is the integer
 key space ``{0, …, 2**bits − 1}`` (IPv4 addresses: ``bits = 32``) whose level-``l`` cell is the
-``l``-bit prefix (a ``/l`` network).
+``l``-bit prefix of the key (a ``/l`` network).
 
-Metric: for ``Box``, ℓ∞ after scaling every coordinate to [0, 1] (the "unit box"); for
-``BitDomain``, ``|x − y| / 2**bits``. Diameters of level-``l`` cells in that metric:
-``gamma(l) = 2**−floor(l/d)`` (Box) and ``2**−l`` (BitDomain).
+Quantisation. At depth ``r`` coordinate ``i`` is cut ``b_i`` times (``b_i`` = the number of levels
+``≤ r`` that cut it) and a point goes to cell ``q_i = floor((x_i − lo_i)/(hi_i − lo_i) · 2**b_i)``;
+the upper bound itself goes into the last cell. Cells are half-open ``[a, b)`` except the last
+one of each coordinate, which is closed. :meth:`Box.cell_bounds` returns the exact dyadic corners
+mapped to user units by the same affine map, so a point within one floating-point rounding of a
+cell boundary may be encoded into the neighbouring cell (on the unit box everything is exact).
+
+Metric. For ``Box``: ℓ∞ after scaling every coordinate to [0, 1] (the "unit box",
+:meth:`Box.normalize`); for ``BitDomain``: ``|x − y| / 2**bits``. Diameters of level-``l`` cells
+in that metric: ``gamma(l) = 2**−floor(l/d)`` (Box) and ``2**−l`` (BitDomain).
 
 >>> box = Box([0.0, 0.0], [1.0, 1.0])
->>> box.encode([[0.2, 0.7], [0.9, 0.1]], depth=2).tolist()   # level 1: x < .5?, level 2: y < .5?
+>>> box.encode([[0.2, 0.7], [0.9, 0.1]], depth=2).tolist()   # level 1: x ≥ .5?, level 2: y ≥ .5?
 [1, 2]
 >>> lo, hi = box.cell_bounds(2, [1])
 >>> lo.tolist(), hi.tolist()
 ([[0.0, 0.5]], [[0.5, 1.0]])
->>> BitDomain.ipv4().encode(["10.0.0.1"], depth=8).tolist()
-[10]
+>>> BitDomain.ipv4().encode(["10.0.0.1", "192.168.1.1"], depth=8).tolist()
+[10, 192]
+>>> Domain.from_dict(box.to_dict()) == box
+True
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -29,146 +40,395 @@ import numpy as np
 from .errors import InputError, ParameterError, check_choice, check_int
 from .rng import RNGLike, as_source
 
-__all__ = ["BitDomain", "Box", "domain_from_dict"]
+__all__ = ["BitDomain", "Box", "Domain", "domain_from_dict"]
 
 _U64 = np.uint64
+_ALL64 = _U64(0xFFFFFFFFFFFFFFFF)
 _POLICIES = ("raise", "clip", "drop")
+_TINY = float(np.finfo(np.float64).tiny)
+
+# Magic-number bit spreading stages (shift, mask, needed when the input has more bits than
+# this): 2-way for up to 32 bits, 3-way for up to 21.
+_SPREAD2 = (
+    (16, 0x0000FFFF0000FFFF, 16),
+    (8, 0x00FF00FF00FF00FF, 8),
+    (4, 0x0F0F0F0F0F0F0F0F, 4),
+    (2, 0x3333333333333333, 2),
+    (1, 0x5555555555555555, 1),
+)
+_SPREAD3 = (
+    (32, 0x001F00000000FFFF, 16),
+    (16, 0x001F0000FF0000FF, 8),
+    (8, 0x100F00F00F00F00F, 4),
+    (4, 0x10C30C30C30C30C3, 2),
+    (2, 0x1249249249249249, 1),
+)
+# Inverse (compaction) stages, applied after masking with the first mask.
+_COMPACT2 = (
+    0x5555555555555555,
+    (1, 0x3333333333333333),
+    (2, 0x0F0F0F0F0F0F0F0F),
+    (4, 0x00FF00FF00FF00FF),
+    (8, 0x0000FFFF0000FFFF),
+    (16, 0x00000000FFFFFFFF),
+)
+_COMPACT3 = (
+    0x1249249249249249,
+    (2, 0x10C30C30C30C30C3),
+    (4, 0x100F00F00F00F00F),
+    (8, 0x001F0000FF0000FF),
+    (16, 0x001F00000000FFFF),
+    (32, 0x00000000001FFFFF),
+)
 
 
 def _bits_per_axis(depth: int, d: int) -> list[int]:
-    """Number of levels ≤ depth that cut each coordinate."""
-    return [(depth - i + d - 1) // d if depth > i else 0 for i in range(d)]
+    """Number of levels ``1 … depth`` that cut each coordinate (level l cuts (l − 1) mod d)."""
+    return [max((depth - i + d - 1) // d, 0) for i in range(d)]
 
 
-def _spread2(x: np.ndarray) -> np.ndarray:
-    """Spread the low 32 bits of x so bit i moves to bit 2i."""
-    x = x & _U64(0xFFFFFFFF)
-    x = (x | (x << _U64(16))) & _U64(0x0000FFFF0000FFFF)
-    x = (x | (x << _U64(8))) & _U64(0x00FF00FF00FF00FF)
-    x = (x | (x << _U64(4))) & _U64(0x0F0F0F0F0F0F0F0F)
-    x = (x | (x << _U64(2))) & _U64(0x3333333333333333)
-    return (x | (x << _U64(1))) & _U64(0x5555555555555555)
+def _spread(x: np.ndarray, nbits: int, d: int, tmp: np.ndarray) -> np.ndarray:
+    """Spread the low ``nbits`` bits of ``x`` in place so bit j moves to bit d·j (d = 2 or 3).
 
-
-_SPREAD2_TABLE: np.ndarray | None = None
-
-
-def _spread2_table() -> np.ndarray:
-    """``_spread2`` of every 16-bit value (a 512 KiB uint64 table, built once per process)."""
-    global _SPREAD2_TABLE
-    if _SPREAD2_TABLE is None:
-        _SPREAD2_TABLE = _spread2(np.arange(2**16, dtype=_U64))
-    return _SPREAD2_TABLE
-
-
-def _spread3(x: np.ndarray) -> np.ndarray:
-    """Spread the low 21 bits of x so bit i moves to bit 3i."""
-    x = x & _U64(0x1FFFFF)
-    x = (x | (x << _U64(32))) & _U64(0x1F00000000FFFF)
-    x = (x | (x << _U64(16))) & _U64(0x1F0000FF0000FF)
-    x = (x | (x << _U64(8))) & _U64(0x100F00F00F00F00F)
-    x = (x | (x << _U64(4))) & _U64(0x10C30C30C30C30C3)
-    return (x | (x << _U64(2))) & _U64(0x1249249249249249)
-
-
-def _interleave(q: list[np.ndarray], depth: int) -> np.ndarray:
-    """Morton code (``depth`` bits) from per-axis quantised coordinates ``q[i]`` (uint64).
-
-    Level l (1-based) takes the next most significant unused bit of axis (l − 1) mod d and puts it
-    at bit position depth − l of the code.
+    ``tmp`` is a scratch array of the same shape and dtype (uint64).
     """
-    d = len(q)
-    b = _bits_per_axis(depth, d)
-    if d == 1:
-        return q[0]
-    if d == 2 and depth % 2 == 0 and depth <= 32:
-        # Up to 16 bits per axis: one table look-up spreads them (bit i → bit 2i).
-        table = _spread2_table()
-        return (table[q[0]] << _U64(1)) | table[q[1]]
-    if d in (2, 3) and depth % d == 0 and depth <= 63:
-        spread = _spread2 if d == 2 else _spread3
-        code = np.zeros_like(q[0])
-        for i in range(d):
-            code |= spread(q[i]) << _U64(d - 1 - i)
-        return code
-    code = np.zeros_like(q[0])
-    used = [0] * d
-    for level in range(1, depth + 1):
-        i = (level - 1) % d
-        used[i] += 1
-        bit = (q[i] >> _U64(b[i] - used[i])) & _U64(1)
-        code |= bit << _U64(depth - level)
-    return code
+    stages = _SPREAD2 if d == 2 else _SPREAD3
+    for shift, mask, needed_above in stages:
+        if nbits > needed_above:
+            np.left_shift(x, _U64(shift), out=tmp)
+            np.bitwise_or(x, tmp, out=x)
+            np.bitwise_and(x, _U64(mask), out=x)
+    return x
 
 
-def _deinterleave(codes: np.ndarray, level: int, d: int) -> list[np.ndarray]:
-    """Per-axis cell indices (uint64) of level-``level`` prefixes."""
-    b = _bits_per_axis(level, d)
-    out = [np.zeros_like(codes) for _ in range(d)]
-    for lv in range(1, level + 1):
-        i = (lv - 1) % d
-        bit = (codes >> _U64(level - lv)) & _U64(1)
-        out[i] = (out[i] << _U64(1)) | bit
-    del b
+def _compact(x: np.ndarray, d: int) -> np.ndarray:
+    """Gather bits 0, d, 2d, … of ``x`` (a fresh array is returned) into bits 0, 1, 2, …."""
+    stages = _COMPACT2 if d == 2 else _COMPACT3
+    out = np.bitwise_and(x, _U64(stages[0]))
+    tmp = np.empty_like(out)
+    for shift, mask in stages[1:]:
+        np.right_shift(out, _U64(shift), out=tmp)
+        np.bitwise_or(out, tmp, out=out)
+        np.bitwise_and(out, _U64(mask), out=out)
     return out
 
 
-def _levels_prefixes(levels: Any, prefixes: Any, max_depth: int) -> tuple[np.ndarray, np.ndarray]:
-    px = np.asarray(prefixes, dtype=_U64).reshape(-1)
-    lv = np.broadcast_to(np.asarray(levels, dtype=np.int64), px.shape).copy()
-    if lv.size and (lv.min() < 0 or lv.max() > max_depth):
-        raise ParameterError(
-            f"cell levels must lie in [0, {max_depth}]. Got {lv.min()}..{lv.max()}"
-        )
-    return lv, px
+def _axis_indices64(aligned: np.ndarray, d: int) -> list[np.ndarray]:
+    """Per-axis indices, at depth 64, of left-aligned Morton codes (``prefix << (64 − level)``)."""
+    if d == 1:
+        return [aligned]
+    bits = _bits_per_axis(64, d)
+    if d in (2, 3):
+        out = []
+        for i in range(d):
+            low = 63 - i - d * (bits[i] - 1)  # position of axis i's last (depth-64) bit
+            idx = _compact(aligned >> _U64(low) if low else aligned, d)
+            if d == 3 and bits[i] == 22:  # the 3-way masks hold 21 bits; add the 22nd (bit 63)
+                idx |= (aligned >> _U64(63)) << _U64(21)
+            out.append(idx)
+        return out
+    out = []
+    tmp = np.empty_like(aligned)
+    for i in range(d):
+        idx = np.zeros_like(aligned)
+        for j in range(bits[i]):
+            np.right_shift(aligned, _U64(63 - i - d * j), out=tmp)
+            np.bitwise_and(tmp, _U64(1), out=tmp)
+            np.left_shift(tmp, _U64(bits[i] - 1 - j), out=tmp)
+            np.bitwise_or(idx, tmp, out=idx)
+        out.append(idx)
+    return out
 
 
-class Box:
-    """The box ``[lower, upper]`` of ℝ^d with public bounds, metric ℓ∞ on the unit box.
+def _row_text(value: Any) -> str:
+    """A short printable form of a row for error messages."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        value = value.tolist()
+    text = repr(value)
+    return text if len(text) <= 200 else text[:197] + "..."
 
-    Parameters
-    ----------
-    lower, upper : array-like of d floats (or scalars for d = 1)
-        Public, finite bounds with ``lower < upper`` per coordinate.
-    out_of_bounds : {"raise", "clip", "drop"}
-        Policy for points outside the box: refuse the batch (default), clamp them to the box, or
-        drop them (``encode(..., return_dropped=True)`` reports how many).
+
+class Domain:
+    """Common interface of :class:`Box` and :class:`BitDomain` (see ``docs/architecture.md``).
+
+    A domain has a dimension ``d``, a ``max_depth`` (≤ 64), an out-of-bounds policy, and maps
+    points to uint64 Morton codes (``encode``) and cells back to geometry (``cell_bounds``,
+    ``decode``, ``sample_cells``, ``volume_fraction``). ``Domain.from_dict`` rebuilds either kind.
 
     Examples
     --------
-    >>> Box.unit(3).d, Box.unit(3).gamma(3), Box.unit(3).gamma(2)
-    (3, 0.5, 1.0)
+    >>> Domain.from_dict({"type": "BitDomain", "bits": 16, "out_of_bounds": "raise"})
+    BitDomain(bits=16)
     """
 
-    max_depth = 64
+    _owner = "Domain"
+
+    # ------------------------------------------------------------------ interface (subclasses)
+    @property
+    def d(self) -> int:
+        """Dimension of the domain."""
+        raise NotImplementedError
+
+    @property
+    def max_depth(self) -> int:
+        """Deepest level a code can name (64 for a Box, ``bits`` for a BitDomain)."""
+        raise NotImplementedError
+
+    @property
+    def out_of_bounds(self) -> str:
+        """Policy for points outside the domain: ``"raise"``, ``"clip"`` or ``"drop"``."""
+        return self._out_of_bounds  # type: ignore[attr-defined]
+
+    def encode(self, X: Any, depth: int, return_dropped: bool = False) -> Any:
+        """Morton codes of a batch; see :meth:`Box.encode` and :meth:`BitDomain.encode`."""
+        raise NotImplementedError
+
+    def cell_bounds(self, levels: Any, prefixes: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Corners of the given cells in user units; see the subclasses."""
+        raise NotImplementedError
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able description with a ``"type"`` key; see the subclasses."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ shared behaviour
+    def encode_one(self, x: Any, depth: int) -> int | None:
+        """Morton code (a Python int) of one point ``x`` (shape ``(d,)``, or a scalar if d = 1).
+
+        Out-of-bounds points follow the domain's policy; under ``"drop"`` the result is None.
+
+        Examples
+        --------
+        >>> Box.unit(2).encode_one([0.9, 0.1], depth=2)
+        2
+        >>> BitDomain(8, out_of_bounds="drop").encode_one(300, depth=8) is None
+        True
+        """
+        arr = x if isinstance(x, np.ndarray) else np.asarray(x, dtype=object)
+        if arr.dtype == object and arr.ndim == 0:
+            arr = np.asarray([x], dtype=object)
+        elif arr.ndim == 0:
+            arr = arr.reshape(1)
+        if arr.ndim != 1 or arr.shape[0] != self.d:
+            raise InputError(
+                f"x must be one point with {self.d} coordinate(s); got {_row_text(x)} (use "
+                "encode for a batch)"
+            )
+        if arr.dtype == object:
+            arr = np.asarray(arr.tolist())
+        codes = self.encode(arr.reshape(1, self.d), depth)
+        return int(codes[0]) if codes.size else None
+
+    def decode(self, codes: Any, depth: int) -> np.ndarray:
+        """Centres ``(n, d)`` (float, user units) of the level-``depth`` cells named by ``codes``.
+
+        Examples
+        --------
+        >>> Box([0, 0], [4, 2]).decode([3], depth=2).tolist()
+        [[3.0, 1.5]]
+        >>> BitDomain(8).decode([1], depth=1).tolist()
+        [[191.5]]
+        """
+        depth = check_int(depth, "depth", f"{self._owner}.decode", 0, self.max_depth)
+        lower, upper = self.cell_bounds(depth, codes)
+        return (lower + upper) / 2.0
+
+    def Gamma(self, level: int) -> float:  # noqa: N802 (the paper's name)
+        """Sum of the diameters of the level's cells, ``2**l · gamma(l)``; ``Gamma(−1) = Gamma(0)``.
+
+        Examples
+        --------
+        >>> Box.unit(2).Gamma(4), Box.unit(2).Gamma(-1), BitDomain(8).Gamma(5)
+        (4.0, 1.0, 1.0)
+        """
+        level = max(self._check_level(level, "Gamma"), 0)
+        return math.ldexp(self.gamma(level), level)
+
+    def gamma(self, level: int) -> float:
+        """Diameter of a level-``level`` cell in the normalised metric; see the subclasses."""
+        raise NotImplementedError
+
+    def _check_level(self, level: Any, method: str) -> int:
+        return check_int(level, "level", f"{self._owner}.{method}", -1, self.max_depth)
+
+    def _check_depth(self, depth: Any, method: str) -> int:
+        return check_int(depth, "depth", f"{self._owner}.{method}", 1, self.max_depth)
+
+    def _check_policy(self, out_of_bounds: Any) -> str:
+        return check_choice(out_of_bounds, "out_of_bounds", self._owner, _POLICIES)
+
+    def _cells(self, levels: Any, prefixes: Any, method: str) -> tuple[np.ndarray, np.ndarray]:
+        """Validate (levels, prefixes): int64 and uint64 1-D arrays of one common length."""
+        owner = f"{self._owner}.{method}"
+        lv = np.asarray(levels)
+        if lv.dtype.kind == "f" and np.all(np.isfinite(lv)) and np.all(lv == np.round(lv)):
+            lv = lv.astype(np.int64)
+        if lv.dtype.kind not in "iu":
+            raise ParameterError(
+                f"The 'levels' parameter of {owner} must hold ints. Got {_row_text(levels)} "
+                "instead."
+            )
+        px = np.asarray(prefixes)
+        if px.dtype.kind == "i":
+            if px.size and px.min() < 0:
+                raise ParameterError(
+                    f"The 'prefixes' parameter of {owner} must hold ints >= 0. Got "
+                    f"{_row_text(px.reshape(-1)[int(np.argmin(px.reshape(-1)))])} instead."
+                )
+        elif px.dtype.kind == "O" or (px.dtype.kind == "f" and np.all(px == np.floor(px))):
+            try:
+                px = np.array(px.tolist(), dtype=_U64)
+            except (OverflowError, TypeError, ValueError):
+                raise ParameterError(
+                    f"The 'prefixes' parameter of {owner} must hold ints in [0, 2**64). Got "
+                    f"{_row_text(prefixes)} instead."
+                ) from None
+        elif px.dtype.kind != "u":
+            raise ParameterError(
+                f"The 'prefixes' parameter of {owner} must hold ints. Got {_row_text(prefixes)} "
+                "instead."
+            )
+        try:
+            lv, px = np.broadcast_arrays(lv.astype(np.int64), px.astype(_U64))
+        except ValueError:
+            raise ParameterError(
+                f"The 'levels' and 'prefixes' parameters of {owner} must have broadcastable "
+                f"shapes. Got {np.shape(levels)} and {np.shape(prefixes)} instead."
+            ) from None
+        lv, px = lv.reshape(-1), px.reshape(-1)
+        if lv.size and (lv.min() < 0 or lv.max() > self.max_depth):
+            i = int(np.flatnonzero((lv < 0) | (lv > self.max_depth))[0])
+            raise ParameterError(
+                f"The 'levels' parameter of {owner} must hold ints in [0, {self.max_depth}]. "
+                f"Got {int(lv[i])} (cell {i}) instead."
+            )
+        too_big = ((px >> np.minimum(lv, 63).astype(_U64)) != 0) & (lv < 64)
+        if too_big.any():
+            i = int(np.flatnonzero(too_big)[0])
+            raise ParameterError(
+                f"The 'prefixes' parameter of {owner} must hold prefixes < 2**level. Got "
+                f"prefix {int(px[i])} at level {int(lv[i])} (cell {i}) instead."
+            )
+        return lv, px
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Domain:
+        """Rebuild a domain from :meth:`to_dict` output (``Domain.from_dict`` reads either kind).
+
+        Examples
+        --------
+        >>> Domain.from_dict(Box([0, -1], [2, 1]).to_dict())
+        Box(lower=[0.0, -1.0], upper=[2.0, 1.0])
+        """
+        kinds: dict[str, type[Domain]] = {"Box": Box, "BitDomain": BitDomain}
+        kind = data.get("type") if isinstance(data, dict) else None
+        if kind not in kinds or (cls is not Domain and kinds[kind] is not cls):
+            expected = "Box or BitDomain" if cls is Domain else cls.__name__
+            raise ParameterError(
+                f"The 'data' parameter of {cls.__name__}.from_dict must be a dict with "
+                f"'type' {expected}. Got {_row_text(data)} instead."
+            )
+        return kinds[kind]._from_fields(data)
+
+    @classmethod
+    def _from_fields(cls, data: dict[str, Any]) -> Domain:
+        raise NotImplementedError
+
+    @classmethod
+    def _fields(cls, data: dict[str, Any], required: tuple[str, ...]) -> list[Any]:
+        extra = set(data) - set(required) - {"type"}
+        missing = [k for k in required if k not in data]
+        if extra or missing:
+            raise ParameterError(
+                f"The 'data' parameter of {cls.__name__}.from_dict must have exactly the keys "
+                f"{['type', *required]}. Got {sorted(data)} instead."
+            )
+        return [data[k] for k in required]
+
+    def _policy_suffix(self) -> str:
+        policy = self._out_of_bounds  # type: ignore[attr-defined]
+        return "" if policy == "raise" else f", out_of_bounds={policy!r}"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self.to_dict() == other.to_dict()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(repr(sorted(self.to_dict().items())))
+
+
+class Box(Domain):
+    """The box ``[lower, upper]`` of ℝ^d with public bounds, metric ℓ∞ on the unit box.
+
+    Level ``l`` halves coordinate ``(l − 1) mod d``; distances are ℓ∞ after scaling each
+    coordinate to [0, 1] (:meth:`normalize`), so a level-``l`` cell has diameter
+    ``2**−floor(l/d)``.
+
+    Parameters
+    ----------
+    lower, upper : array-like of d floats (scalars allowed for d = 1)
+        Public, finite bounds with ``lower < upper`` in every coordinate. Bounds must not be
+        derived from the data without spending privacy budget.
+    out_of_bounds : {"raise", "clip", "drop"}
+        Policy for points outside the box: refuse the batch (default), clamp them onto the box,
+        or drop them (``encode(..., return_dropped=True)`` reports how many).
+
+    Examples
+    --------
+    >>> box = Box([-1.0, 0.0], [1.0, 10.0])
+    >>> box.d, box.max_depth, box.gamma(3), box.Gamma(3)
+    (2, 64, 0.5, 4.0)
+    >>> box.encode([[0.5, 2.0], [1.0, 10.0]], depth=4).tolist()   # x: 11, y: 00 → 1010
+    [10, 15]
+    """
+
+    _owner = "Box"
 
     def __init__(self, lower: Any, upper: Any, out_of_bounds: str = "raise") -> None:
-        lo = np.atleast_1d(np.asarray(lower, dtype=np.float64)).copy()
-        hi = np.atleast_1d(np.asarray(upper, dtype=np.float64)).copy()
+        try:
+            lo = np.atleast_1d(np.array(lower, dtype=np.float64))
+            hi = np.atleast_1d(np.array(upper, dtype=np.float64))
+        except (TypeError, ValueError, OverflowError):
+            raise ParameterError(
+                "The 'lower' and 'upper' parameters of Box must be arrays of finite numbers. "
+                f"Got {_row_text(lower)} and {_row_text(upper)} instead."
+            ) from None
         if lo.ndim != 1 or lo.shape != hi.shape or lo.size < 1:
             raise ParameterError(
-                f"The 'lower' and 'upper' parameters of Box must be 1-D of the same length >= 1. "
+                "The 'lower' and 'upper' parameters of Box must be 1-D of the same length >= 1. "
                 f"Got shapes {lo.shape} and {hi.shape} instead."
             )
         if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
             raise ParameterError(
-                f"The 'lower' and 'upper' parameters of Box must be finite. Got {lo.tolist()} and "
-                f"{hi.tolist()} instead."
+                "The 'lower' and 'upper' parameters of Box must be finite. Got "
+                f"{lo.tolist()} and {hi.tolist()} instead."
             )
         if np.any(lo >= hi):
             i = int(np.flatnonzero(lo >= hi)[0])
             raise ParameterError(
-                f"The 'lower' parameter of Box must be < 'upper' in every coordinate. Got "
-                f"lower[{i}]={lo[i]} >= upper[{i}]={hi[i]} instead."
+                "The 'lower' parameter of Box must be < 'upper' in every coordinate. Got "
+                f"lower[{i}]={lo[i].item()!r} >= upper[{i}]={hi[i].item()!r} instead."
             )
-        lo.setflags(write=False)
-        hi.setflags(write=False)
-        self._lower, self._upper = lo, hi
-        self._out_of_bounds = check_choice(out_of_bounds, "out_of_bounds", "Box", _POLICIES)
+        with np.errstate(over="ignore"):
+            span = hi - lo
+        if not np.all(np.isfinite(span)):
+            raise ParameterError(
+                "The 'upper' − 'lower' widths of Box must be finite floats. Got "
+                f"{span.tolist()} instead."
+            )
+        for arr in (lo, hi, span):
+            arr.setflags(write=False)
+        self._lower, self._upper, self._span = lo, hi, span
+        self._out_of_bounds = self._check_policy(out_of_bounds)
 
     @classmethod
     def unit(cls, d: int, out_of_bounds: str = "raise") -> Box:
-        """The unit box ``[0, 1]^d``."""
+        """The unit box ``[0, 1]^d``.
+
+        Examples
+        --------
+        >>> Box.unit(3)
+        Box(lower=[0.0, 0.0, 0.0], upper=[1.0, 1.0, 1.0])
+        """
         d = check_int(d, "d", "Box.unit", minimum=1)
         return cls(np.zeros(d), np.ones(d), out_of_bounds)
 
@@ -178,145 +438,370 @@ class Box:
         return int(self._lower.size)
 
     @property
+    def max_depth(self) -> int:
+        """64: a code is one uint64."""
+        return 64
+
+    @property
     def lower(self) -> np.ndarray:
+        """Lower corner, a read-only float64 array of shape ``(d,)``."""
         return self._lower
 
     @property
     def upper(self) -> np.ndarray:
+        """Upper corner, a read-only float64 array of shape ``(d,)``."""
         return self._upper
 
-    @property
-    def out_of_bounds(self) -> str:
-        return self._out_of_bounds
-
     # ---------------------------------------------------------------- validation and encoding
-    def _points(self, X: Any) -> np.ndarray:
-        """Validate a batch; return a float64 (n, d) array (never the caller's array)."""
-        try:
-            arr = np.asarray(X, dtype=np.float64)  # read only: never written to
-        except (TypeError, ValueError):
+    def _points(self, X: Any, what: str = "X") -> np.ndarray:
+        """Validate a batch and return it as float64 ``(n, d)`` (possibly a read-only view).
+
+        Raises InputError naming the first offending row for non-numeric rows, rows of the wrong
+        length and (``finite=True``) NaN or infinite values. The caller's array is never written.
+        """
+        arr: np.ndarray | None
+        if isinstance(X, np.ndarray) and X.dtype.kind in "fiub":
+            arr = X.astype(np.float64, copy=False)
+        elif isinstance(X, np.ndarray) and X.dtype.kind == "c":
             arr = None
+        else:
+            try:
+                arr = np.asarray(X, dtype=np.float64)
+            except (TypeError, ValueError, OverflowError):
+                arr = None
         if arr is None:
-            raw = np.asarray(X, dtype=object)
-            rows = raw.reshape(raw.shape[0], -1) if raw.ndim >= 1 and raw.shape[0] else raw
-            for i, row in enumerate(rows):
-                try:
-                    np.asarray(row, dtype=np.float64)
-                except (TypeError, ValueError):
-                    raise InputError(
-                        f"X must hold numbers: row {i} = {row!r} is not numeric"
-                    ) from None
-            raise InputError("X must be a numeric array of shape (n, d)")
-        if arr.ndim == 1 and self.d == 1:
-            arr = arr.reshape(-1, 1)
+            self._raise_bad_row(X, what)
+        assert arr is not None
+        if arr.ndim == 1 and (self.d == 1 or arr.size == 0):
+            arr = arr.reshape(-1, self.d)
         if arr.ndim != 2 or arr.shape[1] != self.d:
+            if arr.ndim == 2 and arr.shape[0]:
+                raise InputError(
+                    f"{what} must have shape (n, {self.d}) for this {self.d}-dimensional Box: "
+                    f"row 0 = {_row_text(arr[0])} has {arr.shape[1]} values (shape {arr.shape})"
+                )
+            hint = " (use encode_one for a single point)" if arr.ndim <= 1 else ""
             raise InputError(
-                f"X must have shape (n, {self.d}) for this {self.d}-dimensional Box; got shape "
-                f"{arr.shape}"
+                f"{what} must have shape (n, {self.d}) for this {self.d}-dimensional Box; got "
+                f"shape {arr.shape}{hint}"
             )
         return arr
+
+    def _raise_bad_row(self, X: Any, what: str) -> None:
+        """Find and report the first row that is not ``d`` finite-or-not numbers."""
+        try:
+            rows = list(X)
+        except TypeError:
+            raise InputError(
+                f"{what} must be array-like of shape (n, {self.d}); got {_row_text(X)}"
+            ) from None
+        for i, row in enumerate(rows):
+            try:
+                if isinstance(row, np.ndarray) and row.dtype.kind == "c":
+                    raise TypeError("complex")
+                vals = np.asarray(row, dtype=np.float64)
+            except (TypeError, ValueError, OverflowError):
+                raise InputError(
+                    f"{what} must hold numbers: row {i} = {_row_text(row)} is not numeric"
+                ) from None
+            if vals.size != self.d or vals.ndim > 1:
+                raise InputError(
+                    f"{what} must have shape (n, {self.d}): row {i} = {_row_text(row)} has "
+                    f"{vals.size} values"
+                )
+        raise InputError(f"{what} must be a numeric array of shape (n, {self.d})")
 
     def encode(self, X: Any, depth: int, return_dropped: bool = False) -> Any:
         """Morton codes (uint64) of the points' level-``depth`` cells.
 
-        Returns the codes, or ``(codes, n_dropped)`` with ``return_dropped=True``. The whole batch
-        is checked first; nothing is returned for a batch with a bad row.
+        Parameters
+        ----------
+        X : array-like, shape (n, d) (or (n,) when d = 1)
+            Points in user units: anything numpy converts to float64 (numeric text included).
+            Never modified. For a single point of shape ``(d,)`` use :meth:`encode_one`.
+        depth : int
+            ``1 ≤ depth ≤ 64``: the number of bits of each code.
+        return_dropped : bool
+            Also return how many rows the ``"drop"`` policy removed.
+
+        Returns
+        -------
+        codes : uint64 ndarray, shape (n,) (n minus the dropped rows under ``"drop"``)
+            ``code >> (depth − l)`` is the level-``l`` prefix.
+        n_dropped : int
+            Only with ``return_dropped=True``.
+
+        Raises
+        ------
+        InputError
+            For a row that is not numeric, has the wrong length or holds NaN/inf (under every
+            policy; reported first), or lies outside the box under ``"raise"``. The message
+            names the first such row and its values; nothing is returned for such a batch.
+
+        Examples
+        --------
+        >>> box = Box([0, 0], [1, 1], out_of_bounds="drop")
+        >>> X = [[0.1, 0.1], [2.0, 0.5], [1.0, 1.0]]
+        >>> codes, dropped = box.encode(X, 4, return_dropped=True)
+        >>> codes.tolist(), dropped
+        ([0, 15], 1)
         """
-        depth = check_int(depth, "depth", "Box.encode", minimum=0, maximum=self.max_depth)
+        depth = self._check_depth(depth, "encode")
         arr = self._points(X)
-        n_dropped = 0
-        # Fast path: one scaled copy; NaN fails both comparisons, so `inside` also screens it.
-        unit = (arr - self._lower) / (self._upper - self._lower)
-        if unit.size == 0 or (unit.min() >= 0.0 and unit.max() <= 1.0):  # False for NaN
-            codes = self._quantise_encode(unit, depth)
-            return (codes, 0) if return_dropped else codes
+        offsets, n_dropped = self._offsets(arr)
+        codes = self._codes(offsets, depth)
+        return (codes, n_dropped) if return_dropped else codes
+
+    def _offsets(self, arr: np.ndarray) -> tuple[np.ndarray, int]:
+        """A fresh ``(d, n)`` float64 array of ``x_i − lower_i`` after the bounds policy."""
+        lo, hi, span = self._lower, self._upper, self._span
+        n, d = arr.shape
+        work = np.empty((d, n))
+        inside = True
+        for i in range(d):
+            t = work[i]
+            np.subtract(arr[:, i], lo[i], out=t)
+            if not n or not inside:
+                continue
+            mn, mx = t.min(), t.max()
+            # x < lo  ⇔  x − lo < 0 exactly; NaN fails both tests. x − lo may round down onto
+            # the span for an x just above hi, so the boundary case looks at x itself.
+            if not (mn >= 0.0 and mx <= span[i]) or (mx == span[i] and arr[:, i].max() > hi[i]):
+                inside = False
+        if inside:
+            return work, 0
         finite = np.isfinite(arr).all(axis=1)
         if not finite.all():
             i = int(np.flatnonzero(~finite)[0])
-            raise InputError(f"X has a NaN or infinite value: row {i} = {arr[i].tolist()}")
-        outside = ((arr < self._lower) | (arr > self._upper)).any(axis=1)
-        if outside.any():
-            if self._out_of_bounds == "raise":
-                i = int(np.flatnonzero(outside)[0])
-                raise InputError(
-                    f"X row {i} = {arr[i].tolist()} is outside the Box bounds "
-                    f"{self._lower.tolist()}..{self._upper.tolist()} (out_of_bounds='raise')"
-                )
-            if self._out_of_bounds == "clip":
-                arr = np.clip(arr, self._lower, self._upper)
-            else:
-                n_dropped = int(outside.sum())
-                arr = arr[~outside]
-        unit = (arr - self._lower) / (self._upper - self._lower)
-        codes = self._quantise_encode(unit, depth)
-        return (codes, n_dropped) if return_dropped else codes
+            raise InputError(f"X has a NaN or infinite value: row {i} = {_row_text(arr[i])}")
+        outside = np.zeros(n, dtype=bool)
+        for i in range(d):
+            outside |= (arr[:, i] < lo[i]) | (arr[:, i] > hi[i])
+        if self._out_of_bounds == "raise":
+            i = int(np.flatnonzero(outside)[0])
+            raise InputError(
+                f"X row {i} = {_row_text(arr[i])} is outside the Box bounds lower="
+                f"{lo.tolist()}, upper={hi.tolist()} (out_of_bounds='raise')"
+            )
+        if self._out_of_bounds == "clip":
+            for i in range(d):
+                np.subtract(np.clip(arr[:, i], lo[i], hi[i]), lo[i], out=work[i])
+            return work, 0
+        keep = ~outside
+        return np.ascontiguousarray(work[:, keep]), int(outside.sum())
 
-    def _quantise_encode(self, unit: np.ndarray, depth: int) -> np.ndarray:
-        """Morton codes from points already scaled to the unit box."""
-        bits = _bits_per_axis(depth, self.d)
-        q = []
-        for i in range(self.d):
-            cells = float(2 ** bits[i])
-            qi = np.minimum(unit[:, i] * cells, cells - 1).astype(_U64)  # upper bound: last cell
-            q.append(qi)
-        if depth == 0:
-            return np.zeros(unit.shape[0], dtype=_U64)
-        return _interleave(q, depth)
+    def _codes(self, work: np.ndarray, depth: int) -> np.ndarray:
+        """Quantise the ``(d, n)`` offsets (overwritten, reused as scratch) and interleave them.
+
+        Few fresh arrays: fresh memory costs page faults that would dominate the arithmetic.
+        """
+        d, n = work.shape
+        bits = _bits_per_axis(depth, d)
+        for i in range(d):
+            b = bits[i]
+            if b == 0:
+                continue
+            t = work[i]
+            step = math.ldexp(float(self._span[i]), -b)
+            if step >= _TINY:  # t / (span·2**−b) == (t / span)·2**b exactly (scaling by 2**b)
+                np.divide(t, step, out=t)
+            else:
+                np.divide(t, self._span[i], out=t)
+                np.multiply(t, math.ldexp(1.0, b), out=t)
+        if d == 1:
+            return self._cells_1d(work[0], bits[0])
+        # b ≤ 32 here: 2**b − 1 is a float, so clamping puts the upper bound in the last cell.
+        # Axis 0 goes to the output array, axis i ≥ 1 into the (already converted) row i − 1.
+        codes = np.empty(n, dtype=_U64)
+        q: list[np.ndarray | None] = []
+        for i in range(d):
+            if bits[i] == 0:
+                q.append(None)
+                continue
+            t = work[i]
+            np.minimum(t, math.ldexp(1.0, bits[i]) - 1.0, out=t)
+            dest = codes if i == 0 else work[i - 1].view(_U64)
+            np.copyto(dest.view(np.int64), t, casting="unsafe")
+            q.append(dest)
+        scratch = work[d - 1].view(_U64)
+        if (d == 2 and bits[0] <= 32) or (d == 3 and bits[0] <= 21):
+            for i, qi in enumerate(q):
+                if qi is None:
+                    continue
+                _spread(qi, bits[i], d, scratch)
+                shift = depth - i - 1 - d * (bits[i] - 1)  # position of the axis' last bit
+                if shift:
+                    np.left_shift(qi, _U64(shift), out=qi)
+                if i:
+                    np.bitwise_or(codes, qi, out=codes)
+            return codes
+        q[0] = codes.copy()
+        codes[:] = 0
+        for i, qi in enumerate(q):
+            if qi is None:
+                continue
+            for j in range(bits[i]):  # bit j (from the top) of axis i is cut at level i + 1 + d·j
+                np.right_shift(qi, _U64(bits[i] - 1 - j), out=scratch)
+                np.bitwise_and(scratch, _U64(1), out=scratch)
+                np.left_shift(scratch, _U64(depth - (i + 1 + d * j)), out=scratch)
+                np.bitwise_or(codes, scratch, out=codes)
+        return codes
+
+    @staticmethod
+    def _cells_1d(t: np.ndarray, b: int) -> np.ndarray:
+        """Cell indices of one scaled coordinate ``t = (x − lo)/span · 2**b`` (1 ≤ b ≤ 64)."""
+        cells = math.ldexp(1.0, b)
+        if b <= 53:  # 2**b − 1 is a float
+            np.minimum(t, cells - 1.0, out=t)
+            return t.astype(np.int64).view(_U64)
+        top = t >= cells
+        t[top] = 0.0
+        q = t.astype(_U64)
+        q[top] = _U64((1 << b) - 1)
+        return q
 
     # ---------------------------------------------------------------- geometry
+    def _unit_bounds(self, lv: np.ndarray, px: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Lower corners and side lengths ``(n, d)`` of the cells on the unit box (exact)."""
+        n, d = px.size, self.d
+        shift = np.minimum(64 - lv, 63).astype(_U64)  # level 0 has prefix 0, so 63 is fine
+        aligned = px << shift
+        idx = _axis_indices64(aligned, d)
+        bits64 = _bits_per_axis(64, d)
+        lo_u = np.empty((n, d))
+        side = np.empty((n, d))
+        for i in range(d):
+            lo_u[:, i] = np.ldexp(idx[i].astype(np.float64), -bits64[i])
+            b_i = np.maximum((lv - i + d - 1) // d, 0)
+            side[:, i] = np.ldexp(1.0, -b_i)
+        return lo_u, side
+
     def cell_bounds(self, levels: Any, prefixes: Any) -> tuple[np.ndarray, np.ndarray]:
-        """Lower and upper corners, ``(n, d)`` each in user units, of the given cells."""
-        lv, px = _levels_prefixes(levels, prefixes, self.max_depth)
-        lo_u = np.zeros((px.size, self.d))
-        side_u = np.ones((px.size, self.d))
-        for level in np.unique(lv):
-            sel = lv == level
-            idx = _deinterleave(px[sel], int(level), self.d)
-            bits = _bits_per_axis(int(level), self.d)
-            for i in range(self.d):
-                side = 2.0 ** -bits[i]
-                lo_u[sel, i] = idx[i].astype(np.float64) * side
-                side_u[sel, i] = side
-        span = self._upper - self._lower
-        lower = self._lower + lo_u * span
-        upper = np.minimum(self._lower + (lo_u + side_u) * span, self._upper)
+        """Lower and upper corners, ``(n, d)`` float64 each in user units, of the given cells.
+
+        Parameters
+        ----------
+        levels : int or array of ints
+            Level of each cell (``0 … 64``); cells of different levels may be mixed.
+        prefixes : int or array of ints
+            The cells' prefixes (``< 2**level``), broadcast against ``levels``.
+
+        Notes
+        -----
+        The bounds are float64: a coordinate cut more than 52 times (only possible for d = 1
+        beyond depth 52) has cells narrower than the float spacing, and their bounds round.
+
+        Examples
+        --------
+        >>> lo, hi = Box([0, 10], [8, 20]).cell_bounds([1, 3], [1, 5])
+        >>> lo.tolist(), hi.tolist()
+        ([[4.0, 10.0], [6.0, 10.0]], [[8.0, 20.0], [8.0, 15.0]])
+        """
+        lv, px = self._cells(levels, prefixes, "cell_bounds")
+        lo_u, side = self._unit_bounds(lv, px)
+        hi_u = lo_u + side
+        lower = np.empty_like(lo_u)
+        upper = np.empty_like(lo_u)
+        for i in range(self.d):
+            lo_i, hi_i, span_i = self._lower[i], self._upper[i], self._span[i]
+            lower[:, i] = lo_i + lo_u[:, i] * span_i
+            up = lo_i + hi_u[:, i] * span_i
+            upper[:, i] = np.where(hi_u[:, i] >= 1.0, hi_i, np.minimum(up, hi_i))
         return lower, upper
 
-    def decode(self, codes: Any, depth: int) -> np.ndarray:
-        """Centres ``(n, d)`` of the level-``depth`` cells named by ``codes``."""
-        lower, upper = self.cell_bounds(depth, codes)
-        return (lower + upper) / 2.0
-
     def sample_cells(self, levels: Any, prefixes: Any, rng: RNGLike = None) -> np.ndarray:
-        """One uniform point inside each given cell, ``(n, d)`` in user units."""
+        """One uniform point inside each given cell: float64 ``(n, d)`` in user units.
+
+        ``rng`` follows the package convention (None: OS CSPRNG; an int seed is for tests and
+        is not private). The result is ``(n, d)`` also when d = 1.
+
+        Examples
+        --------
+        >>> pts = Box.unit(2).sample_cells([2, 2], [0, 3], rng=0)
+        >>> pts.shape, bool((pts[0] < 0.5).all()), bool((pts[1] >= 0.5).all())
+        ((2, 2), True, True)
+        """
         lower, upper = self.cell_bounds(levels, prefixes)
         u = as_source(rng).random(lower.shape)
-        return np.minimum(lower + u * (upper - lower), upper)
+        pts = lower + u * (upper - lower)
+        return np.minimum(pts, upper, out=pts)
 
     def volume_fraction(self, levels: Any, prefixes: Any, lower: Any, upper: Any) -> np.ndarray:
-        """Fraction of each cell's volume inside the query box ``[lower, upper]`` (user units)."""
-        qlo = np.broadcast_to(np.asarray(lower, dtype=np.float64), (self.d,))
-        qhi = np.broadcast_to(np.asarray(upper, dtype=np.float64), (self.d,))
+        """Fraction of each cell's volume inside the query box ``[lower, upper]`` (user units).
+
+        ``lower``/``upper`` are scalars or length-d arrays (±inf allowed, NaN not); an empty
+        query (``lower > upper`` somewhere) gives zeros.
+
+        Examples
+        --------
+        >>> Box.unit(2).volume_fraction([1, 1], [0, 1], [0.25, 0.0], [0.75, 1.0]).tolist()
+        [0.5, 0.5]
+        """
+        qlo, qhi = self._query(lower, upper)
         clo, chi = self.cell_bounds(levels, prefixes)
-        overlap = np.clip(np.minimum(chi, qhi) - np.maximum(clo, qlo), 0.0, None)
-        return np.prod(overlap / (chi - clo), axis=1)
+        frac = np.ones(clo.shape[0])
+        for i in range(self.d):
+            overlap = np.minimum(chi[:, i], qhi[i]) - np.maximum(clo[:, i], qlo[i])
+            frac *= np.clip(overlap, 0.0, None) / (chi[:, i] - clo[:, i])
+        return frac
+
+    def _query(self, lower: Any, upper: Any) -> tuple[np.ndarray, np.ndarray]:
+        out = []
+        for name, value in (("lower", lower), ("upper", upper)):
+            try:
+                arr = np.broadcast_to(np.asarray(value, dtype=np.float64), (self.d,))
+            except (TypeError, ValueError, OverflowError):
+                arr = None
+            if arr is None or np.isnan(arr).any():
+                raise ParameterError(
+                    f"The {name!r} parameter of Box.volume_fraction must be a number or "
+                    f"{self.d} numbers (no NaN). Got {_row_text(value)} instead."
+                )
+            out.append(arr)
+        return out[0], out[1]
 
     def gamma(self, level: int) -> float:
-        """Diameter of a level-``level`` cell, ℓ∞ on the unit box: ``2**−floor(l/d)``."""
-        return 2.0 ** -(max(int(level), 0) // self.d)
+        """Diameter of a level-``l`` cell, ℓ∞ on the unit box: ``2**−floor(l/d)``; γ(−1) = γ(0).
 
-    def Gamma(self, level: int) -> float:  # noqa: N802 (the paper's name)
-        """Sum of the level's cell diameters, ``2**l · gamma(l)``; ``Gamma(−1) = Gamma(0)``."""
-        level = max(int(level), 0)
-        return 2.0**level * self.gamma(level)
+        Examples
+        --------
+        >>> [Box.unit(2).gamma(l) for l in (-1, 0, 1, 2, 3, 4)]
+        [1.0, 1.0, 1.0, 0.5, 0.5, 0.25]
+        """
+        level = max(self._check_level(level, "gamma"), 0)
+        return math.ldexp(1.0, -(level // self.d))
 
     def normalize(self, X: Any) -> np.ndarray:
-        """Points in user units → the unit box (float ``(n, d)``), for metrics."""
-        arr = np.asarray(X, dtype=np.float64).reshape(-1, self.d)
-        return (arr - self._lower) / (self._upper - self._lower)
+        """Points in user units → the unit box: float64 ``(n, d)``, ``(x − lower)/(upper − lower)``.
+
+        Rows are validated like :meth:`encode` (shape, numbers, no NaN/inf) but not checked
+        against the bounds: a point outside the box maps outside [0, 1]^d.
+
+        Examples
+        --------
+        >>> Box([0, 10], [2, 20]).normalize([[1.0, 15.0]]).tolist()
+        [[0.5, 0.5]]
+        """
+        arr = self._points(X)
+        finite = np.isfinite(arr).all(axis=1)
+        if not finite.all():
+            i = int(np.flatnonzero(~finite)[0])
+            raise InputError(f"X has a NaN or infinite value: row {i} = {_row_text(arr[i])}")
+        out = np.empty(arr.shape)
+        for i in range(self.d):
+            np.subtract(arr[:, i], self._lower[i], out=out[:, i])
+            np.divide(out[:, i], self._span[i], out=out[:, i])
+        return out
 
     # ---------------------------------------------------------------- identity
     def to_dict(self) -> dict[str, Any]:
+        """JSON-able description: ``{"type": "Box", "lower", "upper", "out_of_bounds"}``.
+
+        Examples
+        --------
+        >>> Box(0, 1).to_dict()
+        {'type': 'Box', 'lower': [0.0], 'upper': [1.0], 'out_of_bounds': 'raise'}
+        """
         return {
             "type": "Box",
             "lower": self._lower.tolist(),
@@ -325,212 +810,427 @@ class Box:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Box:
-        return cls(data["lower"], data["upper"], data.get("out_of_bounds", "raise"))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Box) and self.to_dict() == other.to_dict()
-
-    def __hash__(self) -> int:
-        return hash((tuple(self._lower), tuple(self._upper), self._out_of_bounds))
+    def _from_fields(cls, data: dict[str, Any]) -> Box:
+        lower, upper, policy = cls._fields(data, ("lower", "upper", "out_of_bounds"))
+        return cls(lower, upper, policy)
 
     def __repr__(self) -> str:
-        return f"Box(lower={self._lower.tolist()}, upper={self._upper.tolist()})"
+        policy = self._policy_suffix()
+        return f"Box(lower={self._lower.tolist()}, upper={self._upper.tolist()}{policy})"
 
 
-class BitDomain:
+# ------------------------------------------------------------------------------- IPv4 parsing
+def _parse_ipv4(arr: np.ndarray, what: str = "X") -> np.ndarray:
+    """Dotted-quad strings (a 1-D str/bytes array) → uint64 keys, column by column.
+
+    Accepts exactly what :class:`ipaddress.IPv4Address` accepts: four decimal octets 0…255 of
+    1–3 ASCII digits without leading zeros, separated by dots. Raises InputError naming the
+    first row that is not such an address.
+    """
+    n = arr.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=_U64)
+    unit = np.uint32 if arr.dtype.kind == "U" else np.uint8  # UCS-4 code points or bytes
+    width = arr.dtype.itemsize // np.dtype(unit).itemsize
+    if width == 0:
+        raise InputError(f"{what} row 0 = {_row_text(arr[0])} is not an IPv4 address")
+    M = np.ascontiguousarray(arr).view(unit).reshape(n, width)[:, :15]
+    length = np.char.str_len(arr)  # characters before the trailing NUL padding
+    bad = length > 15  # "255.255.255.255" is the longest address
+    # One row per character position (plus a final NUL), so each step reads contiguous memory.
+    chars = np.zeros((M.shape[1] + 1, n), dtype=np.uint8)
+    chars[:-1] = np.minimum(M.T, 255)  # any non-ASCII character stays invalid
+    digit = chars.astype(np.int16) - 48
+    is_digit = (digit >= 0) & (digit <= 9)
+    is_dot = chars == 46
+    key = np.zeros(n, dtype=np.int64)
+    acc = np.zeros(n, dtype=np.int16)
+    ndig = np.zeros(n, dtype=np.int16)
+    fields = np.zeros(n, dtype=np.int16)
+    for c in range(chars.shape[0]):
+        inside = length > c
+        dig = is_digit[c]
+        bad |= inside & ~(dig | is_dot[c])  # only digits and dots (a NUL inside is bad)
+        bad |= dig & (ndig == 1) & (acc == 0)  # a leading zero
+        np.copyto(acc, np.minimum(acc, 999) * 10 + digit[c], where=dig)
+        ndig += dig
+        cl = (is_dot[c] & inside) | (length == c)  # a dot or the end closes an octet
+        bad |= cl & ((ndig == 0) | (ndig > 3) | (acc > 255))
+        np.copyto(key, key * 256 + np.minimum(acc, 255), where=cl)
+        fields += cl
+        acc[cl] = 0
+        ndig[cl] = 0
+    bad |= fields != 4
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"{what} row {i} = {_row_text(arr[i])} is not an IPv4 address")
+    return key.astype(_U64)
+
+
+class BitDomain(Domain):
     """The integer key space ``{0, …, 2**bits − 1}``; level ``l`` is the ``l``-bit prefix.
 
-    Keys are non-negative integers (or, for ``bits = 32``, IPv4 strings like ``"10.0.0.1"``).
-    The metric is ``|x − y| / 2**bits``. ``sample_cells`` returns int64 keys of shape ``(n,)``.
+    Keys are non-negative integers (any integer dtype, integral floats, Python ints) or, for
+    ``bits = 32``, IPv4 dotted strings such as ``"10.0.0.1"`` (see :meth:`ipv4`). A batch holds
+    either keys or strings, not both. The metric is ``|x − y| / 2**bits``, so a level-``l``
+    cell has diameter ``2**−l`` (strictly ``(2**(bits−l) − 1)/2**bits`` between its first and last
+    key; the library uses ``2**−l``, the diameter of the continuous interval the cell covers).
+
+    Parameters
+    ----------
+    bits : int
+        Key width, ``1 ≤ bits ≤ 64``; also ``max_depth``.
+    out_of_bounds : {"raise", "clip", "drop"}
+        Policy for keys outside ``[0, 2**bits)``: refuse the batch, clamp (negative keys to 0,
+        large ones to ``2**bits − 1``) or drop them.
 
     Examples
     --------
     >>> dom = BitDomain(8)
     >>> dom.encode([0, 255, 128], depth=1).tolist()
     [0, 1, 1]
-    >>> dom.cell_bounds(1, [1])[0].tolist(), dom.cell_bounds(1, [1])[1].tolist()
+    >>> lo, hi = dom.cell_bounds(1, [1])
+    >>> lo.tolist(), hi.tolist()
     ([[128.0]], [[255.0]])
     """
 
-    d = 1
+    _owner = "BitDomain"
 
     def __init__(self, bits: int, out_of_bounds: str = "raise") -> None:
         self._bits = check_int(bits, "bits", "BitDomain", minimum=1, maximum=64)
-        self._out_of_bounds = check_choice(out_of_bounds, "out_of_bounds", "BitDomain", _POLICIES)
+        self._out_of_bounds = self._check_policy(out_of_bounds)
+        self._lower = np.zeros(1)
+        self._upper = np.array([float((1 << self._bits) - 1)])
+        self._lower.setflags(write=False)
+        self._upper.setflags(write=False)
 
     @classmethod
     def ipv4(cls, out_of_bounds: str = "raise") -> BitDomain:
-        """The IPv4 address space (``bits = 32``)."""
+        """The IPv4 address space (``bits = 32``), which also reads dotted strings.
+
+        Examples
+        --------
+        >>> dom = BitDomain.ipv4()
+        >>> dom.encode(["10.1.2.3"], depth=32).tolist() == [(10 << 24) + (1 << 16) + (2 << 8) + 3]
+        True
+        """
         return cls(32, out_of_bounds)
 
     @property
     def bits(self) -> int:
+        """Key width in bits."""
         return self._bits
+
+    @property
+    def d(self) -> int:
+        """Dimension: 1."""
+        return 1
 
     @property
     def max_depth(self) -> int:
+        """``bits``: a level-``bits`` cell is one key."""
         return self._bits
 
     @property
-    def out_of_bounds(self) -> str:
-        return self._out_of_bounds
-
-    @property
     def lower(self) -> np.ndarray:
-        return np.array([0.0])
+        """``[0.0]`` (read-only)."""
+        return self._lower
 
     @property
     def upper(self) -> np.ndarray:
-        return np.array([float(2**self._bits - 1)])
+        """``[2**bits − 1]`` as float (read-only; rounded to a float for bits > 53)."""
+        return self._upper
 
-    def _keys(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
-        """(keys uint64, inside-mask) after validation; strings parsed as IPv4."""
-        arr = np.asarray(X)
+    # ---------------------------------------------------------------- validation and encoding
+    def _keys(self, X: Any, what: str = "X") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Validate a batch: (keys uint64 with out-of-range keys set to 0, too-low, too-high)."""
+        try:
+            arr = X if isinstance(X, np.ndarray) else np.asarray(X)
+        except (ValueError, OverflowError):
+            arr = np.asarray(list(X), dtype=object)
+        if not isinstance(X, np.ndarray) and arr.dtype.kind == "f" and (abs(arr) >= 2**53).any():
+            arr = np.asarray(X, dtype=object)  # numpy turned big Python ints into floats: be exact
         if arr.ndim == 2 and arr.shape[1] == 1:
             arr = arr[:, 0]
         if arr.ndim != 1:
-            raise InputError(f"X must be a 1-D array of integer keys; got shape {arr.shape}")
-        if arr.dtype.kind in "US" or arr.dtype == object:
-            keys = np.empty(arr.size, dtype=_U64)
-            inside = np.ones(arr.size, dtype=bool)
-            for i, v in enumerate(arr.tolist()):
-                keys[i], inside[i] = self._parse_one(v, i)
-            return keys, inside
-        if arr.dtype.kind == "f":
+            hint = " (use encode_one for a single key)" if arr.ndim == 0 else ""
+            raise InputError(f"{what} must be a 1-D array of keys; got shape {arr.shape}{hint}")
+        n = arr.shape[0]
+        top = 1 << self._bits
+        low = np.zeros(n, dtype=bool)
+        high = np.zeros(n, dtype=bool)
+        kind = arr.dtype.kind
+        if kind in "US":
+            if self._bits != 32:
+                raise self._no_strings(what, 0, arr[0])
+            return _parse_ipv4(arr, what), low, high
+        if kind == "O":
+            return self._keys_objects(arr, what)
+        if kind == "i":
+            low = arr < 0
+            keys = arr.astype(_U64)
+            if self._bits < 63:
+                high = arr >= top
+        elif kind == "u":
+            keys = arr.astype(_U64)
+            if self._bits < 64:
+                high = keys >= _U64(top)
+        elif kind == "f":
             bad = ~(np.isfinite(arr) & (arr == np.floor(arr)))
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])
-                raise InputError(f"X must hold integer keys: row {i} = {arr[i]!r}")
-            neg = arr < 0
-            big = arr >= 2.0**self._bits
-            keys = np.where(neg | big, 0, arr).astype(_U64)
-            return keys, ~(neg | big)
-        if arr.dtype.kind == "i":
-            neg = arr < 0
-            keys = np.where(neg, 0, arr).astype(_U64)
-            inside = ~neg
-            if self._bits < 64:
-                inside &= keys < _U64(2**self._bits)
-            return keys, inside
-        if arr.dtype.kind in "ub":
-            keys = arr.astype(_U64)
-            inside = keys < _U64(2**self._bits) if self._bits < 64 else np.ones(arr.size, bool)
-            return keys, inside
-        raise InputError(f"X must hold integer keys; got dtype {arr.dtype}")
+                raise InputError(f"{what} must hold integer keys: row {i} = {_row_text(arr[i])}")
+            low = arr < 0
+            high = arr >= float(top)
+            keys = np.where(low | high, 0.0, arr).astype(_U64)
+        else:
+            raise InputError(
+                f"{what} must hold integer keys; got dtype {arr.dtype} (row 0 = "
+                f"{_row_text(arr[0]) if n else 'none'})"
+            )
+        out = low | high
+        if out.any():
+            keys = np.where(out, _U64(0), keys)
+        return keys, low, high
 
-    def _parse_one(self, v: Any, i: int) -> tuple[int, bool]:
-        if isinstance(v, (bytes, str)):
-            text = v.decode() if isinstance(v, bytes) else v
-            parts = text.strip().split(".")
-            if self._bits != 32 or len(parts) != 4 or not all(p.isdigit() for p in parts):
-                raise InputError(f"X row {i} = {v!r} is not an IPv4 address (needs bits=32)")
-            octets = [int(p) for p in parts]
-            if any(o > 255 for o in octets):
-                raise InputError(f"X row {i} = {v!r} is not an IPv4 address")
-            return (octets[0] << 24) | (octets[1] << 16) | (octets[2] << 8) | octets[3], True
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            if isinstance(v, float) and v.is_integer():
+    def _no_strings(self, what: str, row: int, value: Any) -> InputError:
+        return InputError(
+            f"{what} row {row} = {_row_text(value)}: strings are read as IPv4 addresses, which "
+            f"need bits=32 (this BitDomain has bits={self._bits})"
+        )
+
+    def _keys_objects(self, arr: np.ndarray, what: str) -> tuple[np.ndarray, ...]:
+        """Object arrays, one item at a time: Python ints, integral floats or IPv4 strings."""
+        n = arr.shape[0]
+        keys = np.zeros(n, dtype=_U64)
+        low = np.zeros(n, dtype=bool)
+        high = np.zeros(n, dtype=bool)
+        top = 1 << self._bits
+        for i, v in enumerate(arr.tolist()):
+            if isinstance(v, (str, bytes)):
+                if self._bits != 32:
+                    raise self._no_strings(what, i, v)
+                try:
+                    keys[i] = _parse_ipv4(np.array([v]), what)[0]
+                except InputError:
+                    raise InputError(f"{what} row {i} = {v!r} is not an IPv4 address") from None
+                continue
+            if isinstance(v, float) and math.isfinite(v) and v.is_integer():
                 v = int(v)
-            else:
-                raise InputError(f"X must hold integer keys: row {i} = {v!r}")
-        v = int(v)
-        if 0 <= v < 2**self._bits:
-            return v, True
-        return 0, False
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise InputError(f"{what} must hold integer keys: row {i} = {_row_text(v)}")
+            v = int(v)
+            low[i], high[i] = v < 0, v >= top
+            keys[i] = v if 0 <= v < top else 0
+        return keys, low, high
 
     def encode(self, X: Any, depth: int, return_dropped: bool = False) -> Any:
-        """Level-``depth`` prefixes (uint64) of the keys (``key >> (bits − depth)``)."""
-        depth = check_int(depth, "depth", "BitDomain.encode", minimum=0, maximum=self._bits)
-        keys, inside = self._keys(X)
+        """Level-``depth`` prefixes (uint64) of the keys: ``key >> (bits − depth)``.
+
+        Parameters
+        ----------
+        X : array-like, shape (n,) or (n, 1)
+            Integer keys, or IPv4 strings when ``bits = 32``. Never modified.
+        depth : int
+            ``1 ≤ depth ≤ bits``.
+        return_dropped : bool
+            Also return how many keys the ``"drop"`` policy removed.
+
+        Raises
+        ------
+        InputError
+            For a non-integer key, a malformed address, or a key outside ``[0, 2**bits)`` under
+            ``"raise"``; the message names the first such row.
+
+        Examples
+        --------
+        >>> BitDomain(8, out_of_bounds="clip").encode([-5, 3, 999], depth=8).tolist()
+        [0, 3, 255]
+        >>> BitDomain.ipv4().encode(["192.168.0.1"], depth=16).tolist() == [(192 << 8) + 168]
+        True
+        """
+        depth = self._check_depth(depth, "encode")
+        keys, low, high = self._keys(X)
         n_dropped = 0
-        if not inside.all():
+        outside = low | high
+        if outside.any():
             if self._out_of_bounds == "raise":
-                i = int(np.flatnonzero(~inside)[0])
+                i = int(np.flatnonzero(outside)[0])
+                value = np.asarray(X, dtype=object).reshape(-1)[i]
                 raise InputError(
-                    f"X row {i} = {np.asarray(X).reshape(-1)[i]!r} is outside [0, 2**{self._bits})"
-                    " (out_of_bounds='raise')"
+                    f"X row {i} = {_row_text(value)} is outside [0, 2**{self._bits}) "
+                    "(out_of_bounds='raise')"
                 )
             if self._out_of_bounds == "clip":
-                raw = np.asarray(X).reshape(-1)
-                low = np.zeros(raw.size, dtype=bool)
-                if raw.dtype.kind in "if":
-                    low = raw < 0
-                keys = np.where(~inside & ~low, _U64(2**self._bits - 1), keys)
+                keys = np.where(high, _U64((1 << self._bits) - 1), keys)
             else:
-                n_dropped = int((~inside).sum())
-                keys = keys[inside]
-        codes = keys >> _U64(self._bits - depth) if depth < 64 else keys
-        if depth == 0:
-            codes = np.zeros(keys.size, dtype=_U64)
+                n_dropped = int(outside.sum())
+                keys = keys[~outside]
+        codes = keys >> _U64(self._bits - depth)
         return (codes, n_dropped) if return_dropped else codes
 
-    def cell_bounds(self, levels: Any, prefixes: Any) -> tuple[np.ndarray, np.ndarray]:
-        """First and last key, ``(n, 1)`` float each, of the given cells."""
-        lv, px = _levels_prefixes(levels, prefixes, self._bits)
+    # ---------------------------------------------------------------- geometry
+    def _spans(self, lv: np.ndarray, px: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """First key and (cell size − 1) of each cell, uint64."""
         shift = (self._bits - lv).astype(_U64)
-        first = px << shift
-        last = first + ((_U64(1) << shift) - _U64(1))
+        first = px << np.minimum(shift, _U64(63))  # shift 64 only for level 0, prefix 0
+        minus_one = np.where(shift >= 64, _ALL64, (_U64(1) << np.minimum(shift, 63)) - _U64(1))
+        return first, minus_one
+
+    def cell_bounds(self, levels: Any, prefixes: Any) -> tuple[np.ndarray, np.ndarray]:
+        """First and last key, ``(n, 1)`` float64 each, of the given cells (inclusive).
+
+        Examples
+        --------
+        >>> lo, hi = BitDomain(8).cell_bounds([2, 8], [3, 7])
+        >>> lo.tolist(), hi.tolist()
+        ([[192.0], [7.0]], [[255.0], [7.0]])
+        """
+        lv, px = self._cells(levels, prefixes, "cell_bounds")
+        first, minus_one = self._spans(lv, px)
+        last = first + minus_one
         return first.astype(np.float64)[:, None], last.astype(np.float64)[:, None]
 
-    def decode(self, codes: Any, depth: int) -> np.ndarray:
-        lower, upper = self.cell_bounds(depth, codes)
-        return (lower + upper) / 2.0
-
     def sample_cells(self, levels: Any, prefixes: Any, rng: RNGLike = None) -> np.ndarray:
-        """One uniform key inside each given cell: int64 array ``(n,)`` (uint64 if bits = 64)."""
-        lv, px = _levels_prefixes(levels, prefixes, self._bits)
-        shift = (self._bits - lv).astype(_U64)
-        src = as_source(rng)
-        width = _U64(1) << shift
-        offset = src.uint64(px.size) & (width - _U64(1))  # exactly uniform: width is 2**shift
-        keys = (px << shift) + offset
+        """One uniform key inside each given cell: int64 ``(n,)`` (uint64 when ``bits = 64``).
+
+        A cell holds ``2**s`` keys, so the low ``s`` bits of a uniform 64-bit word give an
+        exactly uniform offset.
+
+        Examples
+        --------
+        >>> keys = BitDomain(8).sample_cells(4, [3, 15], rng=0)
+        >>> keys.dtype.name, bool(48 <= keys[0] < 64), bool(240 <= keys[1] < 256)
+        ('int64', True, True)
+        """
+        lv, px = self._cells(levels, prefixes, "sample_cells")
+        first, minus_one = self._spans(lv, px)
+        keys = first + (as_source(rng).uint64(px.size) & minus_one)
         return keys if self._bits == 64 else keys.astype(np.int64)
 
     def volume_fraction(self, levels: Any, prefixes: Any, lower: Any, upper: Any) -> np.ndarray:
-        """Fraction of each cell's keys in ``[lower, upper]`` (inclusive integer range)."""
-        lo_c, hi_c = self.cell_bounds(levels, prefixes)
-        lo_c, hi_c = lo_c[:, 0], hi_c[:, 0]
-        qlo = float(np.asarray(lower, dtype=np.float64).reshape(-1)[0])
-        qhi = float(np.asarray(upper, dtype=np.float64).reshape(-1)[0])
-        overlap = np.clip(
-            np.minimum(hi_c, np.floor(qhi)) - np.maximum(lo_c, np.ceil(qlo)) + 1, 0.0, None
-        )
-        return overlap / (hi_c - lo_c + 1)
+        """Fraction of each cell's keys in the integer range ``[ceil(lower), floor(upper)]``.
+
+        Examples
+        --------
+        >>> BitDomain(8).volume_fraction([1, 1], [0, 1], 64, 159).tolist()
+        [0.5, 0.25]
+        """
+        qlo, qhi = self._query(lower, upper)
+        lv, px = self._cells(levels, prefixes, "volume_fraction")
+        first, minus_one = self._spans(lv, px)
+        size = minus_one.astype(np.float64) + 1.0
+        if qlo is None or qhi is None or qlo > qhi:
+            return np.zeros(px.size)
+        last = first + minus_one
+        a = np.maximum(first, _U64(qlo))
+        b = np.minimum(last, _U64(qhi))
+        ok = a <= b
+        count = np.where(ok, (b - np.where(ok, a, b)).astype(np.float64) + 1.0, 0.0)
+        return count / size
+
+    def _query(self, lower: Any, upper: Any) -> tuple[int | None, int | None]:
+        """Query bounds as ints clipped to the key range (None: the range is empty)."""
+        out: list[int | None] = []
+        top = (1 << self._bits) - 1
+        for name, value, rnd in (("lower", lower, math.ceil), ("upper", upper, math.floor)):
+            arr = np.asarray(value)
+            if arr.size != 1 or arr.dtype.kind not in "iuf":
+                raise ParameterError(
+                    f"The {name!r} parameter of BitDomain.volume_fraction must be one number. "
+                    f"Got {_row_text(value)} instead."
+                )
+            v = arr.reshape(-1)[0]
+            if arr.dtype.kind == "f":
+                if math.isnan(v):
+                    raise ParameterError(
+                        f"The {name!r} parameter of BitDomain.volume_fraction must not be NaN."
+                    )
+                if math.isinf(v):
+                    out.append((0 if v < 0 else top) if name == "lower" else (top if v > 0 else -1))
+                    continue
+                v = rnd(float(v))
+            out.append(int(v))
+        lo, hi = out
+        assert lo is not None and hi is not None
+        if hi < 0 or lo > top:
+            return None, None
+        return max(lo, 0), min(hi, top)
 
     def gamma(self, level: int) -> float:
-        """Diameter of a level-``level`` cell in the metric ``|x − y|/2**bits``: ``2**−l``."""
-        return 2.0 ** -max(int(level), 0)
+        """Diameter of a level-``l`` cell in the metric ``|x − y|/2**bits``: ``2**−l``.
 
-    def Gamma(self, level: int) -> float:  # noqa: N802
-        """``2**l · gamma(l) = 1``."""
-        return 1.0
+        Examples
+        --------
+        >>> BitDomain(32).gamma(8), BitDomain(32).gamma(-1)
+        (0.00390625, 1.0)
+        """
+        level = max(self._check_level(level, "gamma"), 0)
+        return math.ldexp(1.0, -level)
 
     def normalize(self, X: Any) -> np.ndarray:
-        keys, _ = self._keys(X)
-        return (keys.astype(np.float64) / 2.0**self._bits)[:, None]
+        """Keys → ``key / 2**bits`` as float64 ``(n, 1)``, the unit interval of the metric.
 
+        Any finite real values are accepted (cell centres from :meth:`decode` are not
+        integers), as are IPv4 strings when ``bits = 32``; values are not checked against the
+        key range.
+
+        Examples
+        --------
+        >>> BitDomain(8).normalize([0, 128, 191.5]).ravel().tolist()
+        [0.0, 0.5, 0.748046875]
+        """
+        arr = X if isinstance(X, np.ndarray) else np.asarray(X)
+        if arr.ndim == 2 and arr.shape[1] == 1:
+            arr = arr[:, 0]
+        if arr.dtype.kind == "O":
+            try:
+                arr = np.array(arr.tolist(), dtype=np.float64)
+            except (TypeError, ValueError, OverflowError):
+                pass  # strings (IPv4) or junk: the key parser names the row
+        if arr.dtype.kind in "USO":
+            keys, _, _ = self._keys(arr)
+            return (keys.astype(np.float64) / 2.0**self._bits)[:, None]
+        if arr.ndim != 1 or arr.dtype.kind not in "iuf":
+            raise InputError(
+                f"X must be a 1-D array of keys; got shape {arr.shape} and dtype {arr.dtype}"
+            )
+        vals = arr.astype(np.float64)
+        finite = np.isfinite(vals)
+        if not finite.all():
+            i = int(np.flatnonzero(~finite)[0])
+            raise InputError(f"X has a NaN or infinite value: row {i} = {_row_text(arr[i])}")
+        return (vals / 2.0**self._bits)[:, None]
+
+    # ---------------------------------------------------------------- identity
     def to_dict(self) -> dict[str, Any]:
+        """JSON-able description: ``{"type": "BitDomain", "bits", "out_of_bounds"}``.
+
+        Examples
+        --------
+        >>> BitDomain(12).to_dict()
+        {'type': 'BitDomain', 'bits': 12, 'out_of_bounds': 'raise'}
+        """
         return {"type": "BitDomain", "bits": self._bits, "out_of_bounds": self._out_of_bounds}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> BitDomain:
-        return cls(data["bits"], data.get("out_of_bounds", "raise"))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, BitDomain) and self.to_dict() == other.to_dict()
-
-    def __hash__(self) -> int:
-        return hash(("BitDomain", self._bits, self._out_of_bounds))
+    def _from_fields(cls, data: dict[str, Any]) -> BitDomain:
+        bits, policy = cls._fields(data, ("bits", "out_of_bounds"))
+        return cls(bits, policy)
 
     def __repr__(self) -> str:
-        return f"BitDomain(bits={self._bits})"
+        policy = self._policy_suffix()
+        return f"BitDomain(bits={self._bits}{policy})"
 
 
-def domain_from_dict(data: dict[str, Any]) -> Box | BitDomain:
-    """Rebuild a domain from its ``to_dict()`` (only Box and BitDomain; nothing is imported)."""
-    kinds = {"Box": Box, "BitDomain": BitDomain}
-    kind = data.get("type") if isinstance(data, dict) else None
-    if kind not in kinds:
-        raise ParameterError(f"unknown domain type {kind!r}; expected Box or BitDomain")
-    return kinds[kind].from_dict(data)
+def domain_from_dict(data: dict[str, Any]) -> Domain:
+    """Rebuild a :class:`Box` or :class:`BitDomain` from its ``to_dict()`` (nothing is imported).
+
+    Same as :meth:`Domain.from_dict`.
+
+    Examples
+    --------
+    >>> domain_from_dict({"type": "Box", "lower": [0], "upper": [1], "out_of_bounds": "clip"})
+    Box(lower=[0.0], upper=[1.0], out_of_bounds='clip')
+    """
+    return Domain.from_dict(data)
