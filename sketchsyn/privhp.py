@@ -36,8 +36,9 @@ they are not part of the release.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -70,6 +71,10 @@ _HEADER_BYTES = 64
 # Batches with at least this many rows are split over two threads.
 _PARALLEL_MIN_ROWS = 16384
 _POOL: ThreadPoolExecutor | None = None
+
+
+def _call(job: Callable[[], None]) -> None:
+    job()
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -251,13 +256,10 @@ class PrivHP:
         )
 
     @property
-    def _flat32(self) -> bool:
+    def _pow2_width(self) -> bool:
+        """True when the width is a power of two ≥ 2 (buckets are then a shift of the hash)."""
         w = self._width
-        return w & (w - 1) == 0 and w * self._sketch_depth <= 2**32 and w > 1
-
-    @property
-    def _row_offsets32(self) -> np.ndarray:
-        return (np.arange(self._sketch_depth, dtype=np.uint32) * np.uint32(self._width))[:, None]
+        return w > 1 and w & (w - 1) == 0
 
     # ------------------------------------------------------------------ read-only parameters
     @property
@@ -388,99 +390,91 @@ class PrivHP:
     def update_many(self, X: Any) -> None:
         """Add a batch of items (the fast path). The batch is checked whole before any change.
 
-        Large batches are split in two halves processed on two threads (numpy releases the GIL
-        in its array loops); the counts are summed, so the result is the same exact state.
+        The batch is encoded once; for batches of at least ``_PARALLEL_MIN_ROWS`` rows the levels
+        are then shared between two threads (numpy releases the GIL in its array loops), each
+        thread writing the increments of its own levels, so the result is the same exact state.
         """
         self._check_open()
-        arr = X if isinstance(X, np.ndarray) else np.asarray(X)
-        if arr.ndim >= 1 and arr.shape[0] >= _PARALLEL_MIN_ROWS and arr.dtype.kind in "fiu":
-            half = arr.shape[0] // 2
-            parts = (arr[:half], arr[half:])
-            try:
-                results = list(_pool().map(self._batch_counts, parts))
-            except InputError:
-                # Name the bad row as the caller numbers it: validate the whole batch serially.
-                self._domain.encode(X, self._depth)
-                raise
-            tree_counts = results[0][0] + results[1][0]
-            bank_counts = results[0][1] + results[1][1]
-            n_codes = results[0][2] + results[1][2]
-            dropped = results[0][3] + results[1][3]
-        else:
-            tree_counts, bank_counts, n_codes, dropped = self._batch_counts(X)
-        self._tree += tree_counts
-        self._bank += bank_counts
-        self._n_seen += n_codes
-        self._n_dropped += dropped
-
-    def _batch_counts(self, X: Any) -> tuple[np.ndarray, np.ndarray, int, int]:
-        """Validate and encode a batch; return its counter and sketch increments.
-
-        No state changes here: the caller adds the increments once the whole batch passed.
-        """
         codes, dropped = self._domain.encode(X, self._depth, return_dropped=True)
         codes = np.asarray(codes, dtype=np.uint64)
         tree_counts, bank_counts = self._level_counts(codes)
-        return tree_counts, bank_counts, int(codes.size), int(dropped)
+        self._tree += tree_counts
+        self._bank += bank_counts
+        self._n_seen += int(codes.size)
+        self._n_dropped += int(dropped)
 
     def _level_counts(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Exact per-cell increments of the counters and of every sketch cell for ``codes``."""
-        r, L = self._depth, self._L_k
-        # Counter levels 0..L_k (heap layout: level l at offset 2^l − 1): count level L_k once,
-        # then every parent is the sum of its two children.
-        per_level = [np.bincount((codes >> np.uint64(r - L)).astype(np.intp), minlength=2**L)]
-        for _ in range(L):
-            per_level.append(per_level[-1].reshape(-1, 2).sum(axis=1))
-        tree_counts = np.concatenate(per_level[::-1]).astype(np.int64)
-        bank_counts = np.zeros_like(self._bank)
-        n_levels = len(self._sketches)
-        if n_levels == 0:
-            return tree_counts, bank_counts
-        for i in range(n_levels):
-            bank_counts[i] = self._sketch_level_counts(i, codes)
+        """Exact per-cell increments of the counters and of every sketch cell for ``codes``.
+
+        Levels with at most ``n/2`` cells (``n`` = batch size) are counted per cell: one
+        ``bincount`` at the deepest such level, every shallower level as sums of two children
+        (the counters, heap layout, level ``l`` at offset ``2**l − 1``, and the sketch levels
+        whose distinct prefixes are then hashed once each, weighted by their counts). Deeper
+        sketch levels hash every item's prefix.
+        """
+        r, L, n = self._depth, self._L_k, codes.size
+        n_sketch = len(self._sketches)
+        # Deepest level counted per cell: at least L_k, at most r, and 2**level ≤ n/2.
+        dense = max(L, min(r, max(n // 2, 1).bit_length() - 1))
+        n_dense = dense - L  # sketch levels L_k+1 … dense are counted per cell
+        bank_counts = np.empty_like(self._bank)
+        tree_counts = np.empty_like(self._tree)
+
+        def dense_part() -> None:
+            cells = np.bincount((codes >> np.uint64(r - dense)).astype(np.intp), minlength=2**dense)
+            for level in range(dense, -1, -1):
+                if level <= L:
+                    tree_counts[2**level - 1 : 2 ** (level + 1) - 1] = cells
+                else:
+                    keys = np.flatnonzero(cells)
+                    bank_counts[level - L - 1] = self._sketch_cells(
+                        level - L - 1, keys.astype(np.uint64), cells[keys]
+                    )
+                if level:
+                    cells = cells.reshape(-1, 2).sum(axis=1)
+
+        def sparse_level(i: int) -> None:
+            prefix = codes >> np.uint64(r - (L + 1 + i))
+            bank_counts[i] = self._sketch_cells(i, prefix, None)
+
+        jobs = [dense_part] + [partial(sparse_level, i) for i in range(n_dense, n_sketch)]
+        if n < _PARALLEL_MIN_ROWS or len(jobs) < 3:
+            for job in jobs:
+                job()
+        else:
+            # Two worker threads take the jobs in turn (the per-cell part, the longest, first);
+            # each writes its own slices of the increments, so the result does not depend on
+            # the order in which they finish.
+            for _ in _pool().map(_call, jobs):
+                pass
         return tree_counts, bank_counts
 
-    def _sketch_level_counts(self, i: int, codes: np.ndarray) -> np.ndarray:
-        """Increments of sketch ``i`` (level ``L_k + 1 + i``) for the batch ``codes``.
-
-        Where the level has no more cells than the batch has rows, prefixes are counted first and
-        each distinct prefix is hashed once, weighted by its count (the same sums, less hashing).
-        """
-        level = self._L_k + 1 + i
-        prefix = codes >> np.uint64(self._depth - level)
-        size = self._bank[i].size
-        if level < 62 and 2**level <= codes.size:
-            per_cell = np.bincount(prefix.astype(np.intp), minlength=2**level)
-            keys = np.flatnonzero(per_cell).astype(np.uint64)
-            weights = per_cell[keys].astype(np.float64)
+    def _sketch_cells(self, i: int, keys: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+        """Increments of sketch ``i`` (level ``L_k + 1 + i``) for ``keys`` (uint64 prefixes), each
+        counted ``weights`` times (once when None); int64 of shape ``(j, w)``."""
+        j, w = self._sketch_depth, self._width
+        h = murmur3_32(keys[None, :], self._row_seeds[i])  # (j, keys)
+        if self._pow2_width:
+            # w = 2**b: the bucket (h·w) >> 32 is h >> (32 − b), in place on the uint32 hashes.
+            h >>= np.uint32(32 - (w.bit_length() - 1))
+            buckets = h
         else:
-            keys, weights = prefix, None
-        h = murmur3_32(keys[None, :], self._row_seeds[i])
-        if self._flat32:
-            # w = 2**b and j·w ≤ 2**32: bucket (h·w) >> 32 is h >> (32 − b); the row offset is
-            # OR-ed into the free high bits, all in place on the uint32 hashes.
-            h >>= np.uint32(32 - (self._width.bit_length() - 1))
-            h |= self._row_offsets32
-            flat = h.ravel()
-        else:
-            buckets = (h.astype(np.uint64) * np.uint64(self._width)) >> np.uint64(32)
-            flat = (buckets.astype(np.intp) + self._row_offsets).ravel()
+            buckets = ((h.astype(np.uint64) * np.uint64(w)) >> np.uint64(32)).astype(np.intp)
         if self._sign_seeds is not None:
             s = murmur3_32(keys[None, :], self._sign_seeds[i])
             signs = 1.0 - 2.0 * (s & np.uint32(1)).astype(np.float64)
-            w = signs if weights is None else signs * weights[None, :]
-            weights = w.ravel()
+            weights = signs if weights is None else signs * weights[None, :]
         elif weights is not None:
-            weights = np.broadcast_to(weights, (self._sketch_depth, keys.size)).ravel()
-        if weights is None:
-            return np.bincount(flat, minlength=size).reshape(self._bank[i].shape)
-        # Weighted sums of at most n = batch-size items: integers below 2**53, exact in float64.
-        acc = np.bincount(flat, weights=weights, minlength=size)
-        return np.rint(acc).astype(np.int64).reshape(self._bank[i].shape)
-
-    @property
-    def _row_offsets(self) -> np.ndarray:
-        return (np.arange(self._sketch_depth, dtype=np.intp) * self._width)[:, None]
+            weights = np.broadcast_to(weights.astype(np.float64), (j, keys.size))
+        out = np.empty((j, w), dtype=np.int64)
+        # One bincount per row keeps the working arrays at one row of the batch.
+        for row in range(j):
+            if weights is None:
+                out[row] = np.bincount(buckets[row], minlength=w)
+            else:
+                # Weighted sums of at most n = batch-size items: integers below 2**53, exact.
+                out[row] = np.rint(np.bincount(buckets[row], weights=weights[row], minlength=w))
+        return out
 
     def consume(self, iterable: Iterable[Any], batch_size: int = 65536) -> int:
         """Stream any iterable of rows (or of 2-D arrays) through ``update_many`` in batches.

@@ -204,6 +204,35 @@ def test_snapshot_released_first_blocks_the_live_object():
         php.update_many(np.zeros((1, 2)))
 
 
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(sketch="count-min", width=1024),
+        dict(sketch="count-min", width=1000),  # not a power of two: the multiply-shift bucket
+        dict(sketch="count-sketch", width=64),
+    ],
+)
+def test_large_batch_paths_equal_small_batches(kw):
+    """A batch above the two-thread threshold, with per-cell counting down to level 14, gives
+    exactly the state of the same rows fed in small serial batches (per-cell down to level 10)."""
+    rows = np.random.default_rng(5).beta(0.5, 2.0, size=(40_000, 2))
+    big = _php(raw=True, k=16, depth=22, **kw)
+    small = _php(raw=True, k=16, depth=22, **kw)
+    big.update_many(rows)
+    for chunk in np.array_split(rows, 10):
+        small.update_many(chunk)
+    np.testing.assert_array_equal(big._tree, small._tree)
+    np.testing.assert_array_equal(big._bank, small._bank)
+    assert big.n_seen == small.n_seen == 40_000
+    # And one row of each chunk agrees with the one-item path (update).
+    single = _php(raw=True, k=16, depth=22, **kw)
+    batch = _php(raw=True, k=16, depth=22, **kw)
+    for x in rows[:200]:
+        single.update(x)
+    batch.update_many(rows[:200])
+    np.testing.assert_array_equal(single._bank, batch._bank)
+
+
 # ---------------------------------------------------------------- bad input
 @pytest.mark.parametrize(
     "kwargs, word",
