@@ -1,12 +1,17 @@
 """Exact integer noise: the discrete Laplace and the discrete Gaussian, vectorised.
 
-Both samplers follow Canonne, Kamath and Steinke, *The Discrete Gaussian for Differential Privacy*
-(NeurIPS 2020): Bernoulli(exp(−γ)) for rational γ by integer comparisons only, the discrete
-Laplace by geometric rejection (their Algorithm 2) and the discrete Gaussian by rejection from a
-discrete Laplace (their Algorithm 3). No floating-point step decides an output value: every
-decision is a comparison of uniform integers with integers derived from the exact rational
-parameter. All pending draws are processed together as numpy arrays; Python loops run only over
-rejection rounds.
+The discrete Laplace draws its magnitude by inversion: one uniform 32-bit word is compared with
+the binary expansions of ``P(|Z| < o) = 1 − 2p^o/(1 + p)``, ``p = e^{−1/scale}``
+(:mod:`sketchsyn.exactexp` computes those digits from certified brackets and settles the rare
+word that equals a threshold by drawing more words), then takes a fair sign. Wide magnitudes are
+drawn digit by digit in base ``m ≤ 1024``: a geometric's law factorises over its digits. The
+discrete Gaussian is Canonne, Kamath and Steinke's rejection from a discrete Laplace (*The
+Discrete Gaussian for Differential Privacy*, NeurIPS 2020, Algorithm 3); its acceptance
+``e^{−γ}`` is split as ``e^{−(k + j/256)}`` (one word against a table) times ``e^{−δ}``,
+``δ < 1/256``, by their Bernoulli(exp(−γ)) loop in integers. No floating-point step decides an
+output value: every decision is an exact comparison of uniform integers with integers derived
+from the exact rational parameter. All draws are processed together as numpy arrays; Python
+loops run over rejection rounds and over the (probability ``2**-32``) ties only.
 
 A float parameter is taken as its exact rational value (``Fraction(0.1)`` is
 ``3602879701896397/36028797018963968``). When that rational has a denominator above ``2**20``
@@ -33,6 +38,7 @@ from fractions import Fraction
 import numpy as np
 
 from .errors import ParameterError
+from .exactexp import Real, exp_table, geometric_table, laplace_magnitude_table, resolve_ties
 from .rng import RandomSource, RNGLike, as_source
 
 __all__ = [
@@ -104,104 +110,72 @@ def _shape(size: int | tuple[int, ...], owner: str) -> tuple[int, ...]:
     return shape
 
 
-# ----------------------------------------------------------------------------- Bernoulli blocks
-def _bernoulli_ratio(num: np.ndarray, den: np.ndarray | int, src: RandomSource) -> np.ndarray:
-    """Bernoulli(num/den) exactly: a uniform integer in [0, den) is below num (0 ≤ num ≤ den)."""
-    if num.size == 0:
-        return np.zeros(0, dtype=bool)
-    den_arr = np.broadcast_to(np.asarray(den, dtype=np.int64), num.shape)
-    return src.integers(den_arr, size=None) < num
+# ----------------------------------------------------------------------------- geometric
+# Inversion tables have at most _M_MAX entries; a table covers m values of the geometric with
+# x·m ≥ _TAIL when it can (the rest, probability e^{−x·m}, is drawn again: memorylessness).
+_M_MAX = 1024
+_TAIL = 8
+# Gaussian acceptance: e^{−γ} = e^{−(k + j/_STEPS)} (one table lookup) · e^{−δ}, δ < 1/_STEPS.
+_STEPS = 256
+_K_MAX = 23  # e^{−23} < 2**-32: rows k ≥ 23 of the table are all zero thresholds
 
 
-def _bernoulli_exp_frac(num: np.ndarray, den: np.ndarray | int, src: RandomSource) -> np.ndarray:
-    """Bernoulli(exp(−num/den)) for 0 ≤ num ≤ den ≤ 2**52 (CKS: K = 1; while Bern(γ/K): K += 1;
-    return K odd).
+def _table_size(x: Fraction) -> int:
+    m = 1
+    while m < _M_MAX and x * m < _TAIL:
+        m *= 2
+    return m
 
-    Bern(γ/K) = Bern(num/(den·K)) is one uniform integer of [0, den·K) compared with num; a round
-    whose outcome is certain (num = den and K = 1) draws nothing.
+
+def _geometric(x: Fraction, n: int, src: RandomSource) -> np.ndarray:
+    """``n`` exact draws of ``Y ≥ 0`` with ``P(Y ≥ y) = e^{−x·y}`` (``x > 0`` rational).
+
+    With a table of ``m`` values: if ``x·m ≥ 8``, one word gives ``Y`` when ``Y < m`` and the
+    event ``Y ≥ m`` otherwise, after which ``Y − m`` has the same law and is drawn again. Else
+    (small ``x``, wide geometric) ``Y = R + m·Z`` with ``R`` the geometric truncated to
+    ``[0, m)`` and ``Z`` geometric with parameter ``x·m``, independent: the law of ``Y``
+    factorises over its base-``m`` digits.
     """
-    n = num.size
-    den_arr = np.broadcast_to(np.asarray(den, dtype=np.int64), num.shape)
-    K = np.ones(n, dtype=np.int64)
-    # Round K = 1: Bern(num/den); certain where num == den, impossible where num == 0.
-    success = num >= den_arr
-    uncertain = np.flatnonzero((num > 0) & ~success)
-    if uncertain.size:
-        success[uncertain] = src.integers(den_arr[uncertain], size=None) < num[uncertain]
-    alive = np.flatnonzero(success)
-    K[alive] = 2
-    while alive.size:
-        high = den_arr[alive] * K[alive]  # ≤ 2**52 · K: below 2**62 while K < 2**10
-        if int(high.max()) > 2**62:  # K ≥ 1024 has probability < 1/1023!; stay exact anyway
-            a = _bernoulli_ratio(num[alive], den_arr[alive], src)
-            a &= src.integers(K[alive], size=None) == 0
-        else:
-            a = src.integers(high, size=None) < num[alive]
-        alive = alive[a]
-        K[alive] += 1
-    return (K % 2) == 1
-
-
-def _bernoulli_exp_minus_one(n: int, src: RandomSource) -> np.ndarray:
-    """``n`` independent Bernoulli(exp(−1)) draws."""
-    return _bernoulli_exp_frac(np.ones(n, dtype=np.int64), 1, src)
-
-
-def _bernoulli_exp(num: np.ndarray, den: np.ndarray, src: RandomSource) -> np.ndarray:
-    """Bernoulli(exp(−num/den)) for any num ≥ 0, den ≥ 1 (int64 arrays).
-
-    exp(−γ) = exp(−1)^floor(γ) · exp(−(γ − floor γ)): all floor(γ) draws of Bernoulli(exp(−1)) and
-    one of the fractional part must succeed.
-    """
-    whole = num // den
-    frac = num - whole * den
-    ok = _bernoulli_exp_frac(frac, den, src)
-    left = whole.copy()
-    pending = np.flatnonzero(ok & (left > 0))
-    while pending.size:
-        b = _bernoulli_exp_minus_one(pending.size, src)
-        ok[pending[~b]] = False
-        left[pending] -= 1
-        pending = pending[b & (left[pending] > 0)]
-    return ok
-
-
-def _geometric_exp_minus_one(n: int, src: RandomSource) -> np.ndarray:
-    """Number of successes of Bernoulli(exp(−1)) before the first failure (``n`` draws)."""
-    v = np.zeros(n, dtype=np.int64)
-    alive = np.arange(n)
-    while alive.size:
-        b = _bernoulli_exp_minus_one(alive.size, src)
-        v[alive[b]] += 1
-        alive = alive[b]
-    return v
+    out = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return out
+    m = _table_size(x)
+    if x * m >= _TAIL:
+        table = geometric_table(x, m, False)
+        todo = np.arange(n)
+        while todo.size:
+            o = table.sample(src.uint32(todo.size), src)
+            out[todo] += o
+            todo = todo[o == m]
+        return out
+    low = geometric_table(x, m, True).sample(src.uint32(n), src)
+    out = _geometric(x * m, n, src)
+    out *= m
+    out += low
+    return out
 
 
 # ----------------------------------------------------------------------------- samplers
 def _laplace_core(scale: Fraction, n: int, src: RandomSource) -> np.ndarray:
-    """CKS Algorithm 2 with scale t/s, vectorised over ``n`` outputs."""
-    t, s = scale.numerator, scale.denominator
-    out = np.empty(n, dtype=np.int64)
-    todo = np.arange(n)
-    while todo.size:
-        m = todo.size
-        u = src.integers(t, size=m)
-        d = _bernoulli_exp_frac(u, t, src)  # accept U with probability exp(−U/t)
-        idx, u = todo[d], u[d]
-        v = _geometric_exp_minus_one(idx.size, src)
-        x = u + t * v  # geometric with parameter exp(−1/t)
-        y = x // s  # geometric with parameter exp(−s/t) = exp(−1/scale)
-        b = src.bits(idx.size)
-        keep = ~(b & (y == 0))  # −0 is rejected so that 0 is not counted twice
-        out[idx[keep]] = np.where(b[keep], -y[keep], y[keep])
-        done = np.zeros(m, dtype=bool)
-        done[np.flatnonzero(d)[keep]] = True
-        todo = todo[~done]
-    return out
+    """``Lap_Z(scale)``: the magnitude by inversion of ``P(|Z| < o) = 1 − 2p^o/(1 + p)``
+    (``p = e^{−1/scale}``; beyond the table, ``|Z| − m`` is geometric), then a fair sign (0 has
+    no sign: its probability ``(1 − p)/(1 + p)`` is already the whole mass at 0)."""
+    x = 1 / scale
+    m = _table_size(x)
+    z = laplace_magnitude_table(x, m).sample(src.uint32(n), src)
+    over = np.flatnonzero(z == m)
+    if over.size:
+        z[over] += _geometric(x, over.size, src)
+    np.negative(z, out=z, where=src.bits(n))
+    return z
 
 
 def discrete_laplace(scale: float, size: int | tuple[int, ...], rng: RNGLike = None) -> np.ndarray:
     """Integer Laplace ``Lap_Z(scale)``: ``P(z) ∝ exp(−|z|/scale)`` on ℤ, exactly.
+
+    The magnitude is an exact geometric drawn by inversion against the binary expansions of
+    ``1 − e^{−o/scale}`` (:mod:`sketchsyn.exactexp`: one 32-bit word per draw in most cases,
+    a longer comparison only on a tie), the sign is a fair bit, and ``−0`` is rejected.
 
     Parameters
     ----------
@@ -235,7 +209,10 @@ def discrete_gaussian(
     """Discrete Gaussian ``N_Z(0, sigma2)``: ``P(z) ∝ exp(−z²/(2·sigma2))`` on ℤ, exactly.
 
     CKS Algorithm 3: with ``t = floor(sigma) + 1``, draw ``Y ~ Lap_Z(t)`` and accept it with
-    probability ``exp(−(|Y| − sigma2/t)² / (2·sigma2))``, decided by integer comparisons.
+    probability ``exp(−γ)``, ``γ = (|Y| − sigma2/t)² / (2·sigma2)``. The acceptance is exact:
+    ``γ = k + j/256 + δ`` in integers (``δ < 1/256``), ``Bernoulli(e^{−(k + j/256)})`` is one
+    word against a table of binary expansions, and ``Bernoulli(e^{−δ})`` is CKS's
+    ``Bernoulli(exp(−γ))`` loop, which with ``δ`` this small rarely goes past its first step.
 
     Parameters
     ----------
@@ -257,47 +234,89 @@ def discrete_gaussian(
     a, b = s2.numerator, s2.denominator  # sigma2 = a/b, b ≤ 2**20
     t = math.isqrt(a // b) + 1  # floor(sqrt(x)) == isqrt(floor(x)): floor(sigma) + 1, exactly
     q = b * t
-    den = 2 * a * b * t * t
-    exact_int64 = den < 2**62
+    den = 2 * a * b * t * t  # γ = (|y|·q − a)² / den
+    table = exp_table(_STEPS, _K_MAX)
     out = np.empty(n, dtype=np.int64)
     todo = np.arange(n)
     while todo.size:
         y = _laplace_core(Fraction(t), todo.size, src)
-        absy = np.abs(y)
-        if exact_int64 and int(absy.max(initial=0)) * q + a < 2**31:
-            diff = absy * q - a
-            num = diff * diff  # < 2**62
-            ok = _bernoulli_exp(num, np.full(todo.size, den, dtype=np.int64), src)
+        values, inverse = _distinct(np.abs(y))
+        # Per distinct |y|, in Python integers: γ·_STEPS = (k·_STEPS + j) + r/den.
+        index = np.empty(values.size, dtype=np.int64)
+        rests: list[int] = []
+        for i, v in enumerate(values.tolist()):
+            whole, rem = divmod((v * q - a) ** 2 * _STEPS, den)
+            index[i] = min(whole, _K_MAX * _STEPS)  # row _K_MAX: thresholds 0 (e^{−23} < 2**-32)
+            rests.append(rem)
+        words = src.uint32(todo.size)
+        idx = index[inverse]
+        thresholds = table[idx]
+        ok = words < thresholds
+        for e in np.flatnonzero(words == thresholds).tolist():
+            # A tie: compare more bits of e^{−(k + j/_STEPS)} (k may exceed the table's rows).
+            v = int(values[inverse[e]])
+            whole = ((v * q - a) ** 2 * _STEPS) // den
+            ok[e] = resolve_ties([Real.exp_neg(Fraction(whole, _STEPS))], src) == 0
+        # Bernoulli(e^{−δ}), δ = r/(den·_STEPS): CKS's loop (K = 1; while Bern(δ/K): K += 1;
+        # accept when K is odd). Bern(δ/K) = Bern(1/(_STEPS·K)) ∧ Bern(r/den), since r < den.
+        cand = np.flatnonzero(ok)
+        first = cand[src.integers(_STEPS, size=cand.size) == 0]
+        if first.size and den <= 2**62:
+            ok[first] = _bernoulli_exp_delta_vec(
+                np.array([rests[i] for i in inverse[first].tolist()], dtype=np.int64),
+                den,
+                src,
+                _STEPS,
+            )
         else:
-            ok = _bernoulli_exp_big(absy, a, b, t, src)
+            for e in first.tolist():
+                ok[e] = _bernoulli_exp_delta(rests[int(inverse[e])], den, src, _STEPS)
         out[todo[ok]] = y[ok]
         todo = todo[~ok]
     return out.reshape(shape)
 
 
-def _bernoulli_exp_big(absy: np.ndarray, a: int, b: int, t: int, src: RandomSource) -> np.ndarray:
-    """Bernoulli(exp(−(|y|bt − a)²/(2abt²))) in Python integers (parameters beyond int64).
+def _distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct non-negative ints of ``values`` and each element's index among them."""
+    if values.size == 0:
+        return values, np.zeros(0, dtype=np.intp)
+    top = int(values.max())
+    if top <= 4 * values.size + 1024:
+        present = np.flatnonzero(np.bincount(values, minlength=top + 1))
+        lookup = np.empty(top + 1, dtype=np.intp)
+        lookup[present] = np.arange(present.size)
+        return present, lookup[values]
+    uniq, inverse = np.unique(values, return_inverse=True)
+    return uniq, inverse.ravel()
 
-    exp(−γ) = exp(−1)^floor(γ) · exp(−frac(γ)); frac(γ) = R/D with D possibly > 2**62 is drawn as
-    a uniform integer of [0, D) built from 62-bit limbs (exact rejection on the top limb).
-    """
-    q, den = b * t, 2 * a * b * t * t
-    ok = np.zeros(absy.size, dtype=bool)
-    for i, ay in enumerate(absy.tolist()):
-        num = (ay * q - a) ** 2
-        whole, rem = divmod(num, den)
-        accept = True
-        for _ in range(whole):
-            if not _bernoulli_exp_minus_one(1, src)[0]:
-                accept = False
-                break
-        if accept:
-            k = 1
-            while _uniform_below(den * k, src) < rem:
-                k += 1
-            accept = k % 2 == 1
-        ok[i] = accept
-    return ok
+
+def _bernoulli_exp_delta_vec(
+    r: np.ndarray, den: int, src: RandomSource, steps: int = _STEPS
+) -> np.ndarray:
+    """:func:`_bernoulli_exp_delta` for many ``r`` at once (int64, ``den ≤ 2**62``)."""
+    k = np.ones(r.size, dtype=np.int64)
+    alive = np.flatnonzero(src.integers(den, size=r.size) < r)
+    step = 1
+    while alive.size:
+        step += 1
+        k[alive] = step
+        hit = src.integers(steps * step, size=alive.size) == 0
+        alive = alive[hit]
+        alive = alive[src.integers(den, size=alive.size) < r[alive]]
+    return (k % 2) == 1
+
+
+def _bernoulli_exp_delta(r: int, den: int, src: RandomSource, steps: int = _STEPS) -> bool:
+    """The rest of CKS's Bernoulli(e^{−δ}) loop, δ = r/(den·steps), given that the first
+    round's ``Bern(1/steps)`` factor already succeeded (Python integers, exact).
+
+    With ``steps = 1`` that factor is certain and this is Bernoulli(e^{−r/den}) itself."""
+    k = 1
+    success = _uniform_below(den, src) < r
+    while success:
+        k += 1
+        success = _uniform_below(steps * k, src) == 0 and _uniform_below(den, src) < r
+    return k % 2 == 1
 
 
 def _uniform_below(high: int, src: RandomSource) -> int:

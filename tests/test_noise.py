@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -48,7 +49,9 @@ def _chi2_pvalue(draws: np.ndarray, pmf) -> float:
     return float(stats.chisquare(obs, exp).pvalue)
 
 
-@pytest.mark.parametrize("scale, seed", [(0.5, 1), (1, 2), (3, 3), (50, 4)])
+@pytest.mark.parametrize(
+    "scale, seed", [(0.5, 1), (1, 2), (3, 3), (50, 4), (0.7, 9), (300, 10), (1000, 11)]
+)
 def test_discrete_laplace_fits_exact_pmf(scale, seed):
     z = discrete_laplace(scale, N, rng=seed)
     assert z.dtype == np.int64 and z.shape == (N,)
@@ -59,7 +62,7 @@ def test_discrete_laplace_fits_exact_pmf(scale, seed):
     assert abs(z.var() / var - 1) < 0.05
 
 
-@pytest.mark.parametrize("sigma2, seed", [(0.5, 5), (4, 6), (100, 7)])
+@pytest.mark.parametrize("sigma2, seed", [(0.5, 5), (4, 6), (100, 7), (2.3, 12), (12345.678, 13)])
 def test_discrete_gaussian_fits_exact_pmf(sigma2, seed):
     z = discrete_gaussian(sigma2, N, rng=seed)
     assert z.dtype == np.int64
@@ -123,3 +126,17 @@ def test_bad_size():
         discrete_laplace(1.0, -1, rng=0)
     with pytest.raises(ParameterError, match="'size'"):
         discrete_laplace(1.0, 2.5, rng=0)
+
+
+@pytest.mark.parametrize("sigma2, n, seed", [(4, N, 14), (12345.678, 20_000, 15)])
+def test_discrete_gaussian_with_one_step_table(monkeypatch, sigma2, n, seed):
+    """With one table step per unit of γ the table factor is e^{-floor γ} and the CKS loop carries
+    the whole fractional part e^{-δ}, δ < 1: its errors then show in the fit (vectorised loop for
+    sigma2 = 4, Python-integer loop for 12345.678, whose denominators pass 2**62)."""
+    import sketchsyn.noise as noise_mod
+
+    monkeypatch.setattr(noise_mod, "_STEPS", 1)
+    z = discrete_gaussian(sigma2, n, rng=seed)
+    assert _chi2_pvalue(z, lambda s: discrete_gaussian_pmf(s, sigma2)) > 1e-4
+    var = discrete_gaussian_variance(sigma2)
+    assert abs(z.var() / var - 1) < 5 * math.sqrt(2 / n)
