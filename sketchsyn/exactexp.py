@@ -150,7 +150,8 @@ class ThresholdTable:
     ``sample(words, src)`` returns ``#{v : c_v ≤ U}`` for each uniform ``U`` whose first word is
     given: thresholds ``T_v = floor(2**32·c_v)`` decide it unless the word equals some ``T_v``,
     which is then settled by :func:`resolve_ties`. A guide table on the top 12 bits of the word
-    makes the lookup a few vectorised steps.
+    makes the lookup a few vectorised steps. A table of ``m`` entries takes about ``16·m + 16 KiB``;
+    the table builders below keep the tables of the last 64 parameters.
     """
 
     __slots__ = ("_guide", "_padded", "_real", "_reals", "_thresholds")
@@ -165,7 +166,7 @@ class ThresholdTable:
         self._real = real  # v (1-based) → the Real c_v, for ties only
         self._reals: dict[int, Real] = {}
         starts = np.arange(2**self._GUIDE_BITS + 1, dtype=np.int64) << (32 - self._GUIDE_BITS)
-        self._guide = np.searchsorted(t.astype(np.int64), starts, side="left")
+        self._guide = np.searchsorted(t.astype(np.int64), starts, side="left").astype(np.int32)
         self._padded = np.append(t.astype(np.int64), np.int64(2**32))
 
     @property
@@ -195,7 +196,7 @@ class ThresholdTable:
             hi = int(np.searchsorted(self._thresholds, words[e], side="right"))
             reals = [self._real_of(v) for v in range(lo + 1, hi + 1)]
             idx[e] = lo + resolve_ties(reals, src)
-        return idx
+        return idx.astype(np.int64)
 
 
 def _power_brackets(x: Fraction, count: int, prec: int) -> tuple[list[int], list[int]]:
@@ -218,7 +219,7 @@ def _floors(lo: list[int], hi: list[int], shift: int, exact: Callable[[int], int
     return out
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=64)
 def geometric_table(x: Fraction, m: int, truncated: bool) -> ThresholdTable:
     """Inversion table for ``Y`` with ``P(Y ≥ y) = e^{−x·y}``.
 
@@ -262,7 +263,7 @@ def _laplace_magnitude_real(x: Fraction, o: int) -> Real:
     return Real(bracket)
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=64)
 def laplace_magnitude_table(x: Fraction, m: int) -> ThresholdTable:
     """Inversion table for ``|Z|``, ``Z ~ Lap_Z(1/x)``: ``c_o = 1 − 2e^{−x·o}/(1 + e^{−x})``
     (``o = 1 … m``); the outcome is ``|Z|`` when below ``m`` and ``m`` when ``|Z| ≥ m`` (then
