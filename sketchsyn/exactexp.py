@@ -53,6 +53,10 @@ def exp_neg_bracket(x: Fraction, bits: int) -> tuple[int, int]:
     """
     if x == 0:
         return 1 << bits, 1 << bits
+    if x >= bits:
+        # e^{−x} ≤ e^{−bits} < 2**-bits: the bracket [0, 1] is exact and spares Decimal a
+        # computation with about x/2 digits (tiny noise scales give x in the millions).
+        return 0, 1
     # Digits: enough for 2**-bits relative precision after the value's own magnitude
     # (e^{−x} ≥ 10**(−x/ln 10)), plus a margin.
     digits = int(bits * 0.30103) + int(x / 2) + 12

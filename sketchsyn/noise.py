@@ -14,10 +14,10 @@ from the exact rational parameter. All draws are processed together as numpy arr
 loops run over rejection rounds and over the (probability ``2**-32``) ties only.
 
 A float parameter is taken as its exact rational value (``Fraction(0.1)`` is
-``3602879701896397/36028797018963968``). When that rational has a denominator above ``2**20``
-(most binary floats do), it is first rounded **up** to the nearest multiple of ``2**-20``: the
-noise gets very slightly wider (at most ``2**-20`` in absolute terms), which can only strengthen
-privacy, and every integer in the computation then provably fits in 64 bits.
+``3602879701896397/36028797018963968``), with no rounding: thresholds are computed in Python
+integers of whatever size the rational needs, and the discrete Gaussian's ``Bernoulli(r/den)``
+steps compare a uniform word with the first 32-bit digit of ``r/den`` (later digits on a tie),
+so denominators of any size stay on the vectorised path.
 
 Randomness: ``rng=None`` (default) uses the operating system's CSPRNG. A seed or a numpy
 ``Generator`` makes the draws reproducible and **not private against whoever knows the seed**.
@@ -51,17 +51,15 @@ __all__ = [
     "exact_rational",
 ]
 
-_DEN_BITS = 20
-_MAX_SCALE = 2**30  # keeps t = scale·2**20 below 2**50
+_MAX_SCALE = 2**30  # wider noise would carry no information; keeps the geometric digits few
 
 
 def exact_rational(value: object, name: str, owner: str) -> Fraction:
-    """``value`` (> 0, finite) as an exact Fraction, rounded up to a multiple of ``2**-20`` when
-    its denominator exceeds ``2**20``.
+    """``value`` (a finite real in ``(0, 2**30]``) as its exact Fraction, with no rounding.
 
     >>> exact_rational(0.5, "scale", "f"), exact_rational(3, "scale", "f")
     (Fraction(1, 2), Fraction(3, 1))
-    >>> exact_rational(0.1, "scale", "f") >= Fraction(1, 10)
+    >>> exact_rational(0.1, "scale", "f") == Fraction(3602879701896397, 36028797018963968)
     True
     """
     if isinstance(value, bool) or not isinstance(
@@ -86,8 +84,6 @@ def exact_rational(value: object, name: str, owner: str) -> Fraction:
             f"The {name!r} parameter of {owner} must be a finite real number in (0, 2**30]. "
             f"Got {value!r} instead."
         )
-    if frac.denominator > 2**_DEN_BITS:
-        frac = Fraction(-((-frac.numerator * 2**_DEN_BITS) // frac.denominator), 2**_DEN_BITS)
     return frac
 
 
@@ -114,6 +110,7 @@ def _shape(size: int | tuple[int, ...], owner: str) -> tuple[int, ...]:
 # Inversion tables have at most _M_MAX entries; a table covers m values of the geometric with
 # x·m ≥ _TAIL when it can (the rest, probability e^{−x·m}, is drawn again: memorylessness).
 _M_MAX = 1024
+_WORD = 32
 _TAIL = 8
 # Gaussian acceptance: e^{−γ} = e^{−(k + j/_STEPS)} (one table lookup) · e^{−δ}, δ < 1/_STEPS.
 _STEPS = 256
@@ -180,8 +177,7 @@ def discrete_laplace(scale: float, size: int | tuple[int, ...], rng: RNGLike = N
     Parameters
     ----------
     scale : float, int or Fraction
-        ``> 0``; taken as its exact rational value (rounded up to a multiple of ``2**-20`` when its
-        denominator is larger, see the module docstring).
+        In ``(0, 2**30]``; taken as its exact rational value (``0.1`` is ``Fraction(0.1)``).
     size : int or tuple of ints
         Shape of the output.
     rng : None, int, SeedSequence, Generator or RandomSource
@@ -217,8 +213,7 @@ def discrete_gaussian(
     Parameters
     ----------
     sigma2 : float, int or Fraction
-        The variance parameter ``> 0`` (taken exactly, rounded up to a multiple of ``2**-20`` when
-        its denominator is larger).
+        The variance parameter, in ``(0, 2**30]``, taken as its exact rational value.
     size : int or tuple of ints
     rng : None, int, SeedSequence, Generator or RandomSource
 
@@ -231,7 +226,7 @@ def discrete_gaussian(
     shape = _shape(size, "discrete_gaussian")
     n = int(np.prod(shape, dtype=np.int64))
     src = as_source(rng)
-    a, b = s2.numerator, s2.denominator  # sigma2 = a/b, b ≤ 2**20
+    a, b = s2.numerator, s2.denominator  # sigma2 = a/b exactly
     t = math.isqrt(a // b) + 1  # floor(sqrt(x)) == isqrt(floor(x)): floor(sigma) + 1, exactly
     q = b * t
     den = 2 * a * b * t * t  # γ = (|y|·q − a)² / den
@@ -261,16 +256,8 @@ def discrete_gaussian(
         # accept when K is odd). Bern(δ/K) = Bern(1/(_STEPS·K)) ∧ Bern(r/den), since r < den.
         cand = np.flatnonzero(ok)
         first = cand[src.integers(_STEPS, size=cand.size) == 0]
-        if first.size and den <= 2**62:
-            ok[first] = _bernoulli_exp_delta_vec(
-                np.array([rests[i] for i in inverse[first].tolist()], dtype=np.int64),
-                den,
-                src,
-                _STEPS,
-            )
-        else:
-            for e in first.tolist():
-                ok[e] = _bernoulli_exp_delta(rests[int(inverse[e])], den, src, _STEPS)
+        if first.size:
+            ok[first] = _bernoulli_exp_delta(inverse[first], rests, den, src, _STEPS)
         out[todo[ok]] = y[ok]
         todo = todo[~ok]
     return out.reshape(shape)
@@ -290,46 +277,46 @@ def _distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uniq, inverse.ravel()
 
 
-def _bernoulli_exp_delta_vec(
-    r: np.ndarray, den: int, src: RandomSource, steps: int = _STEPS
+def _bernoulli_exp_delta(
+    which: np.ndarray, rests: list[int], den: int, src: RandomSource, steps: int = _STEPS
 ) -> np.ndarray:
-    """:func:`_bernoulli_exp_delta` for many ``r`` at once (int64, ``den ≤ 2**62``)."""
-    k = np.ones(r.size, dtype=np.int64)
-    alive = np.flatnonzero(src.integers(den, size=r.size) < r)
+    """The rest of CKS's Bernoulli(e^{−δ}) loop for each ``i`` in ``which``, with
+    ``δ = rests[i]/(den·steps)``, given that the first round's ``Bern(1/steps)`` factor already
+    succeeded. With ``steps = 1`` that factor is certain and this is Bernoulli(e^{−r/den}).
+
+    ``rests`` are Python integers below ``den`` of any size; ``which`` indexes them (int array).
+    """
+    thresholds = np.array([(r << _WORD) // den for r in rests], dtype=np.int64)
+    k = np.ones(which.size, dtype=np.int64)
+    alive = np.flatnonzero(_bernoulli_ratio(which, rests, thresholds, den, src))
     step = 1
     while alive.size:
         step += 1
         k[alive] = step
-        hit = src.integers(steps * step, size=alive.size) == 0
-        alive = alive[hit]
-        alive = alive[src.integers(den, size=alive.size) < r[alive]]
+        alive = alive[src.integers(steps * step, size=alive.size) == 0]
+        alive = alive[_bernoulli_ratio(which[alive], rests, thresholds, den, src)]
     return (k % 2) == 1
 
 
-def _bernoulli_exp_delta(r: int, den: int, src: RandomSource, steps: int = _STEPS) -> bool:
-    """The rest of CKS's Bernoulli(e^{−δ}) loop, δ = r/(den·steps), given that the first
-    round's ``Bern(1/steps)`` factor already succeeded (Python integers, exact).
-
-    With ``steps = 1`` that factor is certain and this is Bernoulli(e^{−r/den}) itself."""
-    k = 1
-    success = _uniform_below(den, src) < r
-    while success:
-        k += 1
-        success = _uniform_below(steps * k, src) == 0 and _uniform_below(den, src) < r
-    return k % 2 == 1
-
-
-def _uniform_below(high: int, src: RandomSource) -> int:
-    """An exactly uniform Python int in [0, high) for any high ≥ 1 (rejection on 64-bit words)."""
-    words = (high.bit_length() + 63) // 64
-    span = 1 << (64 * words)
-    limit = span - span % high
-    while True:
-        value = 0
-        for w in src.uint64(words).tolist():
-            value = (value << 64) | int(w)
-        if value < limit:
-            return value % high
+def _bernoulli_ratio(
+    which: np.ndarray, rests: list[int], thresholds: np.ndarray, den: int, src: RandomSource
+) -> np.ndarray:
+    """Exact Bernoulli(``rests[i]/den``) for each ``i`` in ``which``: a uniform real ``U`` is
+    compared with ``r/den`` one 32-bit word at a time (``thresholds[i]`` is the first digit,
+    ``floor(2**32·r/den)``); only a word equal to the digit needs the next one."""
+    words = src.uint32(which.size).astype(np.int64)
+    digits = thresholds[which]
+    out = words < digits
+    for e in np.flatnonzero(words == digits).tolist():
+        r, position = rests[int(which[e])], 1
+        while True:
+            position += 1
+            digit = ((r << (_WORD * position)) // den) & ((1 << _WORD) - 1)
+            word = int(src.uint32(1)[0])
+            if word != digit:
+                out[e] = word < digit
+                break
+    return out
 
 
 # ----------------------------------------------------------------------------- exact moments

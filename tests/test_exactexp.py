@@ -15,6 +15,7 @@ from sketchsyn import noise
 from sketchsyn.exactexp import (
     Real,
     ThresholdTable,
+    exp_neg_bracket,
     exp_table,
     geometric_table,
     laplace_magnitude_table,
@@ -133,17 +134,47 @@ def test_threshold_table_refuses_unsorted_thresholds():
         ThresholdTable(np.array([3, 2], dtype=np.uint32), lambda v: Real.exp_neg(Fraction(v)))
 
 
-@pytest.mark.parametrize("vectorised", [True, False])
-def test_gaussian_delta_bernoulli_is_exact(vectorised):
-    # With steps = 1 the first factor is certain and the loop is Bernoulli(e^{-r/den}).
-    r, den, trials = 9, 10, 40_000
-    src = as_source(15)
-    if vectorised:
-        acc = noise._bernoulli_exp_delta_vec(np.full(trials, r, dtype=np.int64), den, src, steps=1)
-    else:
-        acc = np.array([noise._bernoulli_exp_delta(r, den, src, steps=1) for _ in range(trials)])
+@pytest.mark.parametrize("r, den", [(9, 10), (3, 2**32), (2**100 + 7, 3 * 2**99 + 1), (1, 3)])
+def test_gaussian_delta_bernoulli_is_exact(r, den):
+    """With steps = 1 the first factor is certain and the loop is Bernoulli(e^{-r/den}); r/den
+    has 32-bit digits that tie often for (3, 2**32) (first digit 0) and a 100-bit denominator."""
+    trials = 40_000
+    rests = [r, 0]
+    which = np.zeros(trials, dtype=np.int64)
+    acc = noise._bernoulli_exp_delta(which, rests, den, as_source(15), steps=1)
     p = math.exp(-r / den)
-    assert abs(acc.mean() - p) < 5 * math.sqrt(p * (1 - p) / trials)
+    assert abs(acc.mean() - p) < 5 * math.sqrt(p * (1 - p) / trials) + 1e-9
+    # r = 0: δ = 0, always accepted.
+    assert noise._bernoulli_exp_delta(np.ones(100, dtype=np.int64), rests, den, as_source(1)).all()
+
+
+def test_ratio_bernoulli_ties_are_exact():
+    """r/den = 1/3 · 2**-32 has first digit 0: a first word 0 is a tie, settled by the later
+    digits, so given the tie the event is Bernoulli(r·2**32/den) = Bernoulli(1/3)."""
+    den, rests, thresholds = 3 * 2**32, [1], np.array([0], dtype=np.int64)
+    inner = as_source(22)
+
+    class FirstWordZero:  # the first word drawn is 0 (a tie), the rest come from `inner`
+        def __init__(self) -> None:
+            self.first = True
+
+        def uint32(self, n: int) -> np.ndarray:
+            out = inner.uint32(n)
+            if self.first:
+                out[:] = 0
+                self.first = False
+            return out
+
+    which, trials = np.zeros(1, dtype=np.int64), 30_000
+    wins = sum(
+        bool(noise._bernoulli_ratio(which, rests, thresholds, den, FirstWordZero())[0])
+        for _ in range(trials)
+    )
+    assert abs(wins / trials - 1 / 3) < 5 * math.sqrt(2 / 9 / trials)
+    # Without the tie, a word ≥ 1 is above r/den: never a success.
+    assert not noise._bernoulli_ratio(
+        np.zeros(5000, dtype=np.int64), rests, thresholds, den, as_source(3)
+    ).any()
 
 
 def test_wide_geometric_digits_and_tail():
@@ -160,3 +191,13 @@ def test_wide_geometric_digits_and_tail():
     expected = y.size / 16
     chi2 = ((counts - expected) ** 2 / expected).sum()
     assert chi2 < 50  # 15 degrees of freedom: P(chi2 > 50) ≈ 1e-5
+
+
+def test_bracket_of_a_huge_exponent_is_zero_one():
+    """x ≥ bits: 2**bits·e^{-x} < 1, so [0, 1] brackets it and every floor is decided."""
+    assert exp_neg_bracket(Fraction(10**9), 64) == (0, 1)
+    assert exp_neg_bracket(Fraction(64), 64) == (0, 1)
+    lo, hi = exp_neg_bracket(Fraction(63), 64)  # below the cut: the real bracket, still valid
+    assert lo <= math.exp(-63) * 2**64 <= hi and hi - lo <= 4
+    assert Real.exp_neg(Fraction(10**9)).floor(96) == 0
+    assert Real.one_minus_exp_neg(Fraction(10**9)).floor(32) == 2**32 - 1

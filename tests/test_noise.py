@@ -104,10 +104,16 @@ def test_spawned_streams_are_independent():
 
 
 def test_float_parameter_is_its_exact_rational():
-    """A float and the Fraction of the same rounded rational give identical draws."""
-    frac = exact_rational(0.1, "scale", "t")
-    assert frac >= Fraction(0.1) and frac - Fraction(0.1) <= Fraction(1, 2**20)
-    assert np.array_equal(discrete_laplace(0.1, 1000, rng=3), discrete_laplace(frac, 1000, rng=3))
+    """A float is its exact rational, not rounded: it draws like that Fraction (and its 2**-20
+    rounding, which once widened the noise, is a different parameter)."""
+    for value in (0.1, 2.3, 12345.678):
+        assert exact_rational(value, "scale", "t") == Fraction(value)
+    assert np.array_equal(
+        discrete_laplace(0.7, 1000, rng=3), discrete_laplace(Fraction(0.7), 1000, rng=3)
+    )
+    assert np.array_equal(
+        discrete_gaussian(2.3, 1000, rng=3), discrete_gaussian(Fraction(2.3), 1000, rng=3)
+    )
     assert np.array_equal(
         discrete_laplace(2.5, 1000, rng=3), discrete_laplace(Fraction(5, 2), 1000, rng=3)
     )
@@ -131,8 +137,8 @@ def test_bad_size():
 @pytest.mark.parametrize("sigma2, n, seed", [(4, N, 14), (12345.678, 20_000, 15)])
 def test_discrete_gaussian_with_one_step_table(monkeypatch, sigma2, n, seed):
     """With one table step per unit of γ the table factor is e^{-floor γ} and the CKS loop carries
-    the whole fractional part e^{-δ}, δ < 1: its errors then show in the fit (vectorised loop for
-    sigma2 = 4, Python-integer loop for 12345.678, whose denominators pass 2**62)."""
+    the whole fractional part e^{-δ}, δ < 1: its errors then show in the fit (small integer
+    denominators for sigma2 = 4, denominators past 2**100 for the float 12345.678)."""
     import sketchsyn.noise as noise_mod
 
     monkeypatch.setattr(noise_mod, "_STEPS", 1)
@@ -140,3 +146,11 @@ def test_discrete_gaussian_with_one_step_table(monkeypatch, sigma2, n, seed):
     assert _chi2_pvalue(z, lambda s: discrete_gaussian_pmf(s, sigma2)) > 1e-4
     var = discrete_gaussian_variance(sigma2)
     assert abs(z.var() / var - 1) < 5 * math.sqrt(2 / n)
+
+
+@pytest.mark.parametrize("tiny", [2**-20, 1e-9, 5e-324])
+def test_tiny_parameters_give_zero_quickly(tiny):
+    """Scales far below 1 put all but e^{-1/scale} of the mass at 0; the exact thresholds are
+    then decided without evaluating e^{-x} to x/2 digits (which once took minutes)."""
+    assert not discrete_laplace(tiny, 10_000, rng=1).any()
+    assert not discrete_gaussian(tiny, 10_000, rng=1).any()
