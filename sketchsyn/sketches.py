@@ -384,7 +384,7 @@ class _Sketch:
             mine, theirs = getattr(self, name), getattr(other, name)
             if mine != theirs:
                 raise IncompatibleError(
-                    f"cannot merge {type(self).__name__}s with different {name!r}: "
+                    f"cannot merge two {type(self).__name__} objects with different {name!r}: "
                     f"{mine} != {theirs}"
                 )
         bound = self._abs_max() + other._abs_max()
