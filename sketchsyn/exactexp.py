@@ -99,6 +99,12 @@ class Real:
             guard *= 2  # c is irrational: some precision decides its floor
 
     @classmethod
+    def ratio(cls, r: int, den: int) -> Real:
+        """The rational ``r/den`` in ``[0, 1)`` (its digits are exact floors; a comparison with
+        ``U`` still ends with probability 1, after the expansion's trailing zeros if need be)."""
+        return cls(lambda bits: ((r << bits) // den,) * 2)
+
+    @classmethod
     def exp_neg(cls, x: Fraction) -> Real:
         """``e^{−x}`` for a rational ``x > 0``."""
         return cls(lambda bits: exp_neg_bracket(x, bits))

@@ -308,14 +308,7 @@ def _bernoulli_ratio(
     digits = thresholds[which]
     out = words < digits
     for e in np.flatnonzero(words == digits).tolist():
-        r, position = rests[int(which[e])], 1
-        while True:
-            position += 1
-            digit = ((r << (_WORD * position)) // den) & ((1 << _WORD) - 1)
-            word = int(src.uint32(1)[0])
-            if word != digit:
-                out[e] = word < digit
-                break
+        out[e] = resolve_ties([Real.ratio(rests[int(which[e])], den)], src) == 0
     return out
 
 
