@@ -18,6 +18,7 @@ from fractions import Fraction
 
 __all__ = [
     "BudgetExceededError",
+    "ConcurrentUseError",
     "IncompatibleError",
     "InputError",
     "ParameterError",
@@ -58,6 +59,14 @@ class ReleasedError(RuntimeError):
 
     Its noise was drawn once; releasing the same noise at two stream positions would reveal the
     exact count of the items in between, so a released summary refuses further updates.
+    """
+
+
+class ConcurrentUseError(RuntimeError):
+    """Two threads tried to update one summary at the same time.
+
+    A summary is not thread-safe; the update that found it busy is refused (nothing changed).
+    Build one summary per thread and merge them.
     """
 
 
