@@ -406,7 +406,8 @@ class PrivHP:
             raise ReleasedError("partition_tree exists only after release()")
         dist, grown = stored
         if grown is None:
-            grown = tree.PartitionTree.from_leaves(*dist.leaves()[:3])
+            leaves = dist.leaves()
+            grown = tree.PartitionTree.from_leaves(leaves.level, leaves.prefix, leaves.count)
         return grown
 
     @property
