@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .checkpoint import Checkpointable
 from .errors import (
     ParameterError,
     SerializationError,
@@ -77,7 +78,7 @@ def _spans(levels: np.ndarray, prefixes: np.ndarray, resolution: int) -> tuple[n
     return start, start | mask
 
 
-class PrivateDistribution:
+class PrivateDistribution(Checkpointable):
     """A differentially private distribution over the leaves of a released tree.
 
     The mass of a leaf is its count divided by the total; inside a leaf the distribution is

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .checkpoint import Checkpointable
 from .errors import IncompatibleError, InputError, ReleasedError, SerializationError, check_int
 from .rng import RNGLike, as_source
 from .serial import pack, unpack
@@ -22,7 +23,7 @@ __all__ = ["LevelCounts"]
 _MAX_LEVEL = 30  # 2**30 int64 counters = 8 GiB: beyond that no machine here holds the state
 
 
-class LevelCounts:
+class LevelCounts(Checkpointable):
     """Base class: exact counts of the ``2**level`` cells of one level of ``domain``."""
 
     _kind = "LevelCounts"

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from . import accounting, tree
+from .checkpoint import Checkpointable
 from .distribution import PrivateDistribution
 from .errors import (
     IncompatibleError,
@@ -96,7 +97,7 @@ class _ReleaseGuard:
         self.tree: Any = None
 
 
-class PrivHP:
+class PrivHP(Checkpointable):
     """One-pass PrivHP summary (pure ε-DP synthetic data generator in bounded memory).
 
     Parameters
