@@ -22,6 +22,8 @@ _EXPORTS = {
     "SerializationError": "errors",
     "BudgetExceededError": "errors",
     "ReleasedError": "errors",
+    "ConcurrentUseError": "errors",
+    "Lineage": "lineage",
     # randomness and noise
     "as_source": "rng",
     "RandomSource": "rng",
