@@ -63,11 +63,13 @@ def kind_of(blob: bytes) -> str:
     'PrivHP'
     """
     blob = bytes(blob)
-    if len(blob) < 8 or blob[:4] != MAGIC:
+    if len(blob) < 9 or blob[:4] != MAGIC:
         raise SerializationError("not a sketchsyn file (bad magic or too short)")
-    (klen,) = struct.unpack_from("<B", blob, 7)
+    (container,) = struct.unpack_from("<H", blob, 4)
+    pos = 7 if container < 2 else 8  # container version 2 added a flags byte
+    klen = blob[pos]
     try:
-        return blob[8 : 8 + klen].decode("ascii")
+        return blob[pos + 1 : pos + 1 + klen].decode("ascii")
     except UnicodeDecodeError as exc:
         raise SerializationError(f"sketchsyn file has a malformed kind: {exc}") from exc
 
@@ -85,8 +87,8 @@ def _fsync_directory(directory: str) -> None:
         os.close(fd)
 
 
-def save(obj: Any, path: str | os.PathLike[str]) -> None:
-    """Write ``obj.to_bytes()`` to ``path`` atomically (old file or new file, never a torn one).
+def save(obj: Any, path: str | os.PathLike[str], **options: Any) -> None:
+    """Write ``obj.to_bytes(**options)`` to ``path`` atomically (old or new file, never torn).
 
     Parameters
     ----------
@@ -95,8 +97,13 @@ def save(obj: Any, path: str | os.PathLike[str]) -> None:
     path : str or path-like
         Target file; its directory must exist. An existing file is replaced only once the new
         bytes are on disk.
+    **options
+        Passed to ``obj.to_bytes``: ``key=`` (a shared secret: the digest becomes a keyed MAC)
+        where the class takes one, and for PrivHP ``include_diagnostics=True``, which keeps the
+        exact ``n_seen`` / ``n_dropped`` in the file. A collector that resumes from its
+        checkpoint needs them; such a file must stay with the data holder.
     """
-    blob = obj.to_bytes()
+    blob = obj.to_bytes(**options)
     target = os.path.abspath(os.fspath(path))
     directory, name = os.path.split(target)
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
@@ -113,11 +120,12 @@ def save(obj: Any, path: str | os.PathLike[str]) -> None:
     _fsync_directory(directory)
 
 
-def load(path: str | os.PathLike[str]) -> Any:
+def load(path: str | os.PathLike[str], *, key: bytes | str | None = None) -> Any:
     """Read a file written by :func:`save` and rebuild the object of the kind it holds.
 
-    Raises :class:`~sketchsyn.errors.SerializationError` for a file that is not a sketchsyn
-    blob, is truncated or altered (checksum), or holds a kind this version cannot read.
+    ``key`` is the shared secret the file was saved with, if any. Raises
+    :class:`~sketchsyn.errors.SerializationError` for a file that is not a sketchsyn blob, is
+    truncated or altered (checksum or MAC), or holds a kind this version cannot read.
     """
     with open(os.fspath(path), "rb") as f:
         blob = f.read()
@@ -130,7 +138,7 @@ def load(path: str | os.PathLike[str]) -> Any:
         )
     module, name = reader
     cls = getattr(importlib.import_module(f".{module}", __package__), name)
-    return cls.from_bytes(blob)
+    return cls.from_bytes(blob) if key is None else cls.from_bytes(blob, key=key)
 
 
 class Checkpointable:
@@ -138,14 +146,14 @@ class Checkpointable:
 
     __slots__ = ()
 
-    def save(self, path: str | os.PathLike[str]) -> None:
+    def save(self, path: str | os.PathLike[str], **options: Any) -> None:
         """Write this object's bytes to ``path`` atomically (:func:`sketchsyn.checkpoint.save`)."""
-        save(self, path)
+        save(self, path, **options)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> Any:
+    def load(cls, path: str | os.PathLike[str], *, key: bytes | str | None = None) -> Any:
         """Load an object of this class (or a subclass) saved with :meth:`save`."""
-        obj = load(path)
+        obj = load(path, key=key)
         if not isinstance(obj, cls):
             raise SerializationError(
                 f"{os.fspath(path)!r} holds a {type(obj).__name__}, not a {cls.__name__}; "

@@ -257,7 +257,9 @@ def fit(data: Any, make: Callable[[], Any], **kwargs: Any) -> Any:
 
     Keywords of :func:`summarize` (``mode``, ``columns``, ``split_every``, ``batch_size``) are
     taken from ``kwargs``; the rest go to ``compute`` (e.g. ``scheduler="sync"``). With a
-    ``dask.distributed.Client`` running, the computation runs on its cluster.
+    ``dask.distributed.Client`` running, the computation runs on its cluster. Summaries cross
+    processes as ``to_bytes()``, which leaves out the exact diagnostics: the merged summary's
+    ``n_seen`` then counts only rows it was fed locally (none).
     """
     own = {
         k: kwargs.pop(k) for k in ("mode", "columns", "split_every", "batch_size") if k in kwargs
