@@ -25,8 +25,9 @@ Two modes, with different guarantees:
     ``P`` non-empty partitions the noise variance is ``P`` times one summary's. Each worker must
     draw its own noise from its operating system's CSPRNG (``rng=None``): a seed shared by the
     partitions would give every partition the same noise (variance ``P²`` times, and noise
-    that anyone with the seed can subtract). PrivHP factories with a seeded ``rng`` are refused;
-    for sketches, whose noise source is not kept, that is the caller's duty.
+    that anyone with the seed can subtract). PrivHP factories with a seeded ``rng`` are refused
+    up front; sketches with one shared seed are refused when their partitions merge (they share
+    a noise draw: :class:`~sketchsyn.errors.IncompatibleError`).
 
 Privacy unit in both modes: one row of the collection (add/remove, or replace when the
 summary was built with ``neighbours="replace"``).

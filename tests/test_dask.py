@@ -10,7 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sketchsyn import PMM, Box, CountMinSketch, ParameterError, PrivateDistribution, PrivHP
+from sketchsyn import (
+    PMM,
+    Box,
+    CountMinSketch,
+    IncompatibleError,
+    ParameterError,
+    PrivateDistribution,
+    PrivHP,
+)
 
 pytest.importorskip("dask")
 pytest.importorskip("distributed")
@@ -139,6 +147,10 @@ def test_modes_refuse_summaries_that_break_their_guarantee(data) -> None:
     seeded = functools.partial(PrivHP, DOMAIN, 1.0, 16, 256, depth=12, rng=5)
     with pytest.raises(ParameterError, match="share one noise draw"):
         sdask.summarize(arr, seeded, mode="untrusted")
+    keys = da.from_array(np.arange(1_000).reshape(-1, 1), chunks=(300, 1))
+    shared = functools.partial(CountMinSketch, 64, 2, epsilon=1.0, rng=5)
+    with pytest.raises(IncompatibleError, match="share a noise draw"):
+        sdask.fit(keys, shared, mode="untrusted", scheduler="sync")
     with pytest.raises(ParameterError, match="'mode' parameter"):
         sdask.summarize(arr, RAW, mode="trusting")
     with pytest.raises(ParameterError, match="'split_every' parameter"):
