@@ -4,8 +4,12 @@
 :mod:`sketchsyn.serial`) to a temporary file in the target's directory, flushes it, ``fsync``\\ s
 it, renames it over the target with :func:`os.replace` (atomic on POSIX and Windows) and
 ``fsync``\\ s the directory so that the rename itself is durable. A crash or power cut at any
-moment therefore leaves either the old file or the new one under ``path``, never a torn mix; a
-killed writer may leave a stray ``.<name>.*.tmp`` file beside it, which :func:`load` never reads.
+moment therefore leaves either the old file or the new one under ``path``, never a torn mix (for
+a killed process this is tested; for a power cut it rests on the file system honouring
+``fsync``); a killed writer may leave a stray ``.<name>.*.tmp`` beside it, which :func:`load`
+never reads. Options of ``save`` go to ``to_bytes``: ``key=`` (a shared secret; the digest
+becomes a keyed MAC, load with the same ``key``) and, for PrivHP, ``include_diagnostics=True``
+(keeps the exact ``n_seen`` / ``n_dropped`` a resuming collector needs).
 
 :func:`load` reads the kind stored in the blob (``"PrivHP"``, ``"CountMinSketch"``, …) and hands
 the bytes to that class's ``from_bytes``, which checks the checksum and the format version.

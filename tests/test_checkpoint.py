@@ -222,3 +222,18 @@ def test_edge_collector_example_resumes_to_the_same_state() -> None:
     assert "resumed from edge.sksy at row 50000" in out.stdout
     assert "states identical (tree, sketches, counts): True" in out.stdout
     assert "releases identical: True" in out.stdout
+
+
+def test_save_options_reach_to_bytes(tmp_path: Path) -> None:
+    cms = CountMinSketch(64, 2)
+    cms.update(3, 2)
+    cms.save(tmp_path / "signed", key=b"shared secret")
+    assert CountMinSketch.load(tmp_path / "signed", key=b"shared secret").query(3) == 2
+    with pytest.raises(SerializationError, match="pass key="):
+        load(tmp_path / "signed")
+    php = PrivHP(Box.unit(2), epsilon=1.0, k=4, width=32, depth=6)
+    php.update_many(np.full((10, 2), 0.3))
+    php.save(tmp_path / "plain")
+    php.save(tmp_path / "local", include_diagnostics=True)
+    assert PrivHP.load(tmp_path / "plain").n_seen == 0  # exact counts stay out by default
+    assert PrivHP.load(tmp_path / "local").n_seen == 10
