@@ -212,6 +212,7 @@ class PrivHP(Checkpointable):
             dtype=np.float64,
         )
         factor = 2.0 if self._neighbours == "replace" else 1.0
+        self._sigmas = self._realisable(self._sigmas, factor)
         # The budget each structure is built with; with "replace" each structure gets σ_l / 2.
         self._level_eps = self._sigmas / factor
         # Each level's integer Laplace scale, rounded up so that the realised budget
@@ -269,6 +270,32 @@ class PrivHP(Checkpointable):
             as_source(None) if self._raw else self._source, _KIND, self._params()
         )
         self._usage = UsageGuard()
+
+    def _realisable(self, sigmas: np.ndarray, factor: float) -> np.ndarray:
+        """Raise tiny level shares to the least the exact sampler realises (scale ≤ 2**30).
+
+        Lemma 5 gives very deep levels (e.g. ``depth = 56`` in d = 1) shares so small that their
+        noise scale would exceed ``MAX_LAPLACE_SCALE``; such a level carries no information
+        anyway. Each share is raised to ``sensitivity·factor/2**30`` (one ulp more) and the
+        other levels are scaled down so that the total stays ε. Refused only when ε cannot
+        cover even those floors.
+        """
+        sens = np.where(np.arange(self._depth + 1) <= self._L_k, 1.0, float(self._sketch_depth))
+        floor = np.nextafter(sens * factor / accounting.MAX_LAPLACE_SCALE, np.inf) * (1 + 1e-12)
+        low = sigmas < floor
+        if not low.any():
+            return sigmas
+        rest = self._epsilon - floor[low].sum()
+        if rest <= 0 or not (~low).any():
+            raise ParameterError(
+                f"The 'epsilon' parameter of PrivHP is too small for depth={self._depth}: its "
+                f"levels would need integer Laplace noise above the largest supported scale "
+                f"2**30. Got {self._epsilon!r} instead."
+            )
+        out = sigmas.copy()
+        out[low] = floor[low]
+        out[~low] *= rest / sigmas[~low].sum()
+        return accounting.fit_to_budget(out, self._epsilon)
 
     # ------------------------------------------------------------------ state layout
     def _bind_bank(self) -> None:
