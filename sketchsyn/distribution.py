@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .checkpoint import Checkpointable
 from .errors import (
     ParameterError,
     SerializationError,
@@ -80,7 +81,7 @@ def _spans(levels: np.ndarray, prefixes: np.ndarray, resolution: int) -> tuple[n
 _SAMPLE_CHUNK = 1 << 18  # points drawn per chunk by sample()
 
 
-class PrivateDistribution:
+class PrivateDistribution(Checkpointable):
     """A differentially private distribution over the leaves of a released tree.
 
     The mass of a leaf is its count divided by the total; inside a leaf the distribution is

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .checkpoint import Checkpointable
 from .distribution import PrivateDistribution
 from .errors import (
     IncompatibleError,
@@ -47,7 +48,7 @@ def check_domain(domain: Any, owner: str) -> Any:
     return domain
 
 
-class LevelCounts(abc.ABC):
+class LevelCounts(Checkpointable, abc.ABC):
     """Base class: exact counts of the ``2**level`` cells of one level of ``domain``.
 
     Subclasses give :meth:`_release_now` (draw the noise, return the release) and

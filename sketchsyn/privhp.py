@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from . import accounting, tree
+from .checkpoint import Checkpointable
 from .distribution import PrivateDistribution
 from .errors import (
     IncompatibleError,
@@ -100,7 +101,7 @@ def _pool() -> ThreadPoolExecutor:
     return _POOL
 
 
-class PrivHP:
+class PrivHP(Checkpointable):
     """One-pass PrivHP summary (pure ε-DP synthetic data generator in bounded memory).
 
     Parameters

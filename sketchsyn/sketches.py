@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from .accounting import laplace_scale
+from .checkpoint import Checkpointable
 from .errors import (
     IncompatibleError,
     InputError,
@@ -146,7 +147,7 @@ def _check_unit_interval(value: object, name: str, owner: str) -> float:
 
 
 # ------------------------------------------------------------------ shared machinery
-class _Sketch:
+class _Sketch(Checkpointable):
     """Shared machinery of :class:`CountMinSketch` and :class:`CountSketch`."""
 
     _kind = "Sketch"

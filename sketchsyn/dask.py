@@ -1,0 +1,277 @@
+"""Summaries of Dask collections: one summary per partition, a tree of merges, one release.
+
+Needs the ``dask`` extra (``pip install "sketchsyn[dask]"``). Each partition of a Dask
+DataFrame, Bag or Array is summarised where it lives by a fresh summary from ``make()``, the
+partition summaries are merged pairwise-up-a-tree (:meth:`dask.bag.Bag.reduction` with
+``split_every``, so no task holds more than ``split_every`` summaries and no machine receives
+all of them), and the caller releases the merged summary once. A summary's state is a few
+hundred kilobytes whatever the partition's size, so only those bytes cross the network.
+
+Two modes, with different guarantees:
+
+``mode="trusted"`` (trusted aggregator)
+    ``make()`` builds a **raw** summary: ``PrivHP(..., raw=True)``, a raw sketch
+    (``epsilon=None``) or an offline mechanism (PMM, PSMM, grid, exact until release). Partition
+    summaries hold exact counts and are **not private**: the workers, the network and the
+    scheduler must be trusted. The merged state equals, bit for bit, the state one machine
+    would have after reading all the rows; the noise is drawn once, at ``release()`` on the
+    root, so the release is ε-DP with the accuracy of one machine.
+
+``mode="untrusted"`` (untrusted workers and aggregator)
+    ``make()`` builds a summary that is private from construction (``PrivHP(...)`` without
+    ``raw``, a sketch with ``epsilon``), so each partition's summary is ε-DP before it leaves
+    its worker. Every row is in one partition, so the merged summary is ε-DP for the whole
+    collection (parallel composition), but its noise is the sum of all partitions' draws: with
+    ``P`` non-empty partitions the noise variance is ``P`` times one summary's. Each worker must
+    draw its own noise from its operating system's CSPRNG (``rng=None``): a seed shared by the
+    partitions would give every partition the same noise (variance ``P²`` times, and noise
+    that anyone with the seed can subtract). PrivHP factories with a seeded ``rng`` are refused
+    up front; sketches with one shared seed are refused when their partitions merge (they share
+    a noise draw: :class:`~sketchsyn.errors.IncompatibleError`).
+
+Privacy unit in both modes: one row of the collection (add/remove, or replace when the
+summary was built with ``neighbours="replace"``).
+
+>>> import functools, numpy as np, dask.array as da
+>>> from sketchsyn import Box, PrivHP
+>>> X = np.random.default_rng(0).random((4_000, 2))
+>>> make = functools.partial(PrivHP, Box.unit(2), 1.0, 16, 256, depth=10, raw=True)
+>>> merged = fit(da.from_array(X, chunks=(1_000, 2)), make, scheduler="sync")
+>>> one = make()
+>>> one.update_many(X)
+>>> bool((merged._tree == one._tree).all() and (merged._bank == one._bank).all())
+True
+>>> release = merged.release()  # the one noise draw, on the caller's machine
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import ParameterError, check_choice, check_int
+
+__all__ = ["fit", "release", "summarize"]
+
+_MODES = ("trusted", "untrusted")
+
+
+def _is_raw(summary: Any) -> bool | None:
+    """True for an exact (not yet private) summary, False for a private one, None if unknown."""
+    from .histogram import LevelCounts
+    from .privhp import PrivHP
+    from .sketches import CountMinSketch, CountSketch
+
+    if isinstance(summary, PrivHP):
+        return bool(summary._raw)
+    if isinstance(summary, (CountMinSketch, CountSketch)):
+        return summary.epsilon is None
+    if isinstance(summary, LevelCounts):
+        return True
+    return None
+
+
+def _check_summary(summary: Any, mode: str) -> None:
+    """Refuse a summary that does not keep the stated mode's guarantee."""
+    name = type(summary).__name__
+    if not (hasattr(summary, "merge") and hasattr(summary, "update_many")):
+        raise ParameterError(
+            f"The 'make' parameter of sketchsyn.dask must build a sketchsyn summary (with "
+            f"update_many and merge). Got a {name} instead."
+        )
+    raw = _is_raw(summary)
+    if raw is None:
+        raise ParameterError(f"sketchsyn.dask cannot tell whether a {name} is private")
+    if mode == "trusted" and not raw:
+        raise ParameterError(
+            f"mode='trusted' needs raw partition summaries (e.g. PrivHP(..., raw=True) or a "
+            f"sketch with epsilon=None): with noise in every partition the merged noise grows "
+            f"with the number of partitions. Got a private {name}; use mode='untrusted' for it."
+        )
+    if mode == "untrusted":
+        if raw:
+            raise ParameterError(
+                f"mode='untrusted' needs summaries that are private before they leave the "
+                f"worker; a {name} built this way holds exact counts. Build it with noise "
+                f"(PrivHP without raw=True, a sketch with epsilon) or use mode='trusted'."
+            )
+        source = getattr(summary, "_source", None)
+        if source is not None and not source.secure:
+            raise ParameterError(
+                f"mode='untrusted' needs each worker to draw its own noise from the OS CSPRNG "
+                f"(rng=None); this {name} was built with a seeded rng, so every partition "
+                f"would share one noise draw."
+            )
+
+
+class _Summarize:
+    """Per-partition step: a fresh summary from ``make()`` fed with the partition's rows."""
+
+    def __init__(self, make: Callable[[], Any], mode: str, batch_size: int) -> None:
+        self.make, self.mode, self.batch_size = make, mode, batch_size
+
+    def __call__(self, partition: Iterable[Any]) -> Any:
+        summary = self.make()
+        _check_summary(summary, self.mode)
+        if hasattr(summary, "consume"):
+            summary.consume(partition, batch_size=self.batch_size)
+        else:  # a sketch: the items are keys, or arrays of keys
+            _feed_keys(summary, partition, self.batch_size)
+        return summary
+
+
+def _feed_keys(sketch: Any, items: Iterable[Any], batch_size: int) -> None:
+    """Send keys (or arrays of keys) to a sketch's ``update_many`` in batches."""
+    pending: list[Any] = []
+    for item in items:
+        if isinstance(item, np.ndarray):
+            for s in range(0, item.size, batch_size):
+                sketch.update_many(item.ravel()[s : s + batch_size])
+            continue
+        pending.append(item)
+        if len(pending) >= batch_size:
+            sketch.update_many(pending)
+            pending = []
+    if pending:
+        sketch.update_many(pending)
+
+
+class _Merge:
+    """Tree step: merge the summaries of a group into the first of them."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self.make = make
+
+    def __call__(self, summaries: Iterable[Any]) -> Any:
+        merged = None
+        for summary in summaries:
+            if merged is None:
+                merged = summary
+            else:
+                merged.merge(summary)
+        return self.make() if merged is None else merged  # every partition was empty
+
+
+def _frame_rows(frame: Any, columns: Sequence[str] | None) -> list[np.ndarray]:
+    """A pandas partition as one 2-D array of the chosen columns (a list, for dask.bag)."""
+    if columns is not None:
+        missing = [c for c in columns if c not in frame.columns]
+        if missing:
+            raise ParameterError(
+                f"The 'columns' parameter of sketchsyn.dask names columns the data lacks: "
+                f"{missing}. Columns: {list(frame.columns)}."
+            )
+        frame = frame[list(columns)]
+    return [np.asarray(frame.to_numpy()).reshape(len(frame), -1)]
+
+
+def _block_rows(block: np.ndarray) -> list[np.ndarray]:
+    arr = np.asarray(block)
+    return [arr.reshape(arr.shape[0], -1)]
+
+
+def _as_bag(data: Any, columns: Sequence[str] | None) -> Any:
+    """A dask.bag.Bag whose partitions are iterables of rows or of 2-D row arrays."""
+    import dask
+    import dask.array as da
+    import dask.bag as db
+
+    if isinstance(data, db.Bag):
+        if columns is not None:
+            raise ParameterError("The 'columns' parameter of sketchsyn.dask applies to frames")
+        return data
+    if isinstance(data, da.Array):
+        if columns is not None:
+            raise ParameterError("The 'columns' parameter of sketchsyn.dask applies to frames")
+        if data.ndim not in (1, 2):
+            raise ParameterError(
+                f"A Dask array for sketchsyn.dask must be 1-D or 2-D (rows, columns). "
+                f"Got {data.ndim} dimensions instead."
+            )
+        if data.ndim == 2 and len(data.chunks[1]) > 1:
+            data = data.rechunk({1: -1})  # whole rows in every block
+        blocks = data.to_delayed().ravel()
+        return db.from_delayed([dask.delayed(_block_rows)(b) for b in blocks])
+    if hasattr(data, "to_delayed") and hasattr(data, "columns"):  # a Dask DataFrame
+        parts = data.to_delayed()
+        cols = None if columns is None else list(columns)
+        return db.from_delayed([dask.delayed(_frame_rows)(p, cols) for p in parts])
+    raise ParameterError(
+        f"The 'data' parameter of sketchsyn.dask must be a Dask DataFrame, Bag or Array. "
+        f"Got a {type(data).__name__} instead."
+    )
+
+
+def summarize(
+    data: Any,
+    make: Callable[[], Any],
+    *,
+    mode: str = "trusted",
+    columns: Sequence[str] | None = None,
+    split_every: int = 8,
+    batch_size: int = 65536,
+) -> Any:
+    """The merged summary of ``data`` as a lazy Dask object (call ``.compute()`` on it).
+
+    Parameters
+    ----------
+    data : dask.dataframe.DataFrame, dask.bag.Bag or dask.array.Array
+        Rows of the domain. A Bag holds rows (or 2-D arrays of rows); an Array is ``(n, d)``
+        (or ``(n,)`` for ``d = 1``), chunked along rows; a DataFrame gives the ``columns``.
+    make : callable
+        Builds one empty summary with the public parameters, e.g.
+        ``functools.partial(PrivHP, domain, 1.0, 64, 1024, depth=20, raw=True)``. It is called
+        once per partition on the workers (and once here, to check the mode), so it must be
+        picklable and must not carry a seed in ``mode="untrusted"``.
+    mode : {"trusted", "untrusted"}
+        Trusted aggregator (raw summaries, noise once at the release) or untrusted workers
+        (summaries private before they leave the worker). See the module docstring.
+    columns : sequence of str, optional
+        DataFrame columns to use, in the domain's order (default: all columns).
+    split_every : int, default 8
+        Most summaries merged by one task of the tree reduction (``≥ 2``).
+    batch_size : int, default 65536
+        Rows per ``update_many`` call inside a partition.
+    """
+    mode = check_choice(mode, "mode", "sketchsyn.dask", _MODES)
+    split_every = check_int(split_every, "split_every", "sketchsyn.dask", minimum=2)
+    batch_size = check_int(batch_size, "batch_size", "sketchsyn.dask", minimum=1)
+    if not callable(make):
+        raise ParameterError(
+            f"The 'make' parameter of sketchsyn.dask must be a callable that builds a summary. "
+            f"Got {make!r} instead."
+        )
+    _check_summary(make(), mode)
+    bag = _as_bag(data, columns)
+    return bag.reduction(
+        _Summarize(make, mode, batch_size),
+        _Merge(make),
+        split_every=split_every,
+        name="sketchsyn-summary",
+    )
+
+
+def fit(data: Any, make: Callable[[], Any], **kwargs: Any) -> Any:
+    """Compute :func:`summarize` and return the merged summary (not yet released).
+
+    Keywords of :func:`summarize` (``mode``, ``columns``, ``split_every``, ``batch_size``) are
+    taken from ``kwargs``; the rest go to ``compute`` (e.g. ``scheduler="sync"``). With a
+    ``dask.distributed.Client`` running, the computation runs on its cluster. Summaries cross
+    processes as ``to_bytes()``, which leaves out the exact diagnostics: the merged summary's
+    ``n_seen`` then counts only rows it was fed locally (none).
+    """
+    own = {
+        k: kwargs.pop(k) for k in ("mode", "columns", "split_every", "batch_size") if k in kwargs
+    }
+    return summarize(data, make, **own).compute(**kwargs)
+
+
+def release(data: Any, make: Callable[[], Any], **kwargs: Any) -> Any:
+    """:func:`fit`, then release the merged summary once (on the caller's machine).
+
+    In ``mode="trusted"`` this is where the one noise draw happens, from this machine's OS
+    CSPRNG; the returned release is ε-DP and public.
+    """
+    return fit(data, make, **kwargs).release()

@@ -1,0 +1,178 @@
+"""sketchsyn.dask on a LocalCluster with worker processes: exact trusted merges, private workers."""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sketchsyn import (
+    PMM,
+    Box,
+    CountMinSketch,
+    IncompatibleError,
+    ParameterError,
+    PrivateDistribution,
+    PrivHP,
+)
+
+pytest.importorskip("dask")
+pytest.importorskip("distributed")
+pd = pytest.importorskip("pandas")
+
+import dask.array as da  # noqa: E402
+import dask.bag as db  # noqa: E402
+import dask.dataframe as dd  # noqa: E402
+
+from sketchsyn import dask as sdask  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DOMAIN = Box.unit(2)
+RAW = functools.partial(PrivHP, DOMAIN, 1.0, 16, 256, depth=12, raw=True)
+NOISY = functools.partial(PrivHP, DOMAIN, 1.0, 16, 256, depth=12)
+
+
+@pytest.fixture(scope="module")
+def client():
+    from distributed import Client, LocalCluster
+
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(ROOT)  # worker processes import this checkout's sketchsyn
+    cluster = LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    cl = Client(cluster)
+    try:
+        assert len(set(cl.run(os.getpid).values()) - {os.getpid()}) == 2
+        yield cl
+    finally:
+        cl.close()
+        cluster.close()
+        if old is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = old
+
+
+@pytest.fixture(scope="module")
+def data() -> np.ndarray:
+    return np.random.default_rng(0).beta(2, 5, size=(70_000, 2))
+
+
+def _exact(X: np.ndarray, make=RAW) -> PrivHP:
+    one = make()
+    one.update_many(X)
+    return one
+
+
+def _assert_same_state(merged: PrivHP, one: PrivHP) -> None:
+    # n_seen is not compared: a summary crosses processes as to_bytes() without diagnostics.
+    assert isinstance(merged, PrivHP)
+    assert merged.raw and merged._tree[0] == one.n_seen  # the root counter: every row, once
+    np.testing.assert_array_equal(merged._tree, one._tree)
+    np.testing.assert_array_equal(merged._bank, one._bank)
+
+
+def test_trusted_array_merge_equals_one_machine_exactly(client, data) -> None:
+    arr = da.from_array(data, chunks=(9_000, 1))  # 8 row blocks, columns rechunked whole
+    merged = sdask.fit(arr, RAW, split_every=2)  # tree: 8 -> 4 -> 2 -> 1
+    _assert_same_state(merged, _exact(data))
+    release = merged.release()  # the one noise draw
+    assert isinstance(release, PrivateDistribution)
+    assert abs(release.total - data.shape[0]) < 2_000
+
+
+def test_trusted_dataframe_and_bag_merges_equal_one_machine(client, data) -> None:
+    frame = pd.DataFrame({"id": np.arange(len(data)), "x": data[:, 0], "y": data[:, 1]})
+    ddf = dd.from_pandas(frame, npartitions=5)
+    _assert_same_state(sdask.fit(ddf, RAW, columns=["x", "y"], split_every=3), _exact(data))
+    rows = [tuple(r) for r in data[:6_000]]
+    bag = db.from_sequence(rows, npartitions=4)
+    _assert_same_state(sdask.fit(bag, RAW, batch_size=500), _exact(data[:6_000]))
+
+
+def test_trusted_offline_mechanism_and_sketch(client, data) -> None:
+    make = functools.partial(PMM, DOMAIN, 1.0, depth=8)
+    merged = sdask.fit(da.from_array(data, chunks=(20_000, 2)), make, split_every=2)
+    one = make()
+    one.update_many(data)
+    np.testing.assert_array_equal(merged._counts, one._counts)
+    keys = np.random.default_rng(1).integers(0, 500, size=(30_000, 1))
+    cms = functools.partial(CountMinSketch, 128, 3)
+    merged = sdask.fit(da.from_array(keys, chunks=(7_000, 1)), cms)
+    one = cms()
+    one.update_many(keys.ravel())
+    np.testing.assert_array_equal(merged._table, one._table)
+
+
+def _lap_var(scale: float) -> float:
+    q = math.exp(-1.0 / scale)
+    return 2 * q / (1 - q) ** 2
+
+
+def test_untrusted_workers_each_add_their_own_noise(client, data) -> None:
+    """Merged − exact is the sum of P independent draws: variance P·Var, not 1 (no noise shipped
+    privately) nor P² (one shared draw)."""
+    P = 6
+    arr = da.from_array(data, chunks=(-(-len(data) // P), 2))
+    merged = sdask.fit(arr, NOISY, mode="untrusted")
+    exact = _exact(data)
+    assert not merged.raw
+    scales = merged.noise_scales
+    L = merged.L_k
+    ratios = []
+    for level in range(L + 1):
+        lo, hi = 2**level - 1, 2 ** (level + 1) - 1
+        diff = (merged._tree[lo:hi] - exact._tree[lo:hi]).astype(float)
+        ratios.append(diff**2 / (P * _lap_var(scales[level])))
+    for i in range(merged._bank.shape[0]):
+        diff = (merged._bank[i] - exact._bank[i]).astype(float).ravel()
+        ratios.append(diff**2 / (P * _lap_var(scales[L + 1 + i])))
+    ratio = float(np.concatenate(ratios).mean())
+    assert 0.8 < ratio < 1.25, ratio
+
+
+def test_modes_refuse_summaries_that_break_their_guarantee(data) -> None:
+    arr = da.from_array(data[:1_000], chunks=(500, 2))
+    with pytest.raises(ParameterError, match="mode='trusted' needs raw"):
+        sdask.summarize(arr, NOISY)
+    with pytest.raises(ParameterError, match="private before they leave"):
+        sdask.summarize(arr, RAW, mode="untrusted")
+    with pytest.raises(ParameterError, match="private before they leave"):
+        sdask.summarize(arr, functools.partial(PMM, DOMAIN, 1.0, depth=4), mode="untrusted")
+    seeded = functools.partial(PrivHP, DOMAIN, 1.0, 16, 256, depth=12, rng=5)
+    with pytest.raises(ParameterError, match="share one noise draw"):
+        sdask.summarize(arr, seeded, mode="untrusted")
+    keys = da.from_array(np.arange(1_000).reshape(-1, 1), chunks=(300, 1))
+    shared = functools.partial(CountMinSketch, 64, 2, epsilon=1.0, rng=5)
+    with pytest.raises(IncompatibleError, match="share a noise draw"):
+        sdask.fit(keys, shared, mode="untrusted", scheduler="sync")
+    with pytest.raises(ParameterError, match="'mode' parameter"):
+        sdask.summarize(arr, RAW, mode="trusting")
+    with pytest.raises(ParameterError, match="'split_every' parameter"):
+        sdask.summarize(arr, RAW, split_every=1)
+    with pytest.raises(ParameterError, match="must be a Dask DataFrame, Bag or Array"):
+        sdask.summarize(data, RAW)
+    with pytest.raises(ParameterError, match="must build a sketchsyn summary"):
+        sdask.summarize(arr, dict)
+
+
+def test_unknown_column_and_empty_partitions(data) -> None:
+    frame = pd.DataFrame({"x": data[:100, 0], "y": data[:100, 1]})
+    ddf = dd.from_pandas(frame, npartitions=2)
+    with pytest.raises(ParameterError, match=r"lacks: \['z'\]"):
+        sdask.fit(ddf, RAW, columns=["x", "z"], scheduler="sync")
+    bag = db.from_sequence([tuple(r) for r in data[:3]], npartitions=3).filter(lambda r: False)
+    empty = sdask.fit(bag, RAW, scheduler="sync")
+    assert not empty._tree.any() and not empty._bank.any()
+
+
+def test_release_helper_runs_once_on_the_caller(data) -> None:
+    arr = da.from_array(data[:5_000], chunks=(1_000, 2))
+    release = sdask.release(arr, RAW, scheduler="sync")
+    assert isinstance(release, PrivateDistribution)
+    assert release.sample(10, rng=0).shape == (10, 2)
