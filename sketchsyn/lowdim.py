@@ -488,19 +488,20 @@ class LowDimSynthesizer:
 
     def _unit(self, X: Any) -> np.ndarray:
         """Validate a batch (shape, finite, inside the box) → unit-box float64 ``(n, d)``."""
-        U = self._domain.normalize(X)
-        if U.shape[0] == 0:
-            return U
-        outside = (U < 0.0) | (U > 1.0)
-        if outside.any():
-            if self._domain.out_of_bounds == "raise":
-                i = int(np.flatnonzero(outside.any(axis=1))[0])
-                row = np.asarray(
-                    self._domain.lower + U[i] * (self._domain.upper - self._domain.lower)
-                )
+        box = self._domain
+        arr = box._points(X)  # shape and numbers, with the domain's messages
+        if arr.shape[0] == 0:
+            return np.empty((0, box.d))
+        if not np.isfinite(arr).all():
+            i = int(np.flatnonzero(~np.isfinite(arr).all(axis=1))[0])
+            raise InputError(f"X has a NaN or infinite value: row {i} = {arr[i].tolist()}")
+        U = (arr - box.lower) / (box.upper - box.lower)
+        if U.min() < 0.0 or U.max() > 1.0:
+            if box.out_of_bounds == "raise":
+                i = int(np.flatnonzero(((U < 0.0) | (U > 1.0)).any(axis=1))[0])
                 raise InputError(
-                    f"X has a point outside the box: row {i} = {np.round(row, 6).tolist()} "
-                    f"(bounds {self._domain.lower.tolist()} … {self._domain.upper.tolist()})"
+                    f"X has a point outside the box: row {i} = {arr[i].tolist()} "
+                    f"(bounds {box.lower.tolist()} … {box.upper.tolist()})"
                 )
             np.clip(U, 0.0, 1.0, out=U)
         return U

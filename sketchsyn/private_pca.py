@@ -64,8 +64,9 @@ _GRID_BITS = 20
 
 
 def quantize(U: np.ndarray) -> np.ndarray:
-    """Unit-box points → float64 integers ``round(x·QUANT)`` in ``[0, QUANT]``."""
-    return np.rint(np.clip(U, 0.0, 1.0) * QUANT)
+    """Unit-box points (already in ``[0, 1]``) → float64 integers ``round(x·QUANT)``."""
+    Q = U * QUANT
+    return np.rint(Q, out=Q)
 
 
 def moment_sums(Q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
