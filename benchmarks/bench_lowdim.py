@@ -1,6 +1,7 @@
 """LowDimSynthesizer: speed of the accumulating pass, release time, W1 against n on a plane in d = 20.
 
     python benchmarks/bench_lowdim.py [--max-exp 6] [--seeds 2] [--plot docs/lowdim.png]
+    python benchmarks/bench_lowdim.py --splits     # budget splits, the table in docs/lowdim.md
 
 Data: a random 2-D affine plane in [0.05, 0.95]^20 plus N(0, 0.01²) per coordinate (clipped),
 the same generator as tests/test_lowdim.py. ε = 1, default split (4, 1, 1). W1 is exact optimal
@@ -146,14 +147,36 @@ def accuracy(max_exp: int, seeds: int, plot: str | None) -> None:
         print(f"wrote {plot}")
 
 
+def splits(seeds: int = 3) -> None:
+    """W1 and angle for several budget splits (d' = 2, plane in d = 20, ε = 1)."""
+    box = Box.unit(20)
+    for n in (10**5, 10**6):
+        X, basis = plane(n)
+        for split in [(1, 1, 1), (2, 1, 1), (4, 1, 1), (4, 1, 2), (8, 1, 2)]:
+            ws, angs = [], []
+            for s in range(seeds):
+                dist = LowDimSynthesizer(box, 1.0, target_dim=2, split=split, rng=100 + s).fit(X)
+                ws.append(ot(X, dist.sample(2000, rng=11 + s), box, 10 + s))
+                angs.append(largest_principal_angle(basis, dist.components))
+            print(
+                f"n = {n}, split {split}: W1 {np.mean(ws):.3f} {np.round(ws, 3).tolist()}, "
+                f"angles {np.round(angs, 1).tolist()}",
+                flush=True,
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-exp", type=float, default=6.0, help="largest n = 10**max_exp")
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--plot", default=None, help="write the figure here (docs/lowdim.png)")
     parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument("--splits", action="store_true", help="only compare budget splits")
     args = parser.parse_args()
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared)")
+    if args.splits:
+        splits()
+        return
     if not args.skip_speed:
         throughput()
     accuracy(args.max_exp, args.seeds, args.plot)
