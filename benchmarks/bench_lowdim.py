@@ -1,4 +1,4 @@
-"""LowDimSynthesizer: speed of the accumulating pass, release time, W1 against n on a plane in d = 20.
+"""LowDimSynthesizer: accumulating-pass speed, release time, W1 against n on a plane in d = 20.
 
     python benchmarks/bench_lowdim.py [--max-exp 6] [--seeds 2] [--plot docs/lowdim.png]
     python benchmarks/bench_lowdim.py --splits     # budget splits, the table in docs/lowdim.md
