@@ -308,6 +308,7 @@ class LowDimSynthesizer:
                 f"domain has d = {d}. Use method='pmm'."
             )
         self._target_dim = target_dim
+        self._target_dim_arg = target_dim
         if depth is not None:
             limit = int(np.log2(MAX_CELLS)) if self._method == "psmm" else _MAX_INNER_DEPTH
             if self._method == "psmm" and isinstance(depth, int) and depth > limit:
@@ -317,6 +318,7 @@ class LowDimSynthesizer:
                 )
             depth = check_int(depth, "depth", owner, minimum=1, maximum=limit)
         self._depth = depth
+        self._depth_arg = depth
         if pca_rows is not None:
             pca_rows = check_int(pca_rows, "pca_rows", owner, minimum=2, maximum=_MAX_N)
         self._pca_rows = pca_rows
@@ -577,10 +579,9 @@ class LowDimSynthesizer:
         self._s2[...] = 0
 
     def _n_for_synthesis(self) -> int:
-        if self._pca_rows is None:
+        if self._pca_rows is None or self._expected_n is None:
             return self._n_pca
-        assert self._expected_n is not None
-        return self._expected_n - self._pca_rows
+        return max(self._expected_n - self._pca_rows, 1)
 
     def _install(
         self, cov_grid: np.ndarray, cov_k: int, mean_grid: np.ndarray, mean_k: int, rng: Any
@@ -592,7 +593,7 @@ class LowDimSynthesizer:
         order = np.argsort(values)[::-1]
         spectrum, vectors = values[order], vectors[:, order]
         eps_s = self._parts["synthesis"]
-        n_s = self._n_for_synthesis() if self._depth is None else max(self._n_pca, 1)
+        n_s = self._n_for_synthesis()
         if self._target_dim is None:
             smallest = 3 if self._method == "psmm" else min(2, d)
             self._target_dim = private_pca.choose_target_dim(spectrum, eps_s, n_s, smallest, d)
@@ -684,8 +685,8 @@ class LowDimSynthesizer:
             "domain": self._domain.to_dict(),
             "epsilon": self._epsilon,
             "method": self._method,
-            "target_dim": self._target_dim if self._phase == "accumulate" else None,
-            "depth": self._depth if self._phase == "accumulate" else None,
+            "target_dim": self._target_dim_arg,
+            "depth": self._depth_arg,
             "pca_rows": self._pca_rows,
             "expected_n": self._expected_n,
             "split": list(self._split),
@@ -773,8 +774,8 @@ class LowDimSynthesizer:
             meta |= {
                 "cov_k": self._cov_k,
                 "mean_k": self._mean_k,
-                "target_dim": self._target_dim,
-                "depth": self._depth,
+                "fixed_target_dim": self._target_dim,
+                "fixed_depth": self._depth,
                 "n_synth": self._n_synth,
             }
             arrays = {
@@ -784,7 +785,7 @@ class LowDimSynthesizer:
             }
         else:
             assert self._released is not None
-            meta |= {"target_dim": self._target_dim, "depth": self._depth}
+            meta |= {"fixed_target_dim": self._target_dim, "fixed_depth": self._depth}
             arrays = {"release": np.frombuffer(self._released.to_bytes(), dtype=np.uint8)}
         return pack(_KIND, 1, meta, arrays)
 
@@ -796,9 +797,9 @@ class LowDimSynthesizer:
             obj = cls(
                 domain_from_dict(meta["domain"]),
                 meta["epsilon"],
-                target_dim=meta["target_dim"] if meta["phase"] == "accumulate" else None,
+                target_dim=meta["target_dim"],
                 method=meta["method"],
-                depth=meta["depth"] if meta["phase"] == "accumulate" else None,
+                depth=meta["depth"],
                 pca_rows=meta["pca_rows"],
                 expected_n=meta["expected_n"],
                 split=tuple(meta["split"]),
@@ -812,8 +813,8 @@ class LowDimSynthesizer:
                 obj._s1[...] = arrays["s1"]
                 obj._s2[...] = arrays["s2"]
             elif phase == "synthesize":
-                obj._target_dim = int(meta["target_dim"])
-                obj._depth = int(meta["depth"])
+                obj._target_dim = int(meta["fixed_target_dim"])
+                obj._depth = int(meta["fixed_depth"])
                 inner_blob = arrays["inner"].tobytes()
                 inner_cls = PMM if obj._method == "pmm" else PSMM
                 obj._install(
@@ -822,8 +823,8 @@ class LowDimSynthesizer:
                 obj._inner = inner_cls.from_bytes(inner_blob)
                 obj._n_synth = int(meta["n_synth"])
             elif phase == "released":
-                obj._target_dim = int(meta["target_dim"])
-                obj._depth = int(meta["depth"])
+                obj._target_dim = int(meta["fixed_target_dim"])
+                obj._depth = int(meta["fixed_depth"])
                 obj._released = LowDimDistribution.from_bytes(arrays["release"].tobytes())
                 obj._phase = "released"
             else:

@@ -399,3 +399,26 @@ def test_snapshot_is_read_only_and_release_is_once():
     assert syn.release() is dist
     with pytest.raises(ReleasedError):
         syn.update_many(X[:2])
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"pca_rows": 1500, "depth": 8, "target_dim": 2},
+        {"pca_rows": 1500, "expected_n": 4000},
+        {"method": "psmm", "depth": 5},
+    ],
+)
+def test_serialisation_keeps_the_fixed_subspace_and_the_arguments(kwargs):
+    X, _ = plane(4000, d=5, seed=3)
+    syn = LowDimSynthesizer(Box.unit(5), 1.0, rng=0, **kwargs)
+    syn.update_many(X[:3000])
+    if syn.phase == "accumulate":
+        syn.fix_subspace()
+    copy = LowDimSynthesizer.from_bytes(syn.to_bytes())
+    assert copy.phase == "synthesize"
+    assert copy.target_dim == syn.target_dim and copy._depth == syn._depth
+    assert np.array_equal(copy.components, syn.components)
+    syn.update_many(X[3000:])
+    copy.update_many(X[3000:])
+    assert copy.to_bytes() == syn.to_bytes()
