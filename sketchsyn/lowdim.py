@@ -9,19 +9,25 @@ dimension d are normalised to ``[0, 1]^d`` (ℓ∞ metric, as in the chapter), t
    coordinates ``(x − X̄_priv)·V̂`` in a public d'-dimensional box;
 4. release: points ``X̄_priv + V̂ a`` clipped to the box (the metric projection), in user units.
 
-See :mod:`sketchsyn.private_pca` for the integer noise on a public grid.
+Noise on the covariance and the mean is integer Laplace on a fine public grid; the rounding's
+effect on the sensitivity is added to the scales (:mod:`sketchsyn.private_pca` gives the
+formulas: ``σ = (3d²/n + g·d²/2)/ε_cov`` and ``μ = (d/n + d·h)/ε_mean``).
 
 Privacy model (the chapter's): pure ε-DP for **replace-one** neighbours with **n public**
-(Algorithm 6 divides by n). ``ε = ε_cov + ε_mean + ε_synth`` by sequential composition
-(``epsilon_parts`` exposes them). Default split ``(4, 1, 1)``: ``2ε/3`` on the covariance,
-``ε/6`` each on the mean and the synthesis, not the chapter's thirds (``split=(1, 1, 1)``):
-the covariance noise (entry scale ``3d²/(ε_cov·n)``) dominates the error, and on a plane in
-d = 20 (ε = 1) it lowered W1 from 0.196 to 0.120 at n = 10⁵ and from 0.041 to 0.034 at
-n = 10⁶ (docs/lowdim.md). One deviation: PMM and
-PSMM are ε-DP for add/remove (one changed cell per level), and replacing a record moves one unit
-of count from one cell to another, so the synthesis stage runs PMM/PSMM at ``ε_synth/2`` (every
-noise scale doubled) to be ``ε_synth``-DP for replace-one; the chapter's proof (Proposition 4.9)
-charges the add/remove figure.
+(Algorithm 6 divides by n); add/remove neighbours are not supported. ``ε = ε_cov + ε_mean +
+ε_synth`` by sequential composition (``epsilon_parts`` exposes them). Default split
+``(4, 1, 1)``, i.e. ``2ε/3`` on the covariance and ``ε/6`` each on the mean and the synthesis,
+not the chapter's thirds (``split=(1, 1, 1)``): the covariance noise (entry scale
+``3d²/(ε_cov·n)``) dominates the error; on a plane in d = 20 (ε = 1) this split lowered W1 from
+0.196 to 0.120 at n = 10⁵ and from 0.041 to 0.034 at n = 10⁶ (docs/lowdim.md).
+
+One deviation from the chapter: PMM and PSMM are ε-DP for add/remove (one changed cell per
+level), and replacing a record moves one unit of count from one cell to another, so the
+synthesis stage runs PMM/PSMM at ``ε_synth/2`` (every noise scale doubled) to be
+``ε_synth``-DP for replace-one; the chapter's proof (Proposition 4.9) charges the add/remove
+figure.
+
+A seeded ``rng`` is for tests and experiments only: whoever knows the seed can remove the noise.
 
 One-pass mode (``pca_rows=N``): the first N records feed only the covariance and mean, the later
 records only the synthesis (each record reaches exactly one part). With record positions

@@ -422,3 +422,20 @@ def test_serialisation_keeps_the_fixed_subspace_and_the_arguments(kwargs):
     syn.update_many(X[3000:])
     copy.update_many(X[3000:])
     assert copy.to_bytes() == syn.to_bytes()
+
+
+def test_update_item_by_item_equals_update_many_in_both_phases():
+    X, _ = plane(300, d=5, seed=4)
+    a = LowDimSynthesizer(Box.unit(5), 1.0, target_dim=2, rng=6)
+    b = LowDimSynthesizer(Box.unit(5), 1.0, target_dim=2, rng=6)
+    a.update_many(X)
+    for row in X:
+        b.update(row)
+    assert a.to_bytes() == b.to_bytes()
+    a.fix_subspace()
+    b.fix_subspace()
+    a.update_many(X)
+    for row in X.tolist():
+        b.update(row)
+    assert a.to_bytes() == b.to_bytes()
+    assert a.release() == b.release()
