@@ -279,7 +279,7 @@ class PrivateDistribution:
         return np.ldexp(1.0, -self._level)
 
     # -------------------------------------------------------------------------------- queries
-    def sample(self, m: int, rng: RNGLike = None) -> np.ndarray:
+    def sample(self, m: int, rng: RNGLike = None, *, as_frame: bool = False) -> Any:
         """Draw ``m`` synthetic points: a leaf with probability count/total, then a uniform point.
 
         Parameters
@@ -289,10 +289,14 @@ class PrivateDistribution:
         rng : None, int, SeedSequence, Generator or RandomSource
             ``None`` is the OS CSPRNG. The draw is post-processing, so a seed here does not
             weaken the privacy of the release.
+        as_frame : bool, default False
+            Return a pandas DataFrame (pandas needed) whose columns are the domain's
+            :attr:`~sketchsyn.domains.Domain.columns`, or ``x0, x1, …`` (``key`` for a
+            ``BitDomain``) when the domain has none.
 
         Returns
         -------
-        ndarray
+        ndarray or DataFrame
             ``(m, d)`` points in user units (``(m,)`` int64 for a ``BitDomain``).
 
         Notes
@@ -308,6 +312,8 @@ class PrivateDistribution:
         >>> pts = dist.sample(1000, rng=1)
         >>> bool((pts[:, 0] < 0.5).all())
         True
+        >>> dist.sample(3, rng=1, as_frame=True).columns.tolist()
+        ['x0', 'x1']
         """
         m = check_int(m, "m", "PrivateDistribution.sample", minimum=0)
         src = as_source(rng)
@@ -322,7 +328,8 @@ class PrivateDistribution:
             np.minimum(idx, last_positive, out=idx)
             lv = self._level[idx]
             px = self._prefix[idx]
-        return self._domain.sample_cells(lv, px, rng=src)
+        points = self._domain.sample_cells(lv, px, rng=src)
+        return _as_frame(points, self._domain) if as_frame else points
 
     def leaves(self) -> Leaves:
         """The leaves in Morton order with their cell bounds, counts and masses.
@@ -494,6 +501,18 @@ class PrivateDistribution:
             f"PrivateDistribution(mechanism={self._mechanism!r}, epsilon={self._epsilon!r}, "
             f"leaves={self.n_leaves}, total={round(self._total, 6)!r})"
         )
+
+
+def _as_frame(points: np.ndarray, domain: Any) -> Any:
+    """``points`` as a pandas DataFrame named by ``domain.columns`` (pandas imported lazily)."""
+    import pandas as pd
+
+    names = getattr(domain, "columns", None)
+    if points.ndim == 1:
+        return pd.DataFrame({names[0] if names else "key": points})
+    if names is None:
+        names = [f"x{i}" for i in range(points.shape[1])]
+    return pd.DataFrame(points, columns=list(names))
 
 
 def _from_bytes(blob: bytes) -> PrivateDistribution:
