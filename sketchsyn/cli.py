@@ -472,8 +472,8 @@ def _check_inside(batch: np.ndarray, domain: Any, reader: Any, columns: list[str
     if bad.any():
         i, c = (int(v[0]) for v in np.nonzero(bad))
         raise _fail(
-            f"{reader.name} line {int(reader.lines[i])}: {columns[c]} = {batch[i, c]!r} is "
-            f"outside the public bounds [{lo[c]!r}, {hi[c]!r}] (--bounds); pass "
+            f"{reader.name} line {int(reader.lines[i])}: {columns[c]} = {float(batch[i, c])!r} is "
+            f"outside the public bounds [{float(lo[c])!r}, {float(hi[c])!r}] (--bounds); pass "
             "--out-of-bounds clip (move it onto the boundary) or drop (leave it out)"
         )
 
@@ -924,7 +924,7 @@ def _parser() -> argparse.ArgumentParser:
         help="with --state, also write the state after every ROWS rows",
     )
     fit.add_argument("--noise-seed", type=int, help="seed the noise: for tests only, NOT private")
-    fit.add_argument("--quiet", action="store_true", help="no progress bar, no summary")
+    fit.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")
     fit.set_defaults(func=_fit)
 
     sample = sub.add_parser(
@@ -945,7 +945,7 @@ def _parser() -> argparse.ArgumentParser:
     sample.add_argument("--format", choices=("csv", "jsonl"))
     sample.add_argument("--seed", type=int, help="reproducible sampling (post-processing only)")
     sample.add_argument("--batch-size", type=int, default=65536)
-    sample.add_argument("--quiet", action="store_true")
+    sample.add_argument("-q", "--quiet", action="store_true")
     sample.set_defaults(func=_sample)
 
     ev = sub.add_parser(
@@ -992,7 +992,7 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("--max-points", type=int, default=5000)
     pl.add_argument("--seed", type=int, default=0)
     pl.add_argument("--dpi", type=int, default=90)
-    pl.add_argument("--quiet", action="store_true")
+    pl.add_argument("-q", "--quiet", action="store_true")
     _common_input(pl)
     pl.set_defaults(func=_plot_cmd)
 
@@ -1034,7 +1034,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--upper", help="comma-separated public upper bounds for --csv")
     demo.add_argument("--plot", default="sketchsyn-demo.png", help="PNG path")
     demo.add_argument("--no-plot", action="store_true")
-    demo.add_argument("--quiet", action="store_true")
+    demo.add_argument("-q", "--quiet", action="store_true")
     demo.set_defaults(func=_demo_cmd)
     return parser
 

@@ -60,6 +60,7 @@ __all__ = [
 ]
 
 _BAD_KEPT = 10
+_PANDAS_MIN_BYTES = 1 << 20
 _FORMATS = ("csv", "jsonl", "accesslog")
 
 
@@ -351,8 +352,13 @@ class CSVReader(BatchReader):
 
 
 def _parse_block(buf: bytes, idx: list[int], ncols: int, delimiter: str) -> np.ndarray:
-    """Selected columns of well-formed numeric CSV lines (pandas' C parser, else numpy)."""
+    """Selected columns of well-formed numeric CSV lines (pandas' C parser, else numpy).
+
+    Small blocks go to ``numpy.loadtxt`` (also C) so that short inputs do not pay pandas' import.
+    """
     try:
+        if len(buf) < _PANDAS_MIN_BYTES:
+            raise ImportError
         import pandas as pd
     except ImportError:
         return np.loadtxt(

@@ -20,7 +20,11 @@ __all__ = ["consume"]
 
 
 def consume(
-    update_many: Callable[[Any], None], iterable: Iterable[Any], batch_size: int, d: int
+    update_many: Callable[[Any], None],
+    iterable: Iterable[Any],
+    batch_size: int,
+    d: int,
+    progress: bool | None = None,
 ) -> int:
     """Send rows (or 2-D arrays of rows) from ``iterable`` to ``update_many`` in batches.
 
@@ -28,7 +32,12 @@ def consume(
     at most ``batch_size`` rows. Memory stays bounded by one batch whatever the iterable's length.
     Each batch is atomic: a bad row refuses its batch (earlier batches stay counted) and the
     error names the batch's first row in the stream. Returns the number of rows read.
+
+    ``progress``: a tqdm bar with rows/s on stderr (optional dependency); None (default) shows
+    it only when stderr is a terminal, False never (see :mod:`sketchsyn.progress`).
     """
+    from .progress import progress as with_bar
+
     batch_size = check_int(batch_size, "batch_size", "consume", minimum=1)
     pending: list[Any] = []
     position = 0
@@ -39,7 +48,7 @@ def consume(
         except InputError as exc:
             raise InputError(f"in the batch starting at stream row {start}: {exc}") from exc
 
-    for item in iterable:
+    for item in with_bar(iterable, enabled=progress, desc="consume"):
         if isinstance(item, np.ndarray) and item.ndim == 2 and (d > 1 or item.shape[1] == 1):
             if pending:
                 flush(pending, position - len(pending))
