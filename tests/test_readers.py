@@ -71,6 +71,13 @@ def test_csv_pandas_block_path_matches_the_csv_module(tmp_path):
     _write_csv(path, X)
     got = _rows(CSVReader(path, ["x", "y"], batch_size=40_000))
     np.testing.assert_array_equal(got, X)
+    # Bad lines inside a pandas-sized block are still found and numbered.
+    lines = path.read_text().splitlines()
+    for bad, why in (("1,2,3,4", "has 4 fields"), ("1,,a", "column 'y' = ''")):
+        broken = tmp_path / "broken.csv"
+        broken.write_text("\n".join([*lines[:30_000], bad, *lines[30_000:]]) + "\n")
+        with pytest.raises(InputError, match=f"line 30001: {why}"):
+            _rows(CSVReader(broken, ["x", "y"], batch_size=40_000))
 
 
 def test_csv_gzip_by_extension_and_tsv(tmp_path):
