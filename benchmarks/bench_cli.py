@@ -8,10 +8,11 @@ runs, each in a fresh Python process:
    reading the same file in bounded memory, PrivHP updates and the release.
 
 It prints wall time, rows/s, CPU time and peak resident memory of both, and the ratios (our
-overhead over just reading the file). On a loaded machine the CPU ratio is the steadier figure. Interpreter start-up and imports are inside both timings.
-Timings on a shared machine are noisy: run it more than once before trusting a digit.
+overhead over just reading the file). Interpreter start-up and imports are inside both timings.
+Timings on a shared machine are noisy (the CPU ratio is the steadier figure): run it more than
+once before trusting a digit.
 
-    python benchmarks/bench_cli.py              # 10**7 rows (about 0.4 GB of CSV)
+    python benchmarks/bench_cli.py              # 10**7 rows (about 0.3 GB of CSV)
     python benchmarks/bench_cli.py --rows 1e6   # a quick run
 """
 
