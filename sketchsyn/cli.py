@@ -514,7 +514,8 @@ def _fit(args: argparse.Namespace) -> int:
     every = args.checkpoint_every
     since = 0
     t0 = time.perf_counter()
-    for batch in progress(reader, enabled=False if args.quiet else None, desc="fit"):
+    bar = progress(reader, enabled=False if args.quiet else None, desc="fit", batched=True)
+    for batch in bar:
         if check:
             _check_inside(batch, domain, reader, columns)
         summary.update_many(batch)
@@ -588,9 +589,7 @@ def _write_rows(fh: Any, points: np.ndarray, names: list[str], fmt: str, ipv4: b
     if fmt == "csv":
         np.savetxt(fh, pts, fmt="%.17g", delimiter=",")
     else:
-        template = ", ".join(
-            f"{json.dumps(n)}: %.17g".replace("%", "%%", n.count("%")) for n in names
-        )
+        template = ", ".join(json.dumps(n).replace("%", "%%") + ": %.17g" for n in names)
         np.savetxt(fh, pts, fmt="{" + template + "}")
 
 
@@ -761,7 +760,6 @@ def _plot_cmd(args: argparse.Namespace) -> int:
                 if j == 0:
                     ax.set_ylabel(columns[i])
         axes[0, 0].legend(fontsize="small")
-        fig.suptitle("pairwise marginals: real below the diagonal, synthetic above")
     fig.suptitle(
         f"{release.mechanism}, epsilon={release.epsilon}: real vs synthetic"
         + (" (pairwise: real below the diagonal, synthetic above)" if d > 2 else "")
@@ -1054,6 +1052,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return int(args.func(args))
+    except BrokenPipeError:  # e.g. `sketchsyn sample … -o - | head`: the reader has enough
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except (UsageError, ValueError, ReleasedError, OSError) as exc:
         if os.environ.get("SKETCHSYN_DEBUG"):
             raise

@@ -42,9 +42,9 @@ def wants_bar(enabled: bool | None = None, stream: TextIO | None = None) -> bool
     return True
 
 
-def _rows(item: Any) -> int:
+def _rows(item: Any, batched: bool) -> int:
     shape = getattr(item, "shape", None)
-    if shape is not None and len(shape) == 2:
+    if shape is not None and (len(shape) == 2 or (batched and len(shape) == 1)):
         return int(shape[0])
     return 1
 
@@ -55,6 +55,7 @@ def progress(
     total: int | None = None,
     desc: str = "rows",
     stream: TextIO | None = None,
+    batched: bool = False,
 ) -> Iterable[Any]:
     """``iterable`` with a rows/s bar on ``stream`` (default stderr) when :func:`wants_bar`.
 
@@ -67,16 +68,23 @@ def progress(
         Expected number of rows (a public guess, shown as the bar's end).
     desc : str
         Label of the bar.
+    stream : file, optional
+        Where the bar goes (default ``sys.stderr``).
+    batched : bool
+        Every item is a batch, 1-D ones included (arrays of keys); by default a 1-D item is one
+        row and a 2-D item a batch of rows.
     """
     if not wants_bar(enabled, stream):
         return iterable
-    return _with_bar(iterable, total, desc, sys.stderr if stream is None else stream)
+    return _with_bar(iterable, total, desc, sys.stderr if stream is None else stream, batched)
 
 
-def _with_bar(iterable: Iterable[Any], total: int | None, desc: str, stream: TextIO) -> Iterator:
+def _with_bar(
+    iterable: Iterable[Any], total: int | None, desc: str, stream: TextIO, batched: bool
+) -> Iterator:
     from tqdm import tqdm
 
     with tqdm(total=total, unit=" rows", unit_scale=True, desc=desc, file=stream) as bar:
         for item in iterable:
             yield item
-            bar.update(_rows(item))
+            bar.update(_rows(item, batched))

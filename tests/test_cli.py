@@ -336,3 +336,31 @@ def test_demo_still_works():
     )
     assert proc.returncode == 0, proc.err
     assert "W1" in proc.out and "released once" in proc.out
+
+
+def test_plot_pairwise_marginals_for_three_columns(tmp_path):
+    X = np.random.default_rng(5).beta(2, 5, size=(800, 3))
+    path = tmp_path / "d3.csv"
+    np.savetxt(path, X, delimiter=",", header="a,b,c", comments="")
+    model = tmp_path / "d3.model"
+    assert (
+        run(
+            "fit",
+            path,
+            "--columns",
+            "a,b,c",
+            "--bounds",
+            "0:1,0:1,0:1",
+            "--epsilon",
+            "1",
+            "-o",
+            model,
+            "--depth",
+            "12",
+        ).returncode
+        == 0
+    )
+    png = tmp_path / "d3.png"
+    proc = run("plot", path, model, "-o", png, "--dpi", "40")
+    assert proc.returncode == 0, proc.err
+    assert png.read_bytes()[:4] == b"\x89PNG"
