@@ -50,7 +50,7 @@ def _csv_rows(path: str, columns: Sequence[str]) -> Iterator[list[float]]:
         reader = csv.DictReader(fh)
         missing = [c for c in columns if reader.fieldnames is None or c not in reader.fieldnames]
         if missing:
-            raise SystemExit(f"sketchsyn demo: column(s) {missing} not in {path}")
+            raise UsageError(f"--columns {missing} not in the header of {path}")
         for row in reader:
             yield [float(row[c]) for c in columns]
 
