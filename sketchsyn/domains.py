@@ -855,6 +855,8 @@ class Box(Domain):
     def to_dict(self) -> dict[str, Any]:
         """JSON-able description: ``{"type": "Box", "lower", "upper", "out_of_bounds"}``.
 
+        A ``"columns"`` list is added when the box has column names.
+
         Examples
         --------
         >>> Box(0, 1).to_dict()
@@ -1270,6 +1272,8 @@ class BitDomain(Domain):
     # ---------------------------------------------------------------- identity
     def to_dict(self) -> dict[str, Any]:
         """JSON-able description: ``{"type": "BitDomain", "bits", "out_of_bounds"}``.
+
+        A ``"columns"`` list is added when the domain has a column name.
 
         Examples
         --------

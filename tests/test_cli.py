@@ -364,3 +364,36 @@ def test_plot_pairwise_marginals_for_three_columns(tmp_path):
     proc = run("plot", path, model, "-o", png, "--dpi", "40")
     assert proc.returncode == 0, proc.err
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_memory_uses_privhp_for_memory_when_the_library_has_it(monkeypatch, tmp_path, data):
+    calls = []
+
+    def for_memory(domain, epsilon, memory_bytes, expected_n, *, sketch="count-min", rng=None):
+        calls.append((domain.columns, epsilon, memory_bytes, expected_n, sketch, rng))
+        return PrivHP(domain, epsilon, k=8, width=32, depth=10, sketch=sketch, rng=rng)
+
+    monkeypatch.setattr(PrivHP, "for_memory", staticmethod(for_memory), raising=False)
+    model = tmp_path / "m.model"
+    args = [
+        "fit",
+        str(data),
+        "--columns",
+        "lon,lat",
+        BOUNDS,
+        "--epsilon",
+        "1",
+        "--memory",
+        "1MiB",
+        "--expected-n",
+        "5000",
+        "--noise-seed",
+        "3",
+        "-o",
+        str(model),
+        "-q",
+    ]
+    assert cli.main(args) == 0
+    assert calls == [(("lon", "lat"), 1.0, 2**20, 5000, "count-min", 3)]
+    # --k given: the plain rule (the planner chooses k itself).
+    assert cli.main([*args, "--k", "16"]) == 0 and len(calls) == 1
