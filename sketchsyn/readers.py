@@ -182,19 +182,24 @@ class BatchReader:
         if len(self.bad_lines) < _BAD_KEPT:
             self.bad_lines.append(lineno)
 
-    def _parse(self, lines: list[bytes], first: int) -> tuple[np.ndarray, np.ndarray]:
+    def _next_chunk(self) -> tuple[Any, int]:
+        """The next block of lines in the form ``_parse`` takes, and its number of lines."""
+        lines = self._next_lines()
+        return lines, len(lines)
+
+    def _parse(self, chunk: Any, first: int) -> tuple[np.ndarray, np.ndarray]:
         """(rows, line numbers) of a block of lines whose first line is line ``first``."""
         raise NotImplementedError
 
     def __iter__(self) -> Iterator[np.ndarray]:
         try:
             while True:
-                lines = self._next_lines()
-                if not lines:
+                chunk, count = self._next_chunk()
+                if not count:
                     return
                 first = self.line + 1
-                self.line += len(lines)
-                rows, numbers = self._parse(lines, first)
+                self.line += count
+                rows, numbers = self._parse(chunk, first)
                 if rows.shape[0] == 0:
                     continue
                 self.lines = numbers
@@ -285,31 +290,65 @@ class CSVReader(BatchReader):
             )
         self._idx = [self.header.index(c) for c in self.columns or []]
         self._ncols = len(self.header)
+        self._pending = b""
+        self._bytes_per_line = 64.0
 
-    def _parse(self, lines: list[bytes], first: int) -> tuple[np.ndarray, np.ndarray]:
-        fast = self._fast(lines, first)
-        return fast if fast is not None else self._slow(lines, first)
+    def _next_chunk(self) -> tuple[bytes, int]:
+        """Up to ``batch_size`` complete lines as one buffer (files: read in blocks, no line
+        objects), and their number."""
+        if not self._plain:
+            lines = self._next_lines()
+            return b"".join(lines), len(lines)
+        need = self.batch_size
+        buf = self._pending
+        have = buf.count(b"\n")
+        while have < need:
+            want = int((need - have) * self._bytes_per_line * 1.1) + 4096
+            piece = self._lines.read(want)
+            if not piece:
+                break
+            have += piece.count(b"\n")
+            buf += piece
+        if have >= need:
+            cut = int(np.flatnonzero(np.frombuffer(buf, dtype=np.uint8) == 10)[need - 1]) + 1
+            buf, self._pending = buf[:cut], buf[cut:]
+            have = need
+        else:  # the end of the input: a last line may lack its newline
+            self._pending = b""
+            have += 0 if not buf or buf.endswith(b"\n") else 1
+        if have:
+            self._bytes_per_line = max(len(buf) / have, 1.0)
+        return buf, have
 
-    def _fast(self, lines: list[bytes], first: int) -> tuple[np.ndarray, np.ndarray] | None:
+    def _parse(self, buf: bytes, first: int) -> tuple[np.ndarray, np.ndarray]:
+        fast = self._fast(buf, first)
+        if fast is not None:
+            return fast
+        lines = buf.split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        return self._slow(lines, first)
+
+    def _fast(self, buf: bytes, first: int) -> tuple[np.ndarray, np.ndarray] | None:
         """All lines well formed and numeric: parse the block at once; otherwise None."""
-        buf = b"".join(lines)
         if not buf.endswith(b"\n"):
             buf += b"\n"
+        if b'"' in buf:  # quotes: leave them to the csv module
+            return None
         raw = np.frombuffer(buf, dtype=np.uint8)
-        if (raw == 34).any():  # quotes: leave them to the csv module
-            return None
-        ends = np.flatnonzero(raw == 10)
-        delims = np.searchsorted(np.flatnonzero(raw == self._delim_byte), ends)
-        per_line = np.diff(delims, prepend=0)
-        starts = np.concatenate(([0], ends[:-1] + 1))
-        length = ends - starts
-        blank = (length == 0) | ((length == 1) & (raw[np.maximum(ends - 1, 0)] == 13))
-        if blank.any():
-            if bool((per_line[blank] != 0).any()):
+        if buf.startswith((b"\n", b"\r\n")) or b"\n\n" in buf or b"\n\r\n" in buf:
+            numbers = self._numbers_around_blanks(raw, first)
+            if numbers is None:
                 return None
-        if bool((per_line[~blank] != self._ncols - 1).any()):
-            return None
-        numbers = first + np.flatnonzero(~blank)
+        else:
+            # No blank line: the delimiters and newlines must alternate as d, d, …, d, newline.
+            seps = raw[np.flatnonzero((raw == self._delim_byte) | (raw == 10))]
+            if seps.size % self._ncols:
+                return None
+            kinds = seps.reshape(-1, self._ncols)
+            if not ((kinds[:, -1] == 10).all() and (kinds[:, :-1] == self._delim_byte).all()):
+                return None
+            numbers = first + np.arange(kinds.shape[0], dtype=np.int64)
         if numbers.size == 0:
             return np.zeros((0, len(self._idx))), numbers
         try:
@@ -319,6 +358,20 @@ class CSVReader(BatchReader):
         if rows.shape != (numbers.size, len(self._idx)) or not np.isfinite(rows).all():
             return None
         return rows, numbers
+
+    def _numbers_around_blanks(self, raw: np.ndarray, first: int) -> np.ndarray | None:
+        """Line numbers of the non-blank lines if each has the header's field count, else None."""
+        ends = np.flatnonzero(raw == 10)
+        delims = np.searchsorted(np.flatnonzero(raw == self._delim_byte), ends)
+        per_line = np.diff(delims, prepend=0)
+        starts = np.concatenate(([0], ends[:-1] + 1))
+        length = ends - starts
+        blank = (length == 0) | ((length == 1) & (raw[np.maximum(ends - 1, 0)] == 13))
+        if bool((per_line[blank] != 0).any()):
+            return None
+        if bool((per_line[~blank] != self._ncols - 1).any()):
+            return None
+        return first + np.flatnonzero(~blank)
 
     def _slow(self, lines: list[bytes], first: int) -> tuple[np.ndarray, np.ndarray]:
         """Line by line with the csv module: names (or counts) every bad line."""

@@ -73,7 +73,11 @@ def test_csv_pandas_block_path_matches_the_csv_module(tmp_path):
     np.testing.assert_array_equal(got, X)
     # Bad lines inside a pandas-sized block are still found and numbered.
     lines = path.read_text().splitlines()
-    for bad, why in (("1,2,3,4", "has 4 fields"), ("1,,a", "column 'y' = ''")):
+    for bad, why in (
+        ("1,2,3,4", "has 4 fields"),
+        ("1,,a", "column 'y' = ''"),
+        ("1,2,3,4\n5,6", "has 4 fields"),  # the total count of delimiters is right
+    ):
         broken = tmp_path / "broken.csv"
         broken.write_text("\n".join([*lines[:30_000], bad, *lines[30_000:]]) + "\n")
         with pytest.raises(InputError, match=f"line 30001: {why}"):
@@ -104,6 +108,14 @@ def test_csv_bad_line_is_refused_with_its_line_number(line, why):
     text = f"x,y,label\n1,2,a\n\n3,4,b\n{line}\n5,6,c\n"
     with pytest.raises(InputError, match=rf"line 5: {why}"):
         _rows(CSVReader(io.BytesIO(text.encode()), ["x", "y"]))
+
+
+def test_csv_lines_with_one_field_too_many_and_one_too_few_are_both_bad():
+    text = b"x,y,label\n1,2,a\n3,4,b,extra\n5,6\n7,8,c\n"
+    with pytest.raises(InputError, match="line 3: has 4 fields"):
+        _rows(CSVReader(io.BytesIO(text), ["x", "y"]))
+    reader = CSVReader(io.BytesIO(text), ["x", "y"], on_bad="skip")
+    assert _rows(reader).tolist() == [[1, 2], [7, 8]] and reader.bad_lines == [3, 4]
 
 
 def test_csv_bad_lines_counted_and_skipped_never_silently():
