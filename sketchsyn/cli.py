@@ -412,6 +412,11 @@ def _pmm_plan(args: argparse.Namespace, domain: Any) -> tuple[Any, str]:
     from . import accounting
     from .pmm import PMM
 
+    if args.state:
+        raise _fail(
+            "--state is for PrivHP: PMM draws its noise at the release, so its state is exact "
+            "counts (not private) and is not saved by the command line"
+        )
     if args.width is not None or args.k is not None or args.sketch_depth is not None:
         raise _fail("--k, --width and --sketch-depth are PrivHP parameters; PMM has only --depth")
     depth = args.depth
@@ -447,8 +452,8 @@ def _resume(args: argparse.Namespace) -> Any:
     if given:
         raise _fail(f"--resume takes every parameter from the state; drop {', '.join(given)}")
     summary = _load(args.resume, "--resume state")
-    if not hasattr(summary, "update_many"):
-        raise _fail(f"--resume {args.resume!r} is a release, not a resumable state")
+    if not isinstance(summary, PrivHP):
+        raise _fail(f"--resume {args.resume!r} is not a PrivHP state written by fit --state")
     if _is_released(summary):
         raise _fail(
             f"--resume {args.resume!r} was already released: its noise may be released at one "
@@ -482,6 +487,14 @@ def _fit(args: argparse.Namespace) -> int:
     from .progress import progress
     from .readers import format_of, open_reader
 
+    if args.resume:
+        if args.state and os.path.abspath(args.state) != os.path.abspath(args.resume):
+            raise _fail(
+                "--resume continues its FILE in place (one lineage for its noise: two "
+                "continuations of one state released at different positions would reveal the "
+                "rows between them); drop --state or give the same file"
+            )
+        args.state = args.resume
     if not args.output and not args.state:
         raise _fail("give -o MODEL (the release) and/or --state FILE (a resumable state)")
     fmt = args.format or (None if args.data == "-" else format_of(args.data)) or "csv"
@@ -545,8 +558,6 @@ def _fit(args: argparse.Namespace) -> int:
     if args.state:
         _write_atomic(args.state, summary.to_bytes())
         note = " (already released: it accepts no more rows)" if args.output else ""
-        if type(summary).__name__ == "PMM":
-            note += "; a PMM state holds EXACT counts (not private): keep it on the trusted side"
         say(f"  wrote the state {args.state}{note}")
     return 0
 
@@ -911,10 +922,14 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument(
         "--state",
         metavar="FILE",
-        help="also write the resumable noisy state (atomically); without -o, continue it "
-        "later with --resume (with -o it is saved released and closed)",
+        help="also write the resumable noisy PrivHP state (atomically); without -o, continue "
+        "it later with --resume (with -o it is saved released and closed)",
     )
-    fit.add_argument("--resume", metavar="FILE", help="continue a state written by --state")
+    fit.add_argument(
+        "--resume",
+        metavar="FILE",
+        help="continue a state written by --state; FILE is updated in place (one lineage)",
+    )
     fit.add_argument(
         "--checkpoint-every",
         type=int,

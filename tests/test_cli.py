@@ -287,7 +287,9 @@ def test_out_of_bounds_row_with_each_policy(tmp_path):
 # --------------------------------------------------------------------------- state, resume
 def test_state_and_resume_equal_one_uninterrupted_run(tmp_path):
     X = rides(1200, seed=4)
-    part1, part2 = write_csv(tmp_path / "p1.csv", X[:500]), write_csv(tmp_path / "p2.csv", X[500:])
+    part1 = write_csv(tmp_path / "p1.csv", X[:500])
+    part2 = write_csv(tmp_path / "p2.csv", X[500:900])
+    part3 = write_csv(tmp_path / "p3.csv", X[900:])
     whole = write_csv(tmp_path / "all.csv", X)
     common = ("--columns", "lon,lat", BOUNDS, "--epsilon", "1", "--noise-seed", "9")
     state = tmp_path / "state.bin"
@@ -301,8 +303,14 @@ def test_state_and_resume_equal_one_uninterrupted_run(tmp_path):
         run("fit", part2, "--resume", state, "--epsilon", "2", "-o", "x"),
         "--resume takes every parameter from the state; drop --epsilon",
     )
+    user_error(
+        run("fit", part2, "--resume", state, "--state", tmp_path / "other.bin"),
+        "--resume continues its FILE in place",
+    )
+    # Continue in place without a release, then continue again and release.
+    assert run("fit", part2, "--resume", state).returncode == 0
     resumed = tmp_path / "resumed.model"
-    proc = run("fit", part2, "--resume", state, "-o", resumed, "--state", state)
+    proc = run("fit", part3, "--resume", state, "-o", resumed)
     assert proc.returncode == 0, proc.err
     one = tmp_path / "one.model"
     assert run("fit", whole, *common, "-o", one).returncode == 0
@@ -310,6 +318,10 @@ def test_state_and_resume_equal_one_uninterrupted_run(tmp_path):
     # The state was saved after its release: continuing it would release the noise twice.
     user_error(run("fit", part2, "--resume", state, "-o", tmp_path / "z"), "already released")
     assert not list(tmp_path.glob(".sketchsyn-*"))  # no temporary file left behind
+    user_error(
+        run("fit", part1, *common, "--mechanism", "pmm", "--depth", "8", "--state", state),
+        "--state is for PrivHP",
+    )
 
 
 def test_write_atomic_replaces_whole_files(tmp_path):
