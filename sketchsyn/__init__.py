@@ -56,6 +56,12 @@ _EXPORTS = {
     "wasserstein1": "metrics",
     "w1_floor": "metrics",
     "W1Result": "metrics",
+    # readers
+    "CSVReader": "readers",
+    "JSONLinesReader": "readers",
+    "AccessLogReader": "readers",
+    "open_reader": "readers",
+    "follow": "readers",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

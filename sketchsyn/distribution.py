@@ -283,7 +283,7 @@ class PrivateDistribution(Checkpointable):
         return np.ldexp(1.0, -self._level)
 
     # -------------------------------------------------------------------------------- queries
-    def sample(self, m: int, rng: RNGLike = None) -> np.ndarray:
+    def sample(self, m: int, rng: RNGLike = None, *, as_frame: bool = False) -> Any:
         """Draw ``m`` synthetic points: a leaf with probability count/total, then a uniform point.
 
         Parameters
@@ -293,10 +293,14 @@ class PrivateDistribution(Checkpointable):
         rng : None, int, SeedSequence, Generator or RandomSource
             ``None`` is the OS CSPRNG. The draw is post-processing, so a seed here does not
             weaken the privacy of the release.
+        as_frame : bool, default False
+            Return a pandas DataFrame (pandas needed) whose columns are the domain's
+            :attr:`~sketchsyn.domains.Domain.columns`, or ``x0, x1, …`` (``key`` for a
+            ``BitDomain``) when the domain has none.
 
         Returns
         -------
-        ndarray
+        ndarray or DataFrame
             ``(m, d)`` points in user units (``(m,)`` int64 for a ``BitDomain``).
 
         Notes
@@ -312,11 +316,14 @@ class PrivateDistribution(Checkpointable):
         >>> pts = dist.sample(1000, rng=1)
         >>> bool((pts[:, 0] < 0.5).all())
         True
+        >>> dist.sample(3, rng=1, as_frame=True).columns.tolist()
+        ['x0', 'x1']
         """
         m = check_int(m, "m", "PrivateDistribution.sample", minimum=0)
         src = as_source(rng)
         if m <= _SAMPLE_CHUNK:
-            return self._sample(m, src)
+            points = self._sample(m, src)
+            return _as_frame(points, self._domain) if as_frame else points
         # Large draws go chunk by chunk into one output array: the working memory stays a few
         # chunks whatever m is.
         first = self._sample(_SAMPLE_CHUNK, src)
@@ -325,7 +332,7 @@ class PrivateDistribution(Checkpointable):
         for start in range(_SAMPLE_CHUNK, m, _SAMPLE_CHUNK):
             n = min(_SAMPLE_CHUNK, m - start)
             out[start : start + n] = self._sample(n, src)
-        return out
+        return _as_frame(out, self._domain) if as_frame else out
 
     def _sample(self, m: int, src: Any) -> np.ndarray:
         """``sample`` for one chunk."""
@@ -514,6 +521,18 @@ class PrivateDistribution(Checkpointable):
             f"PrivateDistribution(mechanism={self._mechanism!r}, epsilon={self._epsilon!r}, "
             f"leaves={self.n_leaves}, total={round(self._total, 6)!r})"
         )
+
+
+def _as_frame(points: np.ndarray, domain: Any) -> Any:
+    """``points`` as a pandas DataFrame named by ``domain.columns`` (pandas imported lazily)."""
+    import pandas as pd
+
+    names = getattr(domain, "columns", None)
+    if points.ndim == 1:
+        return pd.DataFrame({names[0] if names else "key": points})
+    if names is None:
+        names = [f"x{i}" for i in range(points.shape[1])]
+    return pd.DataFrame(points, columns=list(names))
 
 
 def _from_bytes(blob: bytes) -> PrivateDistribution:

@@ -191,6 +191,52 @@ class Domain:
         """JSON-able description with a ``"type"`` key; see the subclasses."""
         raise NotImplementedError
 
+    @property
+    def columns(self) -> tuple[str, ...] | None:
+        """Names of the coordinates (``None`` when not given); kept by ``to_dict``.
+
+        With names, ``encode`` takes a pandas DataFrame's columns by name (in this order, other
+        columns ignored); without them a DataFrame must have exactly ``d`` columns, taken in order.
+
+        Examples
+        --------
+        >>> Box([0, 0], [1, 1], columns=["lon", "lat"]).columns
+        ('lon', 'lat')
+        """
+        return getattr(self, "_columns", None)
+
+    def _set_columns(self, columns: Any) -> None:
+        if columns is None:
+            self._columns: tuple[str, ...] | None = None
+            return
+        names = [columns] if isinstance(columns, str) else list(columns)
+        if (
+            len(names) != self.d
+            or not all(isinstance(c, str) and c for c in names)
+            or len(set(names)) != len(names)
+        ):
+            raise ParameterError(
+                f"The 'columns' parameter of {self._owner} must be {self.d} distinct non-empty "
+                f"strings (one per coordinate). Got {_row_text(columns)} instead."
+            )
+        self._columns = tuple(names)
+
+    def _from_frame(self, X: Any) -> Any:
+        """A pandas DataFrame (duck-typed) as a numpy array of this domain's columns by name."""
+        if not (hasattr(X, "columns") and hasattr(X, "to_numpy") and getattr(X, "ndim", 0) == 2):
+            return X
+        names = self.columns
+        if names is None:
+            return X.to_numpy()
+        have = set(X.columns)
+        missing = [c for c in names if c not in have]
+        if missing:
+            raise InputError(
+                f"X (a DataFrame) has no column {missing[0]!r}; this domain's columns are "
+                f"{list(names)} and the DataFrame's are {list(X.columns)}"
+            )
+        return X[list(names)].to_numpy()
+
     # ------------------------------------------------------------------ shared behaviour
     def encode_one(self, x: Any, depth: int) -> int | None:
         """Morton code (a Python int) of one point ``x`` (shape ``(d,)``, or a scalar if d = 1).
@@ -335,19 +381,25 @@ class Domain:
         raise NotImplementedError
 
     @classmethod
-    def _fields(cls, data: dict[str, Any], required: tuple[str, ...]) -> list[Any]:
-        extra = set(data) - set(required) - {"type"}
+    def _fields(
+        cls, data: dict[str, Any], required: tuple[str, ...], optional: tuple[str, ...] = ()
+    ) -> list[Any]:
+        extra = set(data) - set(required) - set(optional) - {"type"}
         missing = [k for k in required if k not in data]
         if extra or missing:
             raise ParameterError(
                 f"The 'data' parameter of {cls.__name__}.from_dict must have exactly the keys "
-                f"{['type', *required]}. Got {sorted(data)} instead."
+                f"{['type', *required]} (optional: {list(optional)}). Got {sorted(data)} instead."
             )
-        return [data[k] for k in required]
+        return [data[k] for k in required] + [data.get(k) for k in optional]
+
+    def _columns_dict(self) -> dict[str, Any]:
+        return {} if self.columns is None else {"columns": list(self.columns)}
 
     def _policy_suffix(self) -> str:
         policy = self._out_of_bounds  # type: ignore[attr-defined]
-        return "" if policy == "raise" else f", out_of_bounds={policy!r}"
+        names = "" if self.columns is None else f", columns={list(self.columns)}"
+        return ("" if policy == "raise" else f", out_of_bounds={policy!r}") + names
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and self.to_dict() == other.to_dict()  # type: ignore[attr-defined]
@@ -371,6 +423,8 @@ class Box(Domain):
     out_of_bounds : {"raise", "clip", "drop"}
         Policy for points outside the box: refuse the batch (default), clamp them onto the box,
         or drop them (``encode(..., return_dropped=True)`` reports how many).
+    columns : sequence of d str, optional
+        Names of the coordinates (see :attr:`columns`); they survive ``to_dict``/``to_bytes``.
 
     Examples
     --------
@@ -383,7 +437,9 @@ class Box(Domain):
 
     _owner = "Box"
 
-    def __init__(self, lower: Any, upper: Any, out_of_bounds: str = "raise") -> None:
+    def __init__(
+        self, lower: Any, upper: Any, out_of_bounds: str = "raise", *, columns: Any = None
+    ) -> None:
         try:
             lo = np.atleast_1d(np.array(lower, dtype=np.float64))
             hi = np.atleast_1d(np.array(upper, dtype=np.float64))
@@ -419,6 +475,7 @@ class Box(Domain):
             arr.setflags(write=False)
         self._lower, self._upper, self._span = lo, hi, span
         self._out_of_bounds = self._check_policy(out_of_bounds)
+        self._set_columns(columns)
 
     @classmethod
     def unit(cls, d: int, out_of_bounds: str = "raise") -> Box:
@@ -460,7 +517,7 @@ class Box(Domain):
         length and (``finite=True``) NaN or infinite values. The caller's array is never written.
         """
         arr: np.ndarray | None
-        X = _plain_array(X, what)
+        X = _plain_array(self._from_frame(X), what)
         if isinstance(X, np.ndarray) and X.dtype.kind in "fiu":
             arr = X.astype(np.float64, copy=False)
         elif isinstance(X, np.ndarray) and X.dtype.kind in "cbMm":
@@ -808,6 +865,8 @@ class Box(Domain):
     def to_dict(self) -> dict[str, Any]:
         """JSON-able description: ``{"type": "Box", "lower", "upper", "out_of_bounds"}``.
 
+        A ``"columns"`` list is added when the box has column names.
+
         Examples
         --------
         >>> Box(0, 1).to_dict()
@@ -818,12 +877,14 @@ class Box(Domain):
             "lower": self._lower.tolist(),
             "upper": self._upper.tolist(),
             "out_of_bounds": self._out_of_bounds,
-        }
+        } | self._columns_dict()
 
     @classmethod
     def _from_fields(cls, data: dict[str, Any]) -> Box:
-        lower, upper, policy = cls._fields(data, ("lower", "upper", "out_of_bounds"))
-        return cls(lower, upper, policy)
+        lower, upper, policy, columns = cls._fields(
+            data, ("lower", "upper", "out_of_bounds"), ("columns",)
+        )
+        return cls(lower, upper, policy, columns=columns)
 
     def __repr__(self) -> str:
         policy = self._policy_suffix()
@@ -914,6 +975,8 @@ class BitDomain(Domain):
     out_of_bounds : {"raise", "clip", "drop"}
         Policy for keys outside ``[0, 2**bits)``: refuse the batch, clamp (negative keys to 0,
         large ones to ``2**bits − 1``) or drop them.
+    columns : sequence of one str, optional
+        Name of the key column (see :attr:`columns`); it survives ``to_dict``/``to_bytes``.
 
     Examples
     --------
@@ -927,16 +990,17 @@ class BitDomain(Domain):
 
     _owner = "BitDomain"
 
-    def __init__(self, bits: int, out_of_bounds: str = "raise") -> None:
+    def __init__(self, bits: int, out_of_bounds: str = "raise", *, columns: Any = None) -> None:
         self._bits = check_int(bits, "bits", "BitDomain", minimum=1, maximum=64)
         self._out_of_bounds = self._check_policy(out_of_bounds)
+        self._set_columns(columns)
         self._lower = np.zeros(1)
         self._upper = np.array([float((1 << self._bits) - 1)])
         self._lower.setflags(write=False)
         self._upper.setflags(write=False)
 
     @classmethod
-    def ipv4(cls, out_of_bounds: str = "raise") -> BitDomain:
+    def ipv4(cls, out_of_bounds: str = "raise", *, columns: Any = None) -> BitDomain:
         """The IPv4 address space (``bits = 32``), which also reads dotted strings.
 
         Examples
@@ -945,7 +1009,7 @@ class BitDomain(Domain):
         >>> dom.encode(["10.1.2.3"], depth=32).tolist() == [(10 << 24) + (1 << 16) + (2 << 8) + 3]
         True
         """
-        return cls(32, out_of_bounds)
+        return cls(32, out_of_bounds, columns=columns)
 
     @property
     def bits(self) -> int:
@@ -1087,6 +1151,7 @@ class BitDomain(Domain):
         True
         """
         depth = self._check_depth(depth, "encode")
+        X = self._from_frame(X)
         keys, low, high = self._keys(X)
         n_dropped = 0
         outside = low | high
@@ -1217,6 +1282,7 @@ class BitDomain(Domain):
         >>> BitDomain(8).normalize([0, 128, 191.5]).ravel().tolist()
         [0.0, 0.5, 0.748046875]
         """
+        X = self._from_frame(X)
         arr = X if isinstance(X, np.ndarray) else np.asarray(X)
         if arr.ndim == 2 and arr.shape[1] == 1:
             arr = arr[:, 0]
@@ -1243,17 +1309,23 @@ class BitDomain(Domain):
     def to_dict(self) -> dict[str, Any]:
         """JSON-able description: ``{"type": "BitDomain", "bits", "out_of_bounds"}``.
 
+        A ``"columns"`` list is added when the domain has a column name.
+
         Examples
         --------
         >>> BitDomain(12).to_dict()
         {'type': 'BitDomain', 'bits': 12, 'out_of_bounds': 'raise'}
         """
-        return {"type": "BitDomain", "bits": self._bits, "out_of_bounds": self._out_of_bounds}
+        return {
+            "type": "BitDomain",
+            "bits": self._bits,
+            "out_of_bounds": self._out_of_bounds,
+        } | self._columns_dict()
 
     @classmethod
     def _from_fields(cls, data: dict[str, Any]) -> BitDomain:
-        bits, policy = cls._fields(data, ("bits", "out_of_bounds"))
-        return cls(bits, policy)
+        bits, policy, columns = cls._fields(data, ("bits", "out_of_bounds"), ("columns",))
+        return cls(bits, policy, columns=columns)
 
     def __repr__(self) -> str:
         policy = self._policy_suffix()

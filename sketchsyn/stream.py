@@ -20,7 +20,11 @@ __all__ = ["consume"]
 
 
 def consume(
-    update_many: Callable[[Any], None], iterable: Iterable[Any], batch_size: int, d: int
+    update_many: Callable[[Any], None],
+    iterable: Iterable[Any],
+    batch_size: int,
+    d: int,
+    progress: bool | None = None,
 ) -> int:
     """Send rows (or 2-D arrays of rows) from ``iterable`` to ``update_many`` in batches.
 
@@ -30,7 +34,12 @@ def consume(
     error names the batch's first row in the stream. If the source itself raises, the rows it
     gave so far are counted first and the exception carries a note saying how many (so none is
     lost silently). Returns the number of rows read.
+
+    ``progress``: a tqdm bar with rows/s on stderr (optional dependency); None (default) shows
+    it only when stderr is a terminal, False never (see :mod:`sketchsyn.progress`).
     """
+    from .progress import progress as with_bar
+
     batch_size = check_int(batch_size, "batch_size", "consume", minimum=1)
     pending: list[Any] = []
     position = 0
@@ -41,7 +50,7 @@ def consume(
         except InputError as exc:
             raise InputError(f"in the batch starting at stream row {start}: {exc}") from exc
 
-    iterator = iter(iterable)
+    iterator = iter(with_bar(iterable, enabled=progress, desc="consume"))
     while True:
         try:
             item = next(iterator)
