@@ -869,10 +869,10 @@ class SparseCounter(_Counter):
     The timeline is cut into segments: a segment closes at the first step where its count
     ``N`` plus fresh ``Lap_Z(2·sensitivity/ε)`` exceeds its threshold
     ``T0 + Lap_Z(2·sensitivity/ε)``, ``T0 = 9·ln(T)·sensitivity/ε``; each closed segment's
-    count is one step of a :class:`BinaryMechanism` with budget ``ε/2`` and horizon ``T`` (at most ``T`` segments), and
-    the release is that mechanism's latest output. Releases change only when a segment closes,
-    so on a sparse stream the error is ``O((log T + log^1.5 n)/ε)`` (Lemma 3.2) instead of
-    ``O(log^1.5 T/ε)``.
+    count is one step of a :class:`BinaryMechanism` with budget ``ε/2`` and horizon ``T`` (at
+    most ``T`` segments), and the release is that mechanism's latest output. Releases change
+    only when a segment closes, so on a sparse stream the error is
+    ``O((log T + log^1.5 n)/ε)`` (Lemma 3.2) instead of ``O(log^1.5 T/ε)``.
 
     One check per step: at step ``t`` the value joins ``N`` and the check is made; a segment
     that closes at ``t`` is in ``t``'s release (the paper shows it from ``t + 1``: the same
