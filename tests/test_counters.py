@@ -16,7 +16,9 @@ from sketchsyn.counters import (
     CounterBank,
     InhomogeneousSparseCounter,
     SparseCounter,
+    SqrtFactorizationCounter,
     online_budgets,
+    sqrt_coefficients,
 )
 from sketchsyn.errors import InputError, ParameterError, SerializationError
 
@@ -461,3 +463,60 @@ def test_floor_t0_is_exact():
     assert counters._floor_t0(1, Fraction(1), 1) == 0
     for horizon, eps in ((100, Fraction(1, 3)), (2**40, Fraction(7, 10)), (5, Fraction(2))):
         assert counters._floor_t0(horizon, eps, 1) == math.floor(9 * math.log(horizon) / eps)
+
+
+# ------------------------------------------------------------------ square-root factorization
+def test_sqrt_coefficients_square_to_the_prefix_sum_matrix():
+    c = sqrt_coefficients(200)
+    assert np.allclose(np.convolve(c, c)[:200], 1.0, atol=1e-12)  # (1 − z)^{-1/2} squared
+    assert c[3] == 0.3125
+
+
+def test_sqrt_factorization_noise_is_calibrated_exactly():
+    c = SqrtFactorizationCounter(0.5, 1000, sensitivity=3, rng=0)
+    coef = np.rint(sqrt_coefficients(1000) * 2.0**c.bits).astype(np.int64)
+    norm2 = sum(int(v) ** 2 for v in coef.tolist())  # the first column: the largest norm
+    assert c.sigma2 == Fraction(9 * norm2, 1)  # Δ²·‖C'e_1‖²/(2ρ) with 2ρ = 1
+    assert c.sigma2 <= 2**30 and c.bits >= 8
+
+
+@pytest.mark.parametrize("split", [[40], [1] * 40, [13, 27]])
+def test_sqrt_factorization_is_exact_without_noise(monkeypatch, split):
+    monkeypatch.setattr(counters, "_draw", lambda kind, param, n, src: np.zeros(n, np.int64))
+    xs = np.arange(40) % 4
+    c = SqrtFactorizationCounter(1.0, 40, rng=0)
+    out, pos = [], 0
+    for size in split:
+        out += c.update_many(xs[pos : pos + size]).tolist()
+        pos += size
+    assert np.allclose(out, np.cumsum(xs), rtol=0, atol=1e-6)
+
+
+def test_sqrt_factorization_is_unbiased_with_formula_variance_and_beats_the_tree():
+    runs, horizon = 400, 32
+    xs = np.random.default_rng(0).integers(0, 3, size=horizon)
+    err = np.array(
+        [SqrtFactorizationCounter(0.5, horizon, rng=i).update_many(xs) for i in range(runs)]
+    ) - np.cumsum(xs)
+    c = SqrtFactorizationCounter(0.5, horizon, rng=0)
+    var = np.array([c.variance(t) for t in range(1, horizon + 1)])
+    assert np.all(np.abs(err.mean(axis=0)) < 4.5 * np.sqrt(var / runs))
+    rel = err.var(axis=0) / var - 1
+    assert np.all(np.abs(rel) < 4.5 * math.sqrt(2 / runs)), rel
+    # The reference figures, units 1/(2ρ): 10.7 at T = 2^10 against 110 for the tree.
+    big = SqrtFactorizationCounter(1.0, 1024, rng=0)
+    assert 10.5 < 2 * big.variance(1024) < 11.5
+    assert 2 * BinaryMechanism(rho=1.0, horizon=1024, rng=0).variance(1023) == pytest.approx(110)
+
+
+def test_sqrt_factorization_bytes_and_bad_values():
+    c = SqrtFactorizationCounter(1.0, 100, rng=0)
+    c.update_many([1, 2, 0])
+    blob = c.to_bytes()
+    assert b'"exact_state": true' in blob
+    back = SqrtFactorizationCounter.from_bytes(blob)
+    assert back.t == 3 and np.array_equal(back.releases, c.releases)
+    assert back.query() == c.query() and c.nbytes == 16 * 100 + 48
+    with pytest.raises(InputError):
+        c.update_many([1, -1])
+    assert c.to_bytes() == blob

@@ -29,6 +29,7 @@ from sketchsyn.counters import (
     CounterBank,
     InhomogeneousSparseCounter,
     SparseCounter,
+    SqrtFactorizationCounter,
     online_budgets,
 )
 from sketchsyn.distribution import PrivateDistribution
@@ -137,6 +138,7 @@ def _counter_entries() -> list[Entry]:
             epsilon=1.0, horizon=2000, estimator="honaker", rng=4
         ),
         "SparseCounter": lambda: SparseCounter(2.0, 2000, rng=4),
+        "SqrtFactorizationCounter": lambda: SqrtFactorizationCounter(1.0, 2000, rng=4),
         "InhomogeneousSparseCounter": lambda: InhomogeneousSparseCounter(
             0.5, online_budgets(0.5, 2, 1), start_level=1, rng=4
         ),
