@@ -1091,7 +1091,7 @@ class SqrtFactorizationCounter(_Counter):
     post-processing, ``Ŝ = A·C'^{-1}·y``: unbiased, with variance ``σ_Z²·Σ_{i<t} b_i²`` at step
     ``t`` (``b`` the coefficients of ``A·C'^{-1}``, ``σ_Z²`` the exact discrete Gaussian
     variance). ``b`` is the largest number of bits in ``[4, 32]`` that keeps ``σ² ≤ 2**30``.
-    Max variance in units of ``1/(2ρ)``: about 11 at ``T = 2^10`` against 110 for the tree.
+    Max variance in units of ``1/(2ρ)``: 10.7 at ``T = 2^10`` against 110 for the tree.
 
     **Memory O(T)**, acceptable for longitudinal horizons (``T ≤ 10^4``): the state keeps the
     stream so far (``C'x`` needs all of it) and the noisy releases; it is a trusted curator's
@@ -1113,7 +1113,7 @@ class SqrtFactorizationCounter(_Counter):
     >>> c = SqrtFactorizationCounter(1.0, 1024, rng=0)
     >>> est = c.update_many(np.ones(1000, dtype=np.int64))
     >>> bool(abs(est[-1] - 1000) < 30), round(c.variance(1024) * 2, 1)  # ρ = 1: units 1/(2ρ)
-    (True, 11.2)
+    (True, 10.7)
     """
 
     _kind = "SqrtFactorizationCounter"
