@@ -218,7 +218,15 @@ def _budget(epsilon: object, rho: object, owner: str, allow_rho: bool = True) ->
 
 
 def _popcount(values: np.ndarray) -> np.ndarray:
-    return np.bitwise_count(values.astype(np.uint64)).astype(np.int64)
+    """Set bits of non-negative int64 values (uint8)."""
+    return np.bitwise_count(values)
+
+
+def _cumsum(steps: np.ndarray) -> np.ndarray:
+    """Cumulative sums down the steps of an ``(n, m)`` array (1-D fast path for ``m = 1``)."""
+    if steps.shape[1] == 1:
+        return np.cumsum(steps[:, 0]).reshape(-1, 1)
+    return np.cumsum(steps, axis=0)
 
 
 def _nu_sum(m: Any) -> Any:
@@ -796,7 +804,7 @@ class BinaryMechanism(_Counter):
         if n == 0:
             return np.zeros((0, self._m), dtype=np.int64)
         if self._horizon is not None:
-            out = self._tree.advance(np.cumsum(steps, axis=0), self._kindn, self._param, self._src)
+            out = self._tree.advance(_cumsum(steps), self._kindn, self._param, self._src)
         else:
             out = np.empty(steps.shape, dtype=np.int64)
             done = 0
@@ -804,7 +812,7 @@ class BinaryMechanism(_Counter):
                 k = self._segment
                 left = (1 << k) - self._tree.u  # steps left in segment k
                 take = min(left, n - done)
-                cum = np.cumsum(steps[done : done + take], axis=0)
+                cum = _cumsum(steps[done : done + take])
                 param = self._tree_param(k + 1, 2)
                 out[done : done + take] = self._base + self._tree.advance(
                     cum, self._kindn, param, self._src
