@@ -285,17 +285,21 @@ class _Tree:
         g = np.zeros((1, m), dtype=np.int64)
         for j in range(self.levels - 1, -1, -1):
             lo, hi = t0 >> j, t1 >> j
-            g = g[(np.arange(lo, hi + 1, dtype=np.int64) >> 1) - (t0 >> (j + 1))]
+            # Level j's blocks k = lo … hi: each parent block (k >> 1) covers two of them.
+            off = lo - ((t0 >> (j + 1)) << 1)
+            g = np.repeat(g, 2, axis=0)[off : off + hi - lo + 1]
             start = 1 - (lo & 1)  # position of the first odd k
             ks = np.arange(lo + start, hi + 1, 2, dtype=np.int64)
             if ks.size == 0:
                 continue
             a = (ks - 1) << j
-            fresh = a >= t0
-            vals = np.empty((ks.size, m), dtype=np.int64)
-            vals[fresh] = eta[_nu_sum(a[fresh] - 1) - first + j]
-            for i in np.flatnonzero(~fresh).tolist():  # at most the first one
-                vals[i] = self.closed[j] if (int(ks[i]) << j) <= t0 - 1 else self.open_[j]
+            if eta.shape[0]:  # fresh blocks (a ≥ t0); the first index is clipped, see below
+                idx = _nu_sum(np.maximum(a - 1, 0)) - first + j
+                vals = eta[np.clip(idx, 0, eta.shape[0] - 1)]
+            else:
+                vals = np.empty((ks.size, m), dtype=np.int64)
+            if a[0] < t0:  # only the first block can have opened before the batch
+                vals[0] = self.closed[j] if (int(ks[0]) << j) <= t0 - 1 else self.open_[j]
             g[start::2] += vals
         releases = cum + g
         # New state, level by level (closed first: it may take the old open block).
