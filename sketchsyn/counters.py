@@ -2,18 +2,26 @@
 
 API summary (every counter speaks the same protocol)::
 
-    BinaryMechanism(epsilon=None, horizon=None, *, rho=None, sensitivity=1, rng=None)
+    BinaryMechanism(epsilon=None, horizon=None, *, rho=None, sensitivity=1,
+                    estimator="tree", rng=None)        # estimator="honaker": finite horizon
+    CounterBank(size, epsilon=None, horizon=None, *, rho=None, sensitivity=1,
+                estimator="tree", rng=None)            # size binary mechanisms stepped together
     SparseCounter(epsilon, horizon, *, sensitivity=1, rng=None)
     InhomogeneousSparseCounter(epsilon, budgets, start_level=0, *, sensitivity=1, rng=None)
     online_budgets(epsilon, d, j) -> OnlineBudgets      # callable r -> epsilon_r, (4.1) / (5.1)
+    SqrtFactorizationCounter(rho, horizon, *, sensitivity=1, rng=None)   # T <= 2**20, O(T) state
 
     c.update(x) -> int              one step of value x (a non-negative integer), its release
     c.update_many(xs) -> ndarray    len(xs) steps, the release of every step (int64)
     c.skip(s, releases=False)       s steps of value 0 in O(log s) (releases=True: their values)
     c.query() -> int                the latest release (0 before the first step)
     c.t                             steps taken (the inhomogeneous counter: global time)
-    c.epsilon / c.rho, c.sensitivity, c.horizon, c.nbytes, c.variance(t) (binary mechanism)
+    c.epsilon / c.rho, c.sensitivity, c.horizon, c.nbytes, c.variance(t) (tree, factorization)
     c.snapshot(), c.to_bytes(), Cls.from_bytes(blob, rng=None), pickle via to_bytes
+    bank.update(x[size]) -> [size]; bank.update_many(xs[n, size]) -> [n, size]; bank.query()
+
+Releases are int64, except Honaker's estimator and the factorization (float64 estimates,
+post-processing of integer noisy values).
 
 **Privacy unit.** Neighbouring streams differ by at most ``sensitivity`` (default 1) in ℓ1 over
 all steps: one event, or one person whose events the caller has bounded. Exactly one of
