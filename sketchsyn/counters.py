@@ -1302,6 +1302,7 @@ class SqrtFactorizationCounter(_Counter):
 
 
 # ------------------------------------------------------------------ exact trip times
+@lru_cache(maxsize=256)
 def _floor_t0(horizon: int, epsilon: Fraction, sensitivity: int) -> int:
     """``floor(9·ln(T)·sensitivity/ε)``, exactly (ln T is irrational for T ≥ 2)."""
     if horizon == 1:
