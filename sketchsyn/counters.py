@@ -19,6 +19,7 @@ API summary (every counter speaks the same protocol)::
     c.epsilon / c.rho, c.sensitivity, c.horizon, c.nbytes, c.variance(t) (tree, factorization)
     c.snapshot(), c.to_bytes(), Cls.from_bytes(blob, rng=None), pickle via to_bytes
     bank.update(x[size]) -> [size]; bank.update_many(xs[n, size]) -> [n, size]; bank.query()
+    BinaryMechanism / CounterBank .merge(other)   # same parameters and t; shared noise refused
 
 Releases are int64, except Honaker's estimator and the factorization (float64 estimates,
 post-processing of integer noisy values).
@@ -71,6 +72,7 @@ from typing import Any
 import numpy as np
 
 from .errors import (
+    IncompatibleError,
     InputError,
     ParameterError,
     ReleasedError,
@@ -905,6 +907,47 @@ class BinaryMechanism(_Counter):
             self._seg_open = _draw(self._kindn, self._seg_param, m, self._src)
             levels = self._segment + 1
             self._tree = _Tree(levels, self._kindn, self._tree_param(levels, 2), self._src, m)
+
+    def merge(self, other: BinaryMechanism) -> None:
+        """Add ``other``'s state into this one (the tree is linear): afterwards the releases are
+        those of the summed streams, with both noises (variances add).
+
+        Both must have the same class, parameters and ``t``; counters that share a noise draw
+        (same lineage: a copy, or the same seed) are refused with
+        :class:`~sketchsyn.errors.IncompatibleError`. Privacy of the sum: over disjoint streams
+        (each event in one of them) the merged counter keeps the budget (parallel composition);
+        over overlapping streams the caller accounts for both.
+
+        >>> a, b = BinaryMechanism(1.0, 8, rng=1), BinaryMechanism(1.0, 8, rng=2)
+        >>> _ = a.update_many([1, 0, 1]); _ = b.update_many([0, 1, 1])
+        >>> a.merge(b); a.t
+        3
+        """
+        self._check_writable()
+        name = type(self).__name__
+        if type(other) is not type(self):
+            raise IncompatibleError(f"cannot merge a {type(other).__name__} into a {name}")
+        for attr in ("_params", "_t"):
+            mine = getattr(self, attr)() if attr == "_params" else getattr(self, attr)
+            theirs = getattr(other, attr)() if attr == "_params" else getattr(other, attr)
+            if mine != theirs:
+                raise IncompatibleError(
+                    f"cannot merge two {name} objects with different {attr.strip('_')}: "
+                    f"{mine} != {theirs}"
+                )
+        lineage = self._lineage.union(other._lineage, name)
+        if self._mass() + other._mass() >= 2**61:
+            raise IncompatibleError(f"the merged {name} could overflow int64")
+        self._tree.open_ += other._tree.open_
+        if self._estimator == "honaker":
+            self._tree.est += other._tree.est
+        else:
+            self._tree.closed += other._tree.closed
+        if self._horizon is None:
+            self._base += other._base
+            self._seg_open += other._seg_open
+        self._lasts += other._lasts
+        self._lineage = lineage
 
     # -------------------------------------------------------------- bytes
     def to_bytes(self) -> bytes:

@@ -20,7 +20,7 @@ from sketchsyn.counters import (
     online_budgets,
     sqrt_coefficients,
 )
-from sketchsyn.errors import InputError, ParameterError, SerializationError
+from sketchsyn.errors import IncompatibleError, InputError, ParameterError, SerializationError
 
 
 class Tape:
@@ -520,3 +520,29 @@ def test_sqrt_factorization_bytes_and_bad_values():
     with pytest.raises(InputError):
         c.update_many([1, -1])
     assert c.to_bytes() == blob
+
+
+# ------------------------------------------------------------------ merge (binary mechanism)
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"epsilon": 1.0, "horizon": 100},
+        {"rho": 1.0},
+        {"epsilon": 1.0, "horizon": 100, "estimator": "honaker"},
+    ],
+    ids=["finite", "unbounded", "honaker"],
+)
+def test_merge_adds_states_and_refuses_shared_noise(monkeypatch, kwargs):
+    monkeypatch.setattr(counters, "_draw", lambda kind, param, n, src: np.zeros(n, np.int64))
+    xs, ys = np.arange(30) % 2, np.arange(30) % 3
+    a, b = BinaryMechanism(rng=1, **kwargs), BinaryMechanism(rng=2, **kwargs)
+    a.update_many(xs)
+    b.update_many(ys)
+    a.merge(b)
+    assert a.query() == pytest.approx(float((xs + ys).sum()))  # noise-free: exact sums
+    more = np.ones(20, dtype=np.int64)
+    assert np.allclose(a.update_many(more), (xs + ys).sum() + np.cumsum(more))
+    with pytest.raises(IncompatibleError):
+        a.merge(BinaryMechanism.from_bytes(a.to_bytes()))  # same lineage
+    with pytest.raises(IncompatibleError):
+        a.merge(BinaryMechanism(rng=3, **kwargs))  # different t
