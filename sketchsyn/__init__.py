@@ -34,6 +34,13 @@ _EXPORTS = {
     "HashFamily": "hashing",
     "CountMinSketch": "sketches",
     "CountSketch": "sketches",
+    # continual counters
+    "BinaryMechanism": "counters",
+    "CounterBank": "counters",
+    "SparseCounter": "counters",
+    "SqrtFactorizationCounter": "counters",
+    "InhomogeneousSparseCounter": "counters",
+    "online_budgets": "counters",
     # accounting
     "PureDPBudget": "accounting",
     "ZCDPBudget": "accounting",
