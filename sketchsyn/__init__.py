@@ -48,6 +48,7 @@ _EXPORTS = {
     "PartitionTree": "tree",
     # algorithms
     "PrivHP": "privhp",
+    "ContinualPrivHP": "continual",
     "PMM": "pmm",
     "PSMM": "psmm",
     "GridHistogram": "baseline",
