@@ -122,6 +122,12 @@ class ContinualPrivHP:
         ``σ_0 … σ_r`` (Lemma 5), summing to ``epsilon``.
     noise_scales : ndarray
         Integer Laplace scale of one p-sum on each level: ``h/σ_l`` or ``j·h/σ_l``.
+    promote : bool
+        Reuse the previous release's tree (default True): a level's queried children are
+        reused while its expanded set is unchanged, and regrown from the first level where a
+        pruned node became hot (a promotion, counted in ``promotions``). The tree is the one
+        grown from scratch (``regrown_tree``); only the hashing is saved (measured in
+        ``benchmarks/bench_continual.py``).
     """
 
     def __init__(
@@ -385,7 +391,7 @@ class ContinualPrivHP:
         cached = self._cache.get(level)
         if self.promote and cached is not None and np.array_equal(cached[0], prefixes):
             return cached[1], cached[2]
-        if cached is not None:
+        if self.promote and cached is not None:
             self.promotions += 1
         sk = self._exact.sketches[level - self.L_k - 1]
         cells = sk.family.flat_indices(prefixes) + self._offsets[level]
@@ -519,8 +525,12 @@ class ContinualPrivHP:
         The blob holds the **exact running counts** (a trusted curator's state) and the noise
         drawn so far, with the lineage in its header. A loaded copy must not continue a stream
         that its original also continues: the two would draw different noise for the same
-        p-sums and their releases together would spend the budget twice.
+        p-sums and their releases together would spend the budget twice. Every noise slot
+        step ``t`` reads is drawn first (once, as :meth:`snapshot` does), so a loaded copy
+        releases at step ``t`` exactly what this object releases.
         """
+        if not self._frozen:
+            self._fill()
         ex = self._exact
         meta = self._params() | {
             "t": self._t,
