@@ -40,7 +40,9 @@ def test_cell_variance_is_the_binary_mechanisms(t: int) -> None:
             noise[level].append((c.cell_values(level) - exact_values(c, level)).ravel())
     for level, draws in noise.items():
         x = np.concatenate(draws).astype(np.float64)
-        expected = bin(t).count("1") * discrete_laplace_variance(c.noise_scales[level])
+        # One p-sum's scale from the budget alone: h/σ_l, times j on a sketch level.
+        scale = binary_levels(16) * (1 if level <= c.L_k else c.sketch_depth) / c.sigmas[level]
+        expected = bin(t).count("1") * discrete_laplace_variance(scale)
         assert expected == pytest.approx(c.cell_variance(level, t))
         assert abs(x.mean()) < 5 * np.sqrt(expected / x.size)
         # Relative standard error of a sample variance of these sums is below 2 % here.
@@ -60,7 +62,8 @@ def test_each_psum_noise_is_drawn_once_and_reused() -> None:
         np.testing.assert_array_equal(b, c.cell_values(3) - exact_values(c, 3))
         diffs.append((b - a).ravel())
     x = np.concatenate(diffs).astype(np.float64)
-    assert x.var() == pytest.approx(discrete_laplace_variance(c.noise_scales[3]), rel=0.1)
+    scale = binary_levels(16) * c.sketch_depth / c.sigmas[3]
+    assert x.var() == pytest.approx(discrete_laplace_variance(scale), rel=0.1)
 
 
 def test_budget_sums_to_epsilon_with_binary_factor() -> None:
