@@ -37,10 +37,11 @@ State: this is a trusted curator's state. It holds the **exact** running counts 
 binary-mechanism counter holds its exact open p-sums) plus the noise drawn so far; ``to_bytes``
 writes both. Only releases are private. Memory, fixed at construction::
 
-    nbytes = 8·C·(1 + 2h) + 8·(r + 1) + 64,   C = w·j·(r − L_k) + 2^{L_k+1} − 1
+    nbytes = 8·C·(1 + h) + C·h + 8·h + 8·(r + 1) + 64,   C = w·j·(r − L_k) + 2^{L_k+1} − 1
 
-words: the exact counts, and per cell ``h`` noise slots and ``h`` block stamps, i.e.
-``O((w·j·(r − L_k) + 2^{L_k}) · log T)``.
+bytes: per cell its exact count, ``h`` noise slots (slot ``i`` holds the noise of the level-``i``
+block current at the last release) and ``h`` one-byte "drawn" flags, plus the block number of
+each slot; ``O((w·j·(r − L_k) + 2^{L_k}) · log T)`` words.
 
 >>> import numpy as np
 >>> from sketchsyn import Box, ContinualPrivHP
@@ -182,8 +183,10 @@ class ContinualPrivHP:
         self._scales = self._h / self._sigmas
         self._scales[L + 1 :] *= ex.sketch_depth
         self._noise = np.zeros((n_cells, self._h), dtype=np.int64)
-        # Block number m of the p-sum whose noise is in each slot (0: none drawn yet).
-        self._stamp = np.zeros((n_cells, self._h), dtype=np.int64)
+        # Slot i of every cell belongs to the level-i block _block[i] (0: none yet); _drawn marks
+        # the cells whose noise for that block was drawn.
+        self._drawn = np.zeros((n_cells, self._h), dtype=np.bool_)
+        self._block = np.zeros(self._h, dtype=np.int64)
         self._source = as_source(rng)
         self._streams = self._source.spawn(r + 1)
         self._lineage = Lineage.new(self._source, _KIND, self._params())
@@ -263,7 +266,7 @@ class ContinualPrivHP:
 
     @property
     def nbytes(self) -> int:
-        """``8·C·(1 + 2h) + 8·(r + 1) + 64`` with ``C = w·j·(r − L_k) + 2^{L_k+1} − 1``.
+        """``8·C·(1 + h) + C·h + 8·h + 8·(r + 1) + 64``, ``C = w·j·(r − L_k) + 2^{L_k+1} − 1``.
 
         Fixed at construction. ``release()`` works in ``O(k·r·j)`` further words.
         """
@@ -272,7 +275,8 @@ class ContinualPrivHP:
             ex._tree.nbytes
             + ex._bank.nbytes
             + self._noise.nbytes
-            + self._stamp.nbytes
+            + self._drawn.nbytes
+            + self._block.nbytes
             + self._sigmas.nbytes
             + _HEADER_BYTES
         )
@@ -282,11 +286,12 @@ class ContinualPrivHP:
         """The ``nbytes`` of a ContinualPrivHP with these parameters, without building it.
 
         >>> ContinualPrivHP.memory_bytes(k=64, width=256, sketch_depth=3, depth=24, horizon=2**24)
-        5692272
+        3251047
         """
         L_k = min(int(k).bit_length() - 1, depth)
         cells = width * sketch_depth * (depth - L_k) + 2 ** (L_k + 1) - 1
-        return 8 * cells * (1 + 2 * binary_levels(horizon)) + 8 * (depth + 1) + _HEADER_BYTES
+        h = binary_levels(horizon)
+        return 8 * cells * (1 + h) + cells * h + 8 * h + 8 * (depth + 1) + _HEADER_BYTES
 
     def _params(self) -> dict[str, Any]:
         params = self._exact._params()
@@ -354,8 +359,11 @@ class ContinualPrivHP:
         if bits.size == 0:
             return exact
         blocks = np.array([t >> int(i) for i in bits], dtype=np.int64)
-        stamp = self._stamp[cells[:, None], bits[None, :]]
-        stale_cell, stale_bit = np.nonzero(stamp != blocks[None, :])
+        for i, m in zip(bits.tolist(), blocks.tolist(), strict=True):
+            if self._block[i] != m:  # a new block at level i: no cell has its noise yet
+                self._drawn[:, i] = False
+                self._block[i] = m
+        stale_cell, stale_bit = np.nonzero(~self._drawn[cells[:, None], bits[None, :]])
         if stale_cell.size:
             rows = cells[stale_cell]
             level_of = np.searchsorted(self._offsets, rows, side="right") - 1
@@ -368,7 +376,7 @@ class ContinualPrivHP:
                     self._noise[rows[lo:hi], cols[lo:hi]] = discrete_laplace(
                         float(self._scales[level]), int(hi - lo), rng=self._streams[level]
                     )
-            self._stamp[rows, cols] = blocks[np.searchsorted(bits, cols)]
+            self._drawn[rows, cols] = True
         return exact + self._noise[cells[:, None], bits[None, :]].sum(axis=1)
 
     def cell_values(self, level: int) -> np.ndarray:
@@ -481,7 +489,8 @@ class ContinualPrivHP:
         new.__dict__.update(self.__dict__)
         new._exact = PrivHP.from_bytes(self._exact.to_bytes())
         new._noise = self._noise.copy()
-        new._stamp = self._stamp.copy()
+        new._drawn = self._drawn.copy()
+        new._block = self._block.copy()
         new._cache = {}
         new._last = None
         return new
@@ -506,7 +515,7 @@ class ContinualPrivHP:
                     f"cannot merge ContinualPrivHP summaries with different {key!r}: "
                     f"{mine[key]!r} != {theirs[key]!r}"
                 )
-        if other._frozen or other._absorbed or bool(other._stamp.any()):
+        if other._frozen or other._absorbed or bool(other._block.any()):
             raise IncompatibleError(
                 "cannot merge a ContinualPrivHP that has released, been snapshotted or merged: "
                 "its rows were already released under its own noise"
@@ -539,7 +548,13 @@ class ContinualPrivHP:
             "frozen": self._frozen,
             "lineage": self._lineage.to_meta(),
         }
-        arrays = {"tree": ex._tree, "bank": ex._bank, "noise": self._noise, "stamp": self._stamp}
+        arrays = {
+            "tree": ex._tree,
+            "bank": ex._bank,
+            "noise": self._noise,
+            "drawn": self._drawn,
+            "block": self._block,
+        }
         return pack(_KIND, _VERSION, meta, arrays)
 
     @classmethod
@@ -565,7 +580,8 @@ class ContinualPrivHP:
             ("tree", ex._tree),
             ("bank", ex._bank),
             ("noise", obj._noise),
-            ("stamp", obj._stamp),
+            ("drawn", obj._drawn),
+            ("block", obj._block),
         ):
             if arrays[name].shape != target.shape:
                 raise SerializationError(f"{_KIND} blob array {name!r} does not match its params")

@@ -190,11 +190,11 @@ def test_snapshot_is_read_only_and_never_draws() -> None:
     c = small(6)
     c.update_many(DATA[:9])
     snap = c.snapshot()
-    stamps = snap._stamp.copy()
+    drawn = snap._drawn.copy()
     with pytest.raises(ReleasedError):
         snap.update(DATA[0])
     released = snap.release()
-    np.testing.assert_array_equal(snap._stamp, stamps)
+    np.testing.assert_array_equal(snap._drawn, drawn)
     np.testing.assert_array_equal(c.release().leaves().count, released.leaves().count)
     c.update_many(DATA[9:12])
     np.testing.assert_array_equal(snap.release().leaves().count, released.leaves().count)
