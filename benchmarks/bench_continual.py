@@ -4,7 +4,7 @@
 
 Speed, the issue's configuration: d = 2, k = 64, width = 256, sketch_depth = 3, horizon 2**24
 (depth 24 from expected_n = horizon), uniform float64 batches of 65 536 rows (and of 1 024 rows),
-then ``release()`` at successive steps with the tree reused (``promote=True``) and regrown.
+then ``release()`` at successive steps, 1 024 and 65 536 rows apart.
 
 Utility: a 1-D drifting stream (the centre of a Beta(8, 8) bump moves linearly from 0.2 to 0.8),
 exact W1 between the rows seen so far and the release, mean over seeds, against:
@@ -53,34 +53,16 @@ def speed(rows: int) -> None:
     t0 = time.perf_counter()
     c.release()
     print(f"first release() at t={c.t:,}: {time.perf_counter() - t0:.3f} s")
-    # Reuse (promote=True) against regrowth: twins with the same seed and rows draw the same
-    # noise for the same cells, so they differ only in the tree reuse. Alternate who goes first.
-    twins = [ContinualPrivHP(Box.unit(2), rng=7, **params) for _ in range(2)]
-    twins[1].promote = False
-    times: dict[bool, list[float]] = {True: [], False: []}
-    for step in range(24):
-        batch = rng.random((65536, 2))
-        for twin in twins:
-            twin.update_many(batch)
-        for twin in twins if step % 2 else twins[::-1]:
+    for every in (1024, 65536):
+        times = []
+        for _ in range(20):
+            c.update_many(rng.random((every, 2)))
             t0 = time.perf_counter()
-            twin.release()
-            times[twin.promote].append(time.perf_counter() - t0)
-    for promote, ts in times.items():
-        ts = ts[2:]  # the first releases draw the noise of every high-level block
+            c.release()
+            times.append(time.perf_counter() - t0)
         print(
-            f"release() every 65,536 rows, promote={promote}: median {np.median(ts) * 1e3:.1f} ms"
-            f" (min {min(ts) * 1e3:.1f}, max {max(ts) * 1e3:.1f})"
-        )
-    print(f"promotions (levels regrown) over 24 releases: {twins[0].promotions}")
-    for twin in twins:
-        twin._grow()
-        t0 = time.perf_counter()
-        for _ in range(50):
-            twin._grow()
-        print(
-            f"tree growth alone (noise already drawn), promote={twin.promote}: "
-            f"{(time.perf_counter() - t0) / 50 * 1e3:.2f} ms"
+            f"release() every {every:,} rows: median {np.median(times) * 1e3:.1f} ms "
+            f"(min {min(times) * 1e3:.1f}, max {max(times) * 1e3:.1f}, 20 releases)"
         )
     print(f"nbytes after {c.t:,} steps: {c.nbytes:,}")
 
@@ -91,39 +73,44 @@ def drifting(n: int, seed: int) -> np.ndarray:
     return np.clip(centre + (rng.beta(8, 8, n) - 0.5) * 0.4, 0.0, 1.0 - 1e-12)[:, None]
 
 
+NAIVE = {10: "ten one-pass (ε/10 each)", 32: "32 one-pass (ε/32 each)"}
+
+
 def utility(n: int, seeds: int) -> list[dict]:
     dom = Box.unit(1)
     eps, k, width = 1.0, 16, 128
     steps = np.linspace(n // 32, n, 32).astype(int)
-    checkpoints = np.linspace(n // 10, n, 10).astype(int)
+    checkpoints = {m: np.linspace(n // m, n, m).astype(int) for m in NAIVE}
+    marks = sorted(set(steps.tolist()).union(*(c.tolist() for c in checkpoints.values())))
     rows: list[dict] = []
     for seed in range(seeds):
         X = drifting(n, seed)
         c = ContinualPrivHP(dom, eps, k, width, horizon=n, rng=seed)
-        depth = c.depth
-        ten = [PrivHP(dom, eps / 10, k, width, depth=depth, rng=1000 * seed + i) for i in range(10)]
-        one = PrivHP(dom, eps, k, width, depth=depth, rng=500 + seed)
+        naive = {
+            m: [
+                PrivHP(
+                    dom, eps / m, k, width, depth=c.depth, rng=np.random.SeedSequence([seed, m, i])
+                )
+                for i in range(m)
+            ]
+            for m in NAIVE
+        }
+        one = PrivHP(dom, eps, k, width, depth=c.depth, rng=np.random.SeedSequence([seed, 1]))
         done = 0
-        marks = sorted(set(steps.tolist()) | set(checkpoints.tolist()))
         for mark in marks:
             batch = X[done:mark]
-            c.update_many(batch)
-            for i, p in enumerate(ten):
-                if not p.released:
-                    p.update_many(batch)
-                if checkpoints[i] == mark:
-                    w = wasserstein1(X[:mark], p.release(), dom).value
-                    rows.append(
-                        dict(
-                            method="ten one-pass (ε/10 each)",
-                            seed=seed,
-                            t=mark,
-                            w1=w,
-                            nbytes=10 * p.nbytes,
-                        )
-                    )
-            one.update_many(batch)
             done = mark
+            c.update_many(batch)
+            one.update_many(batch)
+            for m, summaries in naive.items():
+                for i, p in enumerate(summaries):
+                    if p.released:
+                        continue
+                    p.update_many(batch)
+                    if checkpoints[m][i] == mark:
+                        w = wasserstein1(X[:mark], p.release(), dom).value
+                        nb = m * p.nbytes
+                        rows.append(dict(method=NAIVE[m], seed=seed, t=mark, w1=w, nbytes=nb))
             if mark in steps:
                 w = wasserstein1(X[:mark], c.release(), dom).value
                 rows.append(
@@ -142,37 +129,35 @@ def report(rows: list[dict], n: int, seeds: int) -> None:
         writer.writerows(rows)
     methods = list(dict.fromkeys(r["method"] for r in rows))
     mean = {
-        m: sorted(
-            (
-                t,
-                float(np.mean([r["w1"] for r in rows if r["method"] == m and r["t"] == t])),
-                next(r["nbytes"] for r in rows if r["method"] == m),
-            )
-            for t in {r["t"] for r in rows if r["method"] == m}
-        )
+        m: {
+            t: float(np.mean([r["w1"] for r in rows if r["method"] == m and r["t"] == t]))
+            for t in sorted({r["t"] for r in rows if r["method"] == m})
+        }
         for m in methods
     }
+    nbytes = {m: next(r["nbytes"] for r in rows if r["method"] == m) for m in methods}
+    cont = mean["ContinualPrivHP"]
+    shown = [n // 8, n // 4, n // 2, n]
     lines = [
         f"W1 (exact, 1-D) of the release against the rows seen so far; drifting stream of {n:,} "
         f"rows, ε = 1, k = 16, width = 128, mean of {seeds} seeds "
-        "(`python benchmarks/bench_continual.py`).",
+        "(`python benchmarks/bench_continual.py`). Columns: steps t.",
         "",
-        "| method | t | mean W1 | nbytes |",
-        "|---|---:|---:|---:|",
+        "| method | nbytes (all summaries) | " + " | ".join(f"t = {t:,}" for t in shown) + " |",
+        "|---|---:|" + "---:|" * len(shown),
     ]
-    cont = dict((t, w) for t, w, _ in mean["ContinualPrivHP"])
     for m in methods:
-        for t, w, nb in mean[m]:
-            if m == "ContinualPrivHP" and t not in (n // 32 * 4, n // 2, n):
-                continue
-            lines.append(f"| {m} | {t:,} | {w:.5f} | {nb:,} |")
-    tens = dict((t, w) for t, w, _ in mean["ten one-pass (ε/10 each)"])
-    last_one = mean["one-pass PrivHP (end)"][-1][1]
+        cells = [f"{mean[m][t]:.5f}" if t in mean[m] else "–" for t in shown]
+        lines.append(f"| {m} | {nbytes[m]:,} | " + " | ".join(cells) + " |")
+    naive32 = mean[NAIVE[32]]
+    ratio32 = np.mean([cont[t] / naive32[t] for t in cont if t in naive32])
     lines += [
         "",
-        f"At t = {n:,}: ContinualPrivHP / one-pass PrivHP = {cont[n] / last_one:.2f} "
-        f"(noise scale ratio h = {n.bit_length()}); ContinualPrivHP / ten-way ε/10 = "
-        f"{cont[n] / tens[n]:.2f}.",
+        f"At t = {n:,}: ContinualPrivHP / one-pass PrivHP = "
+        f"{cont[n] / mean['one-pass PrivHP (end)'][n]:.2f} (noise scale ratio "
+        f"h = {n.bit_length()}); ContinualPrivHP / ten-way ε/10 = "
+        f"{cont[n] / mean[NAIVE[10]][n]:.2f}. Over the 32 release steps, mean of "
+        f"ContinualPrivHP / 32-way ε/32 = {ratio32:.2f}.",
     ]
     (ROOT / "docs" / "continual_table.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
@@ -181,20 +166,21 @@ def report(rows: list[dict], n: int, seeds: int) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
     styles = {
         "ContinualPrivHP": "-o",
-        "ten one-pass (ε/10 each)": "s",
+        NAIVE[10]: "s",
+        NAIVE[32]: ":^",
         "one-pass PrivHP (end)": "*",
     }
     for m in methods:
-        ts, ws, nb = zip(*mean[m], strict=True)
-        ax.plot(ts, ws, styles[m], label=f"{m} ({nb[0] / 1024:,.0f} KiB)", markersize=7)
+        ts, ws = zip(*mean[m].items(), strict=True)
+        ax.plot(ts, ws, styles[m], label=f"{m}, {nbytes[m] / 1024:,.0f} KiB", markersize=7)
     ax.set_xlabel("step t (rows seen)")
     ax.set_ylabel("W1 to the rows seen so far")
     ax.set_yscale("log")
     ax.set_title(f"Drifting 1-D stream, ε = 1, k = 16, w = 128 ({seeds} seeds)")
-    ax.legend()
+    ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(ROOT / "docs" / "continual.png", dpi=110)
 
