@@ -72,6 +72,7 @@ from .distribution import PrivateDistribution
 from .errors import (
     IncompatibleError,
     InputError,
+    ParameterError,
     ReleasedError,
     SerializationError,
     check_choice,
@@ -147,7 +148,20 @@ class ContinualPrivHP:
     ) -> None:
         owner = "ContinualPrivHP"
         self._horizon = check_int(horizon, "horizon", owner, minimum=1, maximum=2**62)
+        if not hasattr(domain, "encode") or not hasattr(domain, "max_depth"):
+            raise ParameterError(
+                f"The 'domain' parameter of {owner} must be a sketchsyn domain (Box, BitDomain). "
+                f"Got {domain!r} instead."
+            )
         check_epsilon(epsilon, owner)
+        check_int(k, "k", owner, minimum=1)
+        check_int(width, "width", owner, minimum=1)
+        check_int(sketch_depth, "sketch_depth", owner, minimum=1)
+        check_int(seed, "seed", owner, minimum=0, maximum=2**32 - 1)
+        if depth is not None:
+            check_int(depth, "depth", owner, minimum=1, maximum=int(domain.max_depth))
+        if expected_n is not None:
+            check_int(expected_n, "expected_n", owner, minimum=1)
         check_choice(sketch, "sketch", owner, ("count-min", "count-sketch"))
         if depth is None and expected_n is None:
             expected_n = self._horizon

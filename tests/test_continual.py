@@ -9,7 +9,7 @@ import pytest
 
 from sketchsyn import Box, ContinualPrivHP, PrivHP, privhp_allocation, tree, wasserstein1
 from sketchsyn.continual import binary_levels
-from sketchsyn.errors import IncompatibleError, InputError, ReleasedError
+from sketchsyn.errors import IncompatibleError, InputError, ParameterError, ReleasedError
 from sketchsyn.noise import discrete_laplace_variance
 
 
@@ -237,3 +237,36 @@ def test_merge_appends_unreleased_streams_only() -> None:
         a.merge(d)
     with pytest.raises(IncompatibleError):
         a.merge(small(9, width=16))
+
+
+def test_bad_parameters_and_rows_are_refused() -> None:
+    for bad in (dict(horizon=0), dict(k=0), dict(width=0), dict(sketch_depth=0), dict(depth=99)):
+        args = dict(k=4, width=16, horizon=100, depth=6) | bad
+        with pytest.raises(ParameterError, match="ContinualPrivHP"):
+            ContinualPrivHP(Box.unit(2), 1.0, **args)
+    with pytest.raises(ParameterError, match="epsilon"):
+        ContinualPrivHP(Box.unit(2), 0.0, k=4, width=16, horizon=100, depth=6)
+    with pytest.raises(ParameterError, match="domain"):
+        ContinualPrivHP([0, 1], 1.0, k=4, width=16, horizon=100, depth=6)
+    c = ContinualPrivHP(Box.unit(2), 1.0, k=4, width=16, horizon=100, depth=6, rng=0)
+    assert c.release().leaves().count.sum() == 0  # step 0: no rows, no noise
+    c.update(np.array([0.5, 0.5]))
+    before = c.to_bytes()
+    with pytest.raises(InputError, match="row 1"):
+        c.update_many(np.array([[0.1, 0.2], [np.nan, 0.3]]))
+    with pytest.raises(InputError):
+        c.update_many(np.zeros((3, 3)))
+    assert c.to_bytes() == before and c.t == 1
+
+
+def test_update_and_consume_are_steps_like_update_many() -> None:
+    X = np.random.default_rng(1).random((50, 2))
+    a = ContinualPrivHP(Box.unit(2), 1.0, k=4, width=16, horizon=100, depth=6, rng=0)
+    b = ContinualPrivHP(Box.unit(2), 1.0, k=4, width=16, horizon=100, depth=6, rng=0)
+    for x in X[:10]:
+        a.update(x)
+    assert a.consume(iter(X[10:]), batch_size=7) == 40
+    b.update_many(X)
+    assert a.t == b.t == 50
+    np.testing.assert_array_equal(a.cell_values(5), b.cell_values(5))
+    np.testing.assert_array_equal(a.release().leaves().count, b.release().leaves().count)
