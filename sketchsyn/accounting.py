@@ -23,15 +23,75 @@ import numpy as np
 from .errors import BudgetExceededError, ParameterError, check_choice, check_epsilon, check_int
 
 __all__ = [
+    "MAX_LAPLACE_SCALE",
     "PureDPBudget",
     "ZCDPBudget",
     "pmm_depth",
     "pmm_scales",
     "privhp_allocation",
     "privhp_depth",
+    "fit_to_budget",
+    "laplace_scale",
     "pure_to_zcdp",
     "zcdp_to_approx_dp",
 ]
+
+
+MAX_LAPLACE_SCALE = 2**30  # the largest scale noise.discrete_laplace accepts
+
+
+def laplace_scale(sensitivity: float, epsilon: float, owner: str, name: str = "epsilon") -> float:
+    """The smallest float ``s`` with ``sensitivity / s ≤ epsilon`` exactly (as rationals).
+
+    Noise parameters are used as the exact rationals of their floats, so ``1/ε`` computed in
+    floating point can be a few ulps below the true ``1/ε`` and realise ``ε`` plus a few ulps;
+    rounding the scale up makes the realised budget ``sensitivity / s`` at most ``epsilon``.
+    A budget so small that the scale exceeds ``MAX_LAPLACE_SCALE`` is refused, naming the
+    caller's argument.
+
+    >>> s = laplace_scale(1, 0.1, "Demo")
+    >>> Fraction(1) / Fraction(s) <= Fraction(0.1)
+    True
+    >>> laplace_scale(1, 1e-12, "Demo")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sketchsyn.errors.ParameterError: The 'epsilon' parameter of Demo is too small...
+    """
+    sens, eps = Fraction(sensitivity), Fraction(epsilon)
+    scale = float(sens / eps)
+    while Fraction(scale) * eps < sens:
+        scale = math.nextafter(scale, math.inf)
+    if not scale <= MAX_LAPLACE_SCALE:
+        raise ParameterError(
+            f"The {name!r} parameter of {owner} is too small: it needs integer Laplace noise "
+            f"of scale {scale:.4g}, above the largest supported {MAX_LAPLACE_SCALE} (2**30). "
+            f"Got {epsilon!r} instead."
+        )
+    return scale
+
+
+def fit_to_budget(parts: Sequence[float], epsilon: float) -> np.ndarray:
+    """``parts`` lowered by a few ulps where needed so that their exact sum is ``≤ epsilon``.
+
+    A split computed in floating point (``ε·w_l/S``) can sum to a few ulps above ``ε``; the
+    largest parts are nudged down one ulp at a time until the rational sum fits.
+
+    >>> parts = fit_to_budget([0.1] * 10, 1.0)
+    >>> sum(Fraction(p) for p in parts) <= 1
+    True
+    """
+    out = [float(p) for p in parts]
+    eps = Fraction(epsilon)
+    total = sum(Fraction(p) for p in out)
+    order = sorted(range(len(out)), key=lambda i: -out[i])
+    i = 0
+    while total > eps:
+        j = order[i % len(order)]
+        lower = math.nextafter(out[j], 0.0)
+        total -= Fraction(out[j]) - Fraction(lower)
+        out[j] = lower
+        i += 1
+    return np.asarray(out, dtype=np.float64)
 
 
 class _Budget:
@@ -167,7 +227,7 @@ def privhp_allocation(
         weights = np.where(levels <= L_k, np.sqrt(Gamma_prev), np.sqrt(k * gamma_prev))
     sigmas = epsilon * weights / weights.sum()
     sigmas[-1] = epsilon - sigmas[:-1].sum()
-    return sigmas
+    return fit_to_budget(sigmas, epsilon)
 
 
 def pmm_scales(
@@ -178,7 +238,8 @@ def pmm_scales(
 ) -> np.ndarray:
     """PMM noise scales s_0…s_r (seed 003, Theorem 3.10): s_l = S/(ε·sqrt(Δ_{l−1})).
 
-    Δ_l = Γ_l = 2^l·γ_l (Δ_{−1} = Δ_0) and S = Σ_l sqrt(Δ_{l−1}), so that Σ 1/s_l = ε.
+    Δ_l = Γ_l = 2^l·γ_l (Δ_{−1} = Δ_0) and S = Σ_l sqrt(Δ_{l−1}), so that Σ 1/s_l = ε. Each
+    scale is rounded up (:func:`laplace_scale`) so that the exact rational sum is ``≤ ε``.
 
     >>> s = pmm_scales(1.0, depth=4, d=1)
     >>> round(float((1 / s).sum()), 12)
@@ -191,7 +252,8 @@ def pmm_scales(
     levels = np.arange(depth + 1)
     delta_prev = np.where(levels >= 1, 2.0 ** np.maximum(levels - 1, 0), 1.0) * g[levels]
     root = np.sqrt(delta_prev)
-    return root.sum() / (epsilon * root)
+    parts = fit_to_budget(epsilon * root / root.sum(), epsilon)
+    return np.array([laplace_scale(1, part, "PMM") for part in parts])
 
 
 def pmm_depth(epsilon: float, n: int, d: int) -> int:

@@ -20,9 +20,10 @@ from typing import Any
 
 import numpy as np
 
+from .accounting import laplace_scale
 from .distribution import PrivateDistribution
-from .errors import ParameterError, ReleasedError, check_epsilon, check_int
-from .histogram import LevelCounts
+from .errors import ParameterError, check_epsilon, check_int
+from .histogram import LevelCounts, check_domain
 from .noise import discrete_laplace
 from .rng import RNGLike
 
@@ -48,6 +49,10 @@ class GridHistogram(LevelCounts):
         rng: RNGLike = None,
     ) -> None:
         self._epsilon = check_epsilon(epsilon, "GridHistogram")
+        self._scale = laplace_scale(1, self._epsilon, "GridHistogram")
+        check_domain(domain, "GridHistogram")
+        limit = min(int(domain.max_depth), 30)
+        level_name = "level"
         given = [a is not None for a in (level, cells_per_axis, memory_bytes)]
         if sum(given) != 1:
             raise ParameterError(
@@ -61,10 +66,18 @@ class GridHistogram(LevelCounts):
                     f"power of two. Got {c} instead."
                 )
             level = domain.d * (c.bit_length() - 1)
+            level_name = "cells_per_axis"
+            if level > limit:
+                raise ParameterError(
+                    f"The 'cells_per_axis' parameter of GridHistogram gives {c}**{domain.d} "
+                    f"= 2**{level} cells, more than the 2**{limit} a grid may have. Got {c} "
+                    "instead."
+                )
         elif memory_bytes is not None:
             mem = check_int(memory_bytes, "memory_bytes", "GridHistogram", minimum=8 * 2 + 64)
-            level = int(np.floor(np.log2((mem - 64) / 8)))
-        super().__init__(domain, level, rng, "GridHistogram")
+            level = min(int(np.floor(np.log2((mem - 64) / 8))), limit)
+            level_name = "memory_bytes"
+        super().__init__(domain, level, rng, "GridHistogram", level_name=level_name)
 
     @property
     def epsilon(self) -> float:
@@ -83,20 +96,14 @@ class GridHistogram(LevelCounts):
 
         return cls(domain_from_dict(meta["domain"]), meta["epsilon"], level=meta["depth"])
 
-    def release(self) -> PrivateDistribution:
+    def _release_now(self) -> tuple[PrivateDistribution, dict[str, np.ndarray]]:
         """Add the noise once, clamp at zero, return the private distribution."""
-        if self._released is not None:
-            return self._released
-        if self._frozen:
-            raise ReleasedError("release the live GridHistogram, not a snapshot of it")
-        noisy = self._counts + discrete_laplace(
-            1.0 / self._epsilon, self._counts.size, rng=self._source
-        )
+        noisy = self._counts + discrete_laplace(self._scale, self._counts.size, rng=self._source)
         counts = np.maximum(noisy, 0).astype(np.float64)
         cells = np.flatnonzero(counts)
         if cells.size == 0:  # nothing survived the noise: all-zero grid, sampled uniformly
             cells = np.arange(counts.size)
-        self._released = PrivateDistribution(
+        dist = PrivateDistribution(
             self._domain,
             np.full(cells.size, self._level),
             cells.astype(np.uint64),
@@ -105,4 +112,4 @@ class GridHistogram(LevelCounts):
             mechanism="GridHistogram",
             params={k: v for k, v in self._params().items() if k != "domain"},
         )
-        return self._released
+        return dist, {}

@@ -77,6 +77,9 @@ def _spans(levels: np.ndarray, prefixes: np.ndarray, resolution: int) -> tuple[n
     return start, start | mask
 
 
+_SAMPLE_CHUNK = 1 << 18  # points drawn per chunk by sample()
+
+
 class PrivateDistribution:
     """A differentially private distribution over the leaves of a released tree.
 
@@ -311,6 +314,20 @@ class PrivateDistribution:
         """
         m = check_int(m, "m", "PrivateDistribution.sample", minimum=0)
         src = as_source(rng)
+        if m <= _SAMPLE_CHUNK:
+            return self._sample(m, src)
+        # Large draws go chunk by chunk into one output array: the working memory stays a few
+        # chunks whatever m is.
+        first = self._sample(_SAMPLE_CHUNK, src)
+        out = np.empty((m, *first.shape[1:]), dtype=first.dtype)
+        out[:_SAMPLE_CHUNK] = first
+        for start in range(_SAMPLE_CHUNK, m, _SAMPLE_CHUNK):
+            n = min(_SAMPLE_CHUNK, m - start)
+            out[start : start + n] = self._sample(n, src)
+        return out
+
+    def _sample(self, m: int, src: Any) -> np.ndarray:
+        """``sample`` for one chunk."""
         if self._total <= 0:
             lv = np.zeros(m, dtype=np.int64)
             px = np.zeros(m, dtype=_U64)
@@ -412,8 +429,10 @@ class PrivateDistribution:
         return np.maximum(out, 0.0)  # cumsum differences can be -1e-17
 
     # -------------------------------------------------------------------------- serialisation
-    def to_bytes(self) -> bytes:
+    def to_bytes(self, *, key: bytes | str | None = None) -> bytes:
         """Serialise (versioned, checksummed; the domain goes in the header via ``to_dict``).
+
+        ``key`` (bytes shared with the reader) makes the digest a keyed MAC.
 
         Examples
         --------
@@ -431,10 +450,10 @@ class PrivateDistribution:
             "params": self._params,
         }
         arrays = {"levels": self._level, "prefixes": self._prefix, "counts": self._count}
-        return pack(_KIND, _VERSION, meta, arrays)
+        return pack(_KIND, _VERSION, meta, arrays, key=key)
 
     @classmethod
-    def from_bytes(cls, blob: bytes) -> PrivateDistribution:
+    def from_bytes(cls, blob: bytes, *, key: bytes | str | None = None) -> PrivateDistribution:
         """Inverse of :meth:`to_bytes`; raises :class:`SerializationError` on a bad blob.
 
         Examples
@@ -445,7 +464,7 @@ class PrivateDistribution:
         ...     print(type(exc).__name__)
         SerializationError
         """
-        _, version, meta, arrays = unpack(blob, _KIND)
+        _, version, meta, arrays = unpack(blob, _KIND, key=key)
         if version != _VERSION:
             raise SerializationError(
                 f"{_KIND} blob has format version {version}; this sketchsyn reads {_VERSION}."

@@ -460,13 +460,15 @@ class Box(Domain):
         length and (``finite=True``) NaN or infinite values. The caller's array is never written.
         """
         arr: np.ndarray | None
-        if isinstance(X, np.ndarray) and X.dtype.kind in "fiub":
+        X = _plain_array(X, what)
+        if isinstance(X, np.ndarray) and X.dtype.kind in "fiu":
             arr = X.astype(np.float64, copy=False)
-        elif isinstance(X, np.ndarray) and X.dtype.kind == "c":
+        elif isinstance(X, np.ndarray) and X.dtype.kind in "cbMm":
             arr = None
         else:
             try:
-                arr = np.asarray(X, dtype=np.float64)
+                raw = np.asarray(X)
+                arr = None if raw.dtype.kind in "cbMm" else np.asarray(X, dtype=np.float64)
             except (TypeError, ValueError, OverflowError):
                 arr = None
         if arr is None:
@@ -490,15 +492,19 @@ class Box(Domain):
     def _raise_bad_row(self, X: Any, what: str) -> None:
         """Find and report the first row that is not ``d`` finite-or-not numbers."""
         try:
-            rows = list(X)
+            # A DataFrame iterates over its column names: read its rows instead.
+            rows = list(X.to_numpy(dtype=object)) if hasattr(X, "iloc") else list(X)
         except TypeError:
             raise InputError(
                 f"{what} must be array-like of shape (n, {self.d}); got {_row_text(X)}"
             ) from None
         for i, row in enumerate(rows):
             try:
-                if isinstance(row, np.ndarray) and row.dtype.kind == "c":
-                    raise TypeError("complex")
+                kinds = np.asarray(row).dtype.kind
+                if kinds in "cbMm" or (
+                    kinds == "O" and any(isinstance(v, (bool, np.bool_)) for v in np.ravel(row))
+                ):
+                    raise TypeError("not a real number")
                 vals = np.asarray(row, dtype=np.float64)
             except (TypeError, ValueError, OverflowError):
                 raise InputError(
@@ -742,7 +748,12 @@ class Box(Domain):
         frac = np.ones(clo.shape[0])
         for i in range(self.d):
             overlap = np.minimum(chi[:, i], qhi[i]) - np.maximum(clo[:, i], qlo[i])
-            frac *= np.clip(overlap, 0.0, None) / (chi[:, i] - clo[:, i])
+            width = chi[:, i] - clo[:, i]
+            # A cell narrower than a float's spacing at its position has zero width in float64:
+            # it counts as a point, inside or outside the query.
+            inside = (clo[:, i] >= qlo[i]) & (clo[:, i] <= qhi[i])
+            safe = np.where(width > 0, width, 1.0)
+            frac *= np.where(width > 0, np.clip(overlap, 0.0, None) / safe, inside)
         return frac
 
     def _query(self, lower: Any, upper: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -820,6 +831,26 @@ class Box(Domain):
 
 
 # ------------------------------------------------------------------------------- IPv4 parsing
+def _plain_array(X: Any, what: str) -> Any:
+    """Unwrap array subclasses whose semantics would bypass the checks.
+
+    A masked array with masked entries is refused (its mask would hide NaN or out-of-bounds
+    values from the checks); ``np.matrix`` and other subclasses become plain arrays.
+    """
+    if isinstance(X, np.ma.MaskedArray):
+        mask = np.ma.getmaskarray(X)
+        if mask.any():
+            row = int(np.flatnonzero(mask.reshape(mask.shape[0], -1).any(axis=1))[0])
+            raise InputError(
+                f"{what} is a masked array with masked values (first in row {row}); fill or "
+                "drop them before adding the batch"
+            )
+        return np.asarray(X.data)
+    if isinstance(X, np.ndarray) and type(X) is not np.ndarray:
+        return np.asarray(X)
+    return X
+
+
 def _parse_ipv4(arr: np.ndarray, what: str = "X") -> np.ndarray:
     """Dotted-quad strings (a 1-D str/bytes array) → uint64 keys, column by column.
 
@@ -944,10 +975,16 @@ class BitDomain(Domain):
     # ---------------------------------------------------------------- validation and encoding
     def _keys(self, X: Any, what: str = "X") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Validate a batch: (keys uint64 with out-of-range keys set to 0, too-low, too-high)."""
+        X = _plain_array(X, what)
         try:
             arr = X if isinstance(X, np.ndarray) else np.asarray(X)
         except (ValueError, OverflowError):
             arr = np.asarray(list(X), dtype=object)
+        if arr.dtype.kind in "US" and not isinstance(X, np.ndarray):
+            # numpy drops trailing NULs from strings: look for them in the caller's items.
+            for i, item in enumerate(np.ravel(np.asarray(X, dtype=object))):
+                if ("\x00" if isinstance(item, str) else b"\x00") in item:
+                    raise InputError(f"{what} row {i} = {_row_text(item)} is not an IPv4 address")
         if not isinstance(X, np.ndarray) and arr.dtype.kind == "f" and (abs(arr) >= 2**53).any():
             arr = np.asarray(X, dtype=object)  # numpy turned big Python ints into floats: be exact
         if arr.ndim == 2 and arr.shape[1] == 1:

@@ -16,6 +16,8 @@ import math
 import numbers
 from fractions import Fraction
 
+import numpy as np
+
 __all__ = [
     "BudgetExceededError",
     "ConcurrentUseError",
@@ -24,7 +26,10 @@ __all__ = [
     "ParameterError",
     "ReleasedError",
     "SerializationError",
+    "MAX_STATE_BYTES",
+    "check_bool",
     "check_choice",
+    "check_memory",
     "check_epsilon",
     "check_int",
     "check_positive",
@@ -101,6 +106,43 @@ def check_int(
     if (minimum is not None and ivalue < minimum) or (maximum is not None and ivalue > maximum):
         raise _fail(name, owner, requirement, value)
     return ivalue
+
+
+MAX_STATE_BYTES = 4 * 2**30  # 4 GiB: the largest state a summary may ask for
+
+
+def check_memory(nbytes: int, owner: str, what: str) -> None:
+    """Refuse, before allocating, a structure whose state would exceed ``MAX_STATE_BYTES``.
+
+    >>> check_memory(2**40, "Demo", "width=2**37 × depth=1 counters")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sketchsyn.errors.ParameterError: Demo would need 1 TiB of memory for ...
+    """
+    if nbytes > MAX_STATE_BYTES:
+        size = float(nbytes)
+        for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB"):
+            if size < 1024 or unit == "ZiB":
+                break
+            size /= 1024
+        raise ParameterError(
+            f"{owner} would need {size:.4g} {unit} of memory for {what}; the limit is "
+            f"{MAX_STATE_BYTES // 2**30} GiB (sketchsyn.errors.MAX_STATE_BYTES). Choose smaller "
+            "parameters."
+        )
+
+
+def check_bool(value: object, name: str, owner: str) -> bool:
+    """Return ``value`` if it is a real bool (``True``/``False``, numpy bools included).
+
+    >>> check_bool("false", "raw", "PrivHP")
+    Traceback (most recent call last):
+    ...
+    sketchsyn.errors.ParameterError: The 'raw' parameter of PrivHP must be True or False. Got 'false' instead.
+    """  # noqa: E501
+    if not isinstance(value, (bool, np.bool_)):
+        raise _fail(name, owner, "True or False", value)
+    return bool(value)
 
 
 def check_positive(value: object, name: str, owner: str) -> float:

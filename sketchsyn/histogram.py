@@ -7,41 +7,77 @@ private**: keep it with the data holder.
 
 from __future__ import annotations
 
+import abc
+import hashlib
 from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
-from .errors import IncompatibleError, InputError, ReleasedError, SerializationError, check_int
+from .distribution import PrivateDistribution
+from .errors import (
+    IncompatibleError,
+    InputError,
+    ParameterError,
+    ReleasedError,
+    SerializationError,
+    check_bool,
+    check_int,
+    check_memory,
+)
+from .lineage import Lineage, UsageGuard, state_digest
 from .rng import RNGLike, as_source
-from .serial import pack, unpack
+from .serial import MetaReader, pack, unpack
 from .stream import consume
 
 __all__ = ["LevelCounts"]
 
 _MAX_LEVEL = 30  # 2**30 int64 counters = 8 GiB: beyond that no machine here holds the state
+_VERSION = 2  # 2: lineage, released flag and the release in the blob; diagnostics on request
+_STATE_FIELDS = ("frozen", "lineage", "released", "diagnostics")
 
 
-class LevelCounts:
-    """Base class: exact counts of the ``2**level`` cells of one level of ``domain``."""
+def check_domain(domain: Any, owner: str) -> Any:
+    """Refuse anything that is not a sketchsyn domain, naming the owner's parameter."""
+    if not hasattr(domain, "encode") or not hasattr(domain, "max_depth"):
+        raise ParameterError(
+            f"The 'domain' parameter of {owner} must be a sketchsyn domain (Box, BitDomain). "
+            f"Got {domain!r} instead."
+        )
+    return domain
+
+
+class LevelCounts(abc.ABC):
+    """Base class: exact counts of the ``2**level`` cells of one level of ``domain``.
+
+    Subclasses give :meth:`_release_now` (draw the noise, return the release) and
+    :meth:`_from_params` (rebuild from a blob's header). The base class owns the state, the
+    protocol and the release guard: a summary is released once; every copy of it (snapshot,
+    deepcopy, pickle, bytes) shares its lineage, so in one process a copy of the released state
+    returns the same release and any other copy refuses; a released blob carries the release.
+    """
 
     _kind = "LevelCounts"
 
-    def __init__(self, domain: Any, level: int, rng: RNGLike, owner: str) -> None:
-        if not hasattr(domain, "encode") or not hasattr(domain, "max_depth"):
-            raise ValueError(
-                f"The 'domain' parameter of {owner} must be a sketchsyn domain. "
-                f"Got {domain!r} instead."
-            )
-        self._domain = domain
+    def __init__(
+        self, domain: Any, level: int, rng: RNGLike, owner: str, level_name: str = "depth"
+    ) -> None:
+        self._domain = check_domain(domain, owner)
         limit = min(int(domain.max_depth), _MAX_LEVEL)
-        self._level = check_int(level, "depth", owner, minimum=1, maximum=limit)
+        self._level = check_int(level, level_name, owner, minimum=1, maximum=limit)
+        check_memory(
+            16 * 2**self._level,
+            owner,
+            f"2**{self._level} exact int64 counters and their noisy copy at release",
+        )
         self._counts = np.zeros(2**self._level, dtype=np.int64)
         self._source = as_source(rng)
         self._n_seen = 0
         self._n_dropped = 0
-        self._released: Any = None
         self._frozen = False
+        # Exact counts hold no noise yet: the identity is random (the release draws it).
+        self._lineage = Lineage.new(as_source(None), self._kind, {})
+        self._usage = UsageGuard()
 
     # ---------------------------------------------------------------- protocol
     @property
@@ -50,7 +86,7 @@ class LevelCounts:
 
     @property
     def n_seen(self) -> int:
-        """Rows counted (exact; not private)."""
+        """Rows counted (exact; not private; kept in memory, not in the bytes)."""
         return self._n_seen
 
     @property
@@ -63,11 +99,20 @@ class LevelCounts:
         """State size in bytes: ``8·2**depth`` counters plus a fixed 64 bytes."""
         return int(self._counts.nbytes) + 64
 
+    @property
+    def released(self) -> bool:
+        """True once this summary, or a copy of it, was released."""
+        return self._lineage.released
+
+    @property
+    def lineage(self) -> Lineage:
+        """The identity shared by this summary's copies (one release guard)."""
+        return self._lineage
+
     def _check_open(self) -> None:
         if self._frozen:
             raise ReleasedError(f"this {type(self).__name__} is a snapshot; it is read-only")
-        if self._released is not None:
-            raise ReleasedError(f"this {type(self).__name__} was released; it accepts no updates")
+        self._lineage.check_open(type(self).__name__)
 
     def update(self, x: Any) -> None:
         """Add one item."""
@@ -77,13 +122,14 @@ class LevelCounts:
     def update_many(self, X: Any) -> None:
         """Add a batch (checked whole before the counts change)."""
         self._check_open()
-        codes, dropped = self._domain.encode(X, self._level, return_dropped=True)
-        add = np.bincount(
-            np.asarray(codes, dtype=np.uint64).astype(np.intp), minlength=self._counts.size
-        )
-        self._counts += add
-        self._n_seen += int(np.asarray(codes).size)
-        self._n_dropped += int(dropped)
+        with self._usage.enter(type(self).__name__):
+            codes, dropped = self._domain.encode(X, self._level, return_dropped=True)
+            add = np.bincount(
+                np.asarray(codes, dtype=np.uint64).astype(np.intp), minlength=self._counts.size
+            )
+            self._counts += add
+            self._n_seen += int(np.asarray(codes).size)
+            self._n_dropped += int(dropped)
 
     def consume(self, iterable: Iterable[Any], batch_size: int = 65536) -> int:
         """Stream any iterable of rows or arrays in bounded memory; returns the rows read."""
@@ -94,7 +140,11 @@ class LevelCounts:
         return {"domain": self._domain.to_dict(), "depth": self._level}
 
     def merge(self, other: LevelCounts) -> None:
-        """Add the exact counts of another summary with the same parameters (before release)."""
+        """Add the exact counts of another summary with the same parameters (before release).
+
+        Refused: another class or other parameters, the summary itself or a copy of it (same
+        lineage: its rows would count twice), and a released operand.
+        """
         self._check_open()
         if type(other) is not type(self):
             raise IncompatibleError(
@@ -108,33 +158,147 @@ class LevelCounts:
                 )
         if other is self:
             raise IncompatibleError("cannot merge a summary with itself")
-        self._counts += other._counts
-        self._n_seen += other._n_seen
-        self._n_dropped += other._n_dropped
+        if other.released:
+            raise ReleasedError(
+                f"cannot merge a released {type(other).__name__}: its noise was drawn and published"
+            )
+        with self._usage.enter(type(self).__name__):
+            lineage = self._lineage.union(other._lineage, type(self).__name__)
+            self._counts += other._counts
+            self._n_seen += other._n_seen
+            self._n_dropped += other._n_dropped
+            self._lineage = lineage
 
     def snapshot(self) -> LevelCounts:
-        """An independent, read-only copy of the (exact) state."""
-        snap = type(self).from_bytes(self.to_bytes())
+        """A read-only copy of the (exact) state, sharing this summary's lineage."""
+        snap = self._copy()
         snap._frozen = True
         return snap
 
-    def to_bytes(self) -> bytes:
-        """Versioned, checksummed bytes of the exact state (never pickle)."""
-        meta = self._params() | {"n_seen": self._n_seen, "n_dropped": self._n_dropped}
-        return pack(self._kind, 1, meta, {"counts": self._counts})
+    def _copy(self) -> LevelCounts:
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new._counts = self._counts.copy()
+        new._usage = UsageGuard()
+        return new
+
+    def __deepcopy__(self, memo: dict) -> LevelCounts:
+        """A copy in this process: same lineage (one release guard), diagnostics kept."""
+        return self._copy()
+
+    # ---------------------------------------------------------------- release
+    def _digest(self) -> bytes:
+        return state_digest(self._counts)
+
+    def _stored(self) -> tuple[PrivateDistribution, dict[str, np.ndarray]] | None:
+        try:
+            return self._lineage.lookup(self._digest(), type(self).__name__)
+        except ReleasedError:
+            return None
+
+    def release(self) -> PrivateDistribution:
+        """Draw the noise once and return the private distribution.
+
+        Afterwards this summary and its copies refuse updates and merges; ``release()`` on the
+        released state (or a copy of it, or a summary loaded from its bytes) returns the same
+        distribution without drawing noise again.
+        """
+        digest = self._digest()
+        stored = self._lineage.lookup(digest, type(self).__name__)
+        if stored is not None:
+            return stored[0]
+        dist, extra = self._release_now()
+        self._lineage.record(digest, (dist, extra))
+        return dist
+
+    def _release_extra(self, name: str) -> np.ndarray:
+        """An array stored with the release (e.g. PMM's synthetic counts); releases first."""
+        self.release()
+        stored = self._stored()
+        assert stored is not None  # release() just recorded it
+        return stored[1][name]
+
+    @abc.abstractmethod
+    def _release_now(self) -> tuple[PrivateDistribution, dict[str, np.ndarray]]:
+        """Draw the noise and build the release; extra arrays are kept (and saved) with it."""
+
+    # ---------------------------------------------------------------- bytes
+    def to_bytes(
+        self, *, key: bytes | str | None = None, include_diagnostics: bool = False
+    ) -> bytes:
+        """Versioned, checksummed bytes (never pickle).
+
+        Before the release the counts are **exact** (a trusted curator's state: keep it with
+        the data holder). The blob records the lineage and, once released, the release and
+        its extra arrays, so a reloaded released summary returns its release instead of
+        drawing new noise. ``n_seen``/``n_dropped`` only with ``include_diagnostics=True``;
+        ``key`` makes the digest a keyed MAC.
+        """
+        check_bool(include_diagnostics, "include_diagnostics", f"{self._kind}.to_bytes")
+        meta = self._params() | {
+            "frozen": self._frozen,
+            "lineage": self._lineage.to_meta(),
+            "released": self.released,
+        }
+        if include_diagnostics:
+            meta["diagnostics"] = {"n_seen": self._n_seen, "n_dropped": self._n_dropped}
+        arrays = {"counts": self._counts}
+        stored = self._stored() if self.released else None
+        if stored is not None:
+            arrays["release"] = np.frombuffer(stored[0].to_bytes(), dtype=np.uint8)
+            arrays |= {f"extra.{k}": v for k, v in stored[1].items()}
+        return pack(self._kind, _VERSION, meta, arrays, key=key)
 
     @classmethod
-    def _from_params(cls, meta: dict[str, Any]) -> LevelCounts:  # pragma: no cover
-        raise TypeError("subclasses rebuild themselves")
+    @abc.abstractmethod
+    def _from_params(cls, meta: dict[str, Any]) -> LevelCounts:
+        """Rebuild an empty summary from a blob's (validated) header."""
 
     @classmethod
-    def from_bytes(cls, blob: bytes) -> LevelCounts:
-        _, _, meta, arrays = unpack(blob, cls._kind)
-        obj = cls._from_params(meta)
-        if arrays["counts"].shape != obj._counts.shape:
+    def from_bytes(cls, blob: bytes, *, key: bytes | str | None = None) -> LevelCounts:
+        """Load a summary written by :meth:`to_bytes` (format versions 1 and 2).
+
+        The header and the counts' dtype and shape are validated before anything is built.
+        """
+        _, version, meta, arrays = unpack(blob, cls._kind, key=key)
+        if version not in (1, _VERSION):
+            raise SerializationError(
+                f"{cls._kind} blob has format version {version}; this sketchsyn reads 1 to "
+                f"{_VERSION}"
+            )
+        meta = dict(meta)
+        if version == 1:
+            meta["diagnostics"] = {"n_seen": meta.pop("n_seen"), "n_dropped": meta.pop("n_dropped")}
+            meta |= {"frozen": False, "released": False}
+            meta["lineage"] = [hashlib.blake2b(bytes(blob), digest_size=16).hexdigest()]
+        r = MetaReader(meta, cls._kind)
+        depth = r.int("depth", minimum=1, maximum=_MAX_LEVEL)
+        counts = r.array(arrays, "counts", np.int64, (2**depth,))
+        frozen, released = r.bool("frozen"), r.bool("released")
+        lineage = Lineage.from_meta(meta.get("lineage"), cls._kind)
+        r.dict("domain")
+        try:
+            obj = cls._from_params({k: v for k, v in meta.items() if k not in _STATE_FIELDS})
+        except SerializationError:
+            raise
+        except (ParameterError, TypeError, KeyError, ValueError) as exc:
+            raise SerializationError(f"{cls._kind} blob has bad parameters: {exc}") from exc
+        if obj._level != depth:
             raise SerializationError(f"{cls._kind} blob counts do not match its depth")
-        obj._counts[...] = arrays["counts"]
-        obj._n_seen, obj._n_dropped = int(meta["n_seen"]), int(meta["n_dropped"])
+        obj._counts[...] = counts
+        obj._frozen = frozen
+        obj._lineage = lineage
+        if r.has("diagnostics"):
+            diag = MetaReader(r.dict("diagnostics"), cls._kind)
+            obj._n_seen = diag.int("n_seen", minimum=0)
+            obj._n_dropped = diag.int("n_dropped", minimum=0)
+        if released and not lineage.released:
+            if "release" in arrays:
+                dist = PrivateDistribution.from_bytes(arrays["release"].tobytes())
+                extra = {k[6:]: v for k, v in arrays.items() if k.startswith("extra.")}
+                lineage.record(obj._digest(), (dist, extra))
+            else:  # released at another state: this copy may never be released
+                lineage.record(b"", (None, {}))
         return obj
 
     def __reduce__(self) -> tuple:

@@ -12,9 +12,11 @@ contains, carried in its bytes.
   that was released (same digest of the noisy arrays), else raises :class:`ReleasedError`.
 * ``merge`` unites two lineages and refuses operands that share an identity (their common noise
   would be counted twice, e.g. ``counts + 2·noise``).
-* A seeded summary's identity is derived from its seed, kind and public parameters, so two
-  summaries built with the same seed (hence the same noise) have the same lineage and refuse to
-  merge. With the OS CSPRNG (the default) the identity is fresh random bytes.
+* An identity is 16 bytes: 8 that name the noise and 8 that name the object it was drawn for.
+  With the OS CSPRNG (the default) all 16 are fresh random bytes. A seeded summary's noise half
+  is derived from its seed, kind and public parameters, so two summaries built with the same
+  seed (hence the same noise) refuse to merge; its object half is random, so independent
+  seeded experiments in one process do not share a release guard (a seed is not private anyway).
 
 Across processes no code can stop a user from releasing two copies of one saved state: the safe
 way to report periodically is a raw local summary whose ``flush()`` returns a private summary of
@@ -29,8 +31,11 @@ the rows since the last flush, with fresh noise and a fresh lineage.
 Traceback (most recent call last):
 ...
 sketchsyn.errors.IncompatibleError: cannot merge two Demo summaries that share a noise draw ...
->>> Lineage.new(as_source(7), "Demo", {"w": 1}) == Lineage.new(as_source(7), "Demo", {"w": 1})
-True
+>>> seeded = Lineage.new(as_source(7), "Demo", {"w": 1})
+>>> seeded.union(Lineage.new(as_source(7), "Demo", {"w": 1}), "Demo")  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+sketchsyn.errors.IncompatibleError: cannot merge two Demo summaries that share a noise draw ...
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ from .errors import ConcurrentUseError, IncompatibleError, ReleasedError, Serial
 __all__ = ["Lineage", "UsageGuard", "state_digest"]
 
 _ID_BYTES = 16
+_NOISE_BYTES = 8  # the first half of an identity names the noise, the second the object
 _LOCK = threading.Lock()
 # Guards of identities no copy has released yet die with their last holder; released ones are kept
 # for the life of the process (a few hundred bytes each), so a reloaded copy still refuses.
@@ -113,18 +119,18 @@ class Lineage:
     def new(cls, source: Any, kind: str, params: Mapping[str, Any]) -> Lineage:
         """A fresh identity for one noise draw made from ``source`` (a ``RandomSource``).
 
-        Secure source: 16 random bytes from the OS. Seeded source: a digest of words drawn from
-        a child stream of the source (so the noise drawn from the source is unchanged), the
-        kind and the public parameters: the same seed and parameters give the same lineage.
+        Secure source: 16 random bytes from the OS. Seeded source: the noise half is a digest of
+        words drawn from a child stream of the source (so the noise drawn from the source is
+        unchanged), the kind and the public parameters; the object half is random.
         """
         if source.secure:
             return cls([os.urandom(_ID_BYTES).hex()])
         words = source.spawn(1)[0].uint64(2)
-        h = hashlib.blake2b(digest_size=_ID_BYTES)
+        h = hashlib.blake2b(digest_size=_NOISE_BYTES)
         h.update(words.astype("<u8").tobytes())
         h.update(kind.encode())
         h.update(json.dumps(params, sort_keys=True, default=str).encode())
-        return cls([h.hexdigest()])
+        return cls([h.hexdigest() + os.urandom(_ID_BYTES - _NOISE_BYTES).hex()])
 
     @classmethod
     def from_meta(cls, value: object, label: str) -> Lineage:
@@ -153,7 +159,8 @@ class Lineage:
 
     def union(self, other: Lineage, owner: str) -> Lineage:
         """The lineage of a merge; refuses two lineages that share a noise draw."""
-        if set(self._ids) & set(other._ids):
+        noise = {i[: 2 * _NOISE_BYTES] for i in self._ids}
+        if noise & {i[: 2 * _NOISE_BYTES] for i in other._ids}:
             raise IncompatibleError(
                 f"cannot merge two {owner} summaries that share a noise draw (same lineage): "
                 "their common noise would be added twice. Merge summaries built with "

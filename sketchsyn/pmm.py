@@ -28,8 +28,8 @@ import numpy as np
 
 from . import accounting
 from .distribution import PrivateDistribution
-from .errors import ReleasedError, check_choice, check_epsilon, check_int
-from .histogram import LevelCounts
+from .errors import ParameterError, check_choice, check_epsilon, check_int
+from .histogram import LevelCounts, check_domain
 from .noise import discrete_laplace
 from .rng import RNGLike, as_source
 from .tree import PartitionTree, consistent_levels_integer
@@ -70,13 +70,23 @@ class PMM(LevelCounts):
         self._consistency = check_choice(
             consistency, "consistency", "PMM", ("uniform", "proportional")
         )
+        check_domain(domain, "PMM")
         if depth is None:
             if expected_n is None:
-                raise ValueError("PMM needs either 'depth' or 'expected_n'. Got neither.")
+                raise ParameterError(
+                    "PMM needs either 'depth' or 'expected_n' (to derive the depth). Got neither."
+                )
             n = check_int(expected_n, "expected_n", "PMM", minimum=1)
-            depth = min(accounting.pmm_depth(self._epsilon, n, domain.d), 30, int(domain.max_depth))
+            depth = accounting.pmm_depth(self._epsilon, n, domain.d)
+            if depth > min(30, int(domain.max_depth)):
+                raise ParameterError(
+                    f"The 'expected_n' parameter of PMM gives depth {depth} "
+                    f"(2**{depth} cells, {2 ** (depth + 4):.3g} bytes); PMM's full tree is "
+                    "limited to depth 30 and to the memory limit. Give a smaller 'depth' or "
+                    f"use PrivHP. Got {expected_n!r} instead."
+                )
         super().__init__(domain, depth, rng, "PMM")
-        self._synthetic_counts: np.ndarray | None = None
+        self._scales = self.scales  # refuses a budget too small for the sampler, up front
 
     @property
     def epsilon(self) -> float:
@@ -107,16 +117,12 @@ class PMM(LevelCounts):
             rng=None,
         )
 
-    def release(self) -> PrivateDistribution:
+    def _release_now(self) -> tuple[PrivateDistribution, dict[str, np.ndarray]]:
         """Draw the noise once, make the tree consistent, return the private distribution."""
-        if self._released is not None:
-            return self._released
-        if self._frozen:
-            raise ReleasedError("release the live PMM, not a snapshot of it")
         streams = self._source.spawn(self._level + 1)
         noisy = []
         for level, (exact, scale) in enumerate(
-            zip(self._complete_levels(), self.scales, strict=False)
+            zip(self._complete_levels(), self._scales, strict=False)
         ):
             lam = discrete_laplace(float(scale), exact.size, rng=streams[level])
             noisy.append(np.maximum(exact + lam, 0))
@@ -126,8 +132,8 @@ class PMM(LevelCounts):
         keep = counts > 0
         if not keep.any():  # nothing survived the noise: release the (all-zero) full level,
             keep[:] = True  # which PrivateDistribution treats as "no information" (uniform)
-        self._synthetic_counts = np.asarray(consistent[-1], dtype=np.int64)
-        self._released = PrivateDistribution(
+        synthetic_counts = np.asarray(consistent[-1], dtype=np.int64)
+        dist = PrivateDistribution(
             self._domain,
             levels[keep],
             prefixes[keep],
@@ -136,7 +142,12 @@ class PMM(LevelCounts):
             mechanism="PMM",
             params={k: v for k, v in self._params().items() if k != "domain"},
         )
-        return self._released
+        return dist, {"synthetic_counts": synthetic_counts}
+
+    @property
+    def synthetic_counts(self) -> np.ndarray:
+        """Consistent integer count of every depth-``r`` cell (releases first if needed)."""
+        return self._release_extra("synthetic_counts").copy()
 
     def synthetic(self, rng: RNGLike = None) -> np.ndarray:
         """A synthetic dataset of exactly the consistent root count of points.
@@ -144,8 +155,7 @@ class PMM(LevelCounts):
         Each depth-``r`` cell gets its consistent integer count of points, uniform in the cell.
         Calls :meth:`release` first if needed (post-processing: no further budget).
         """
-        self.release()
-        assert self._synthetic_counts is not None
-        cells = np.flatnonzero(self._synthetic_counts)
-        prefixes = np.repeat(cells.astype(np.uint64), self._synthetic_counts[cells])
+        counts = self._release_extra("synthetic_counts")
+        cells = np.flatnonzero(counts)
+        prefixes = np.repeat(cells.astype(np.uint64), counts[cells])
         return self._domain.sample_cells(self._level, prefixes, rng=as_source(rng))

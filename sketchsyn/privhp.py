@@ -12,15 +12,24 @@ sketches' estimates (Algorithm 3, even-split consistency of Algorithm 4) and ret
 Privacy: pure ε-DP, event level, **add/remove one item** (``neighbours="add-remove"``, the
 paper's Theorem 2). Under replace-one neighbours the same noise gives 2ε; pass
 ``neighbours="replace"`` to double every noise scale so that the object is ε-DP for replace-one.
-A PrivHP object is single-threaded: do not update it from two threads at once (it uses two
-worker threads of its own inside ``update_many`` for large batches). Use ``merge`` to combine
-summaries built in parallel (processes, machines, Dask tasks: objects pickle through
-``to_bytes``).
+A PrivHP object is single-threaded: an update from a second thread while one is running raises
+:class:`~sketchsyn.errors.ConcurrentUseError` (it uses two worker threads of its own inside
+``update_many`` for large batches). Use ``merge`` to combine summaries built in parallel
+(processes, machines, Dask tasks: objects pickle through ``to_bytes``).
 
 Public parameters (not protected): the domain bounds, ``k``, ``width``, ``sketch_depth``, ``depth``,
 the hash ``seed`` and the allocation. The number of rows dropped by an out-of-bounds policy of
-``"drop"`` (``n_dropped``) and ``n_seen`` are exact, non-private diagnostics for the data holder;
-they are not part of the release.
+``"drop"`` (``n_dropped``) and ``n_seen`` are exact, non-private diagnostics for the data holder:
+they stay in memory, are not part of the release, and are left out of ``to_bytes`` (and pickle)
+unless asked for by name (``to_bytes(include_diagnostics=True)``, a local checkpoint).
+
+What the bytes reveal. ``to_bytes()`` of a private PrivHP holds the public parameters, the noisy
+counters and sketch tables, its lineage (the identity of its noise draw) and, once released, the
+release: it is ε-DP on its own. Every copy (snapshot, deepcopy, pickle, bytes) holds the same noise
+draw; in one process they share one release guard, so that draw is released at one stream position
+only, and ``merge`` refuses two operands sharing a draw. Nothing can stop two processes from
+publishing two copies at different positions (their difference is the exact count of the rows in
+between): to report periodically, keep a ``raw=True`` summary and ship :meth:`PrivHP.flush`.
 
 >>> import numpy as np
 >>> from sketchsyn import Box, PrivHP
@@ -36,6 +45,7 @@ they are not part of the release.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -50,21 +60,26 @@ from .errors import (
     InputError,
     ParameterError,
     ReleasedError,
+    SerializationError,
+    check_bool,
     check_choice,
     check_epsilon,
     check_int,
+    check_memory,
 )
 from .hashing import murmur3_32
+from .lineage import Lineage, UsageGuard, state_digest
 from .noise import discrete_laplace
 from .rng import RNGLike, as_source
-from .serial import pack, unpack
+from .serial import MetaReader, pack, unpack
 from .sketches import CountMinSketch, CountSketch
 from .stream import consume
 
 __all__ = ["PrivHP"]
 
 _KIND = "PrivHP"
-_VERSION = 1
+_VERSION = 2  # 2: no exact diagnostics, lineage, released flag and release in the blob
+_STATE_FIELDS = ("raw", "frozen", "lineage", "released", "diagnostics")
 _SKETCHES = {"count-min": CountMinSketch, "count-sketch": CountSketch}
 # Fixed per-object overhead counted in nbytes: the σ array and small scalars.
 _HEADER_BYTES = 64
@@ -83,17 +98,6 @@ def _pool() -> ThreadPoolExecutor:
     if _POOL is None:
         _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sketchsyn")
     return _POOL
-
-
-class _ReleaseGuard:
-    """Shared by an object and its snapshots: one noise draw is released at one stream position."""
-
-    __slots__ = ("position", "release", "tree")
-
-    def __init__(self) -> None:
-        self.position: int | None = None
-        self.release: PrivateDistribution | None = None
-        self.tree: Any = None
 
 
 class PrivHP:
@@ -132,7 +136,8 @@ class PrivHP:
         Neighbouring relation the ε guarantee refers to (``"replace"`` doubles every noise scale).
     raw : bool, default False
         When True no noise is added at construction: the state is **not private** and the noise is
-        drawn once at ``release()``. Use it to merge exact summaries from trusted collectors.
+        drawn once at ``release()``. Use it to merge exact summaries from trusted collectors, or
+        as a local collector that ships private deltas with :meth:`flush`.
 
     Attributes
     ----------
@@ -178,7 +183,7 @@ class PrivHP:
             neighbours, "neighbours", "PrivHP", ("add-remove", "replace")
         )
         self._seed = check_int(seed, "seed", "PrivHP", minimum=0, maximum=2**32 - 1)
-        self._raw = bool(raw)
+        self._raw = check_bool(raw, "raw", "PrivHP")
         self._L_k = int(self._k).bit_length() - 1
         max_depth = int(domain.max_depth)
         if depth is None:
@@ -206,19 +211,41 @@ class PrivHP:
             dtype=np.float64,
         )
         factor = 2.0 if self._neighbours == "replace" else 1.0
+        self._sigmas = self._realisable(self._sigmas, factor)
         # The budget each structure is built with; with "replace" each structure gets σ_l / 2.
         self._level_eps = self._sigmas / factor
+        # Each level's integer Laplace scale, rounded up so that the realised budget
+        # (sensitivity / scale) is at most the level's share exactly; a budget too small for
+        # the sampler is refused here, naming PrivHP's epsilon.
+        self._scales = np.array(
+            [
+                accounting.laplace_scale(
+                    1 if level <= self._L_k else self._sketch_depth,
+                    float(self._level_eps[level]),
+                    "PrivHP",
+                )
+                for level in range(self._depth + 1)
+            ]
+        )
+        n_tree = 2 ** (self._L_k + 1) - 1
+        n_cells = self._width * self._sketch_depth * (self._depth - self._L_k)
+        check_memory(
+            8 * (n_tree + 2 * n_cells),
+            "PrivHP",
+            f"{n_tree} exact counters (k={self._k}, depth={self._depth}) and "
+            f"{self._depth - self._L_k} sketch levels of width={self._width} × "
+            f"sketch_depth={self._sketch_depth} (built, then banked)",
+        )
 
         self._source = as_source(rng)
         streams = self._source.spawn(self._depth + 2)
         self._release_stream = streams[-1]
-        n_tree = 2 ** (self._L_k + 1) - 1
         self._tree = np.zeros(n_tree, dtype=np.int64)
         if not self._raw:
             for level in range(self._L_k + 1):
                 lo, hi = 2**level - 1, 2 ** (level + 1) - 1
                 self._tree[lo:hi] = discrete_laplace(
-                    1.0 / self._level_eps[level], hi - lo, rng=streams[level]
+                    self._scales[level], hi - lo, rng=streams[level]
                 )
         self._sketches = []
         cls = _SKETCHES[self._sketch]
@@ -236,7 +263,38 @@ class PrivHP:
         self._n_seen = 0
         self._n_dropped = 0
         self._frozen = False
-        self._guard = _ReleaseGuard()
+        # A raw state holds no noise yet: its identity is random even with a seed, so raw
+        # summaries built alike merge (the trusted-aggregator case).
+        self._lineage = Lineage.new(
+            as_source(None) if self._raw else self._source, _KIND, self._params()
+        )
+        self._usage = UsageGuard()
+
+    def _realisable(self, sigmas: np.ndarray, factor: float) -> np.ndarray:
+        """Raise tiny level shares to the least the exact sampler realises (scale ≤ 2**30).
+
+        Lemma 5 gives very deep levels (e.g. ``depth = 56`` in d = 1) shares so small that their
+        noise scale would exceed ``MAX_LAPLACE_SCALE``; such a level carries no information
+        anyway. Each share is raised to ``sensitivity·factor/2**30`` (one ulp more) and the
+        other levels are scaled down so that the total stays ε. Refused only when ε cannot
+        cover even those floors.
+        """
+        sens = np.where(np.arange(self._depth + 1) <= self._L_k, 1.0, float(self._sketch_depth))
+        floor = np.nextafter(sens * factor / accounting.MAX_LAPLACE_SCALE, np.inf) * (1 + 1e-12)
+        low = sigmas < floor
+        if not low.any():
+            return sigmas
+        rest = self._epsilon - floor[low].sum()
+        if rest <= 0 or not (~low).any():
+            raise ParameterError(
+                f"The 'epsilon' parameter of PrivHP is too small for depth={self._depth}: its "
+                f"levels would need integer Laplace noise above the largest supported scale "
+                f"2**30. Got {self._epsilon!r} instead."
+            )
+        out = sigmas.copy()
+        out[low] = floor[low]
+        out[~low] *= rest / sigmas[~low].sum()
+        return accounting.fit_to_budget(out, self._epsilon)
 
     # ------------------------------------------------------------------ state layout
     def _bind_bank(self) -> None:
@@ -304,10 +362,12 @@ class PrivHP:
 
     @property
     def noise_scales(self) -> np.ndarray:
-        """Integer Laplace scale used on each level (``1/σ_l`` or ``j/σ_l``, ×2 for replace)."""
-        scales = 1.0 / self._level_eps
-        scales[self._L_k + 1 :] *= self._sketch_depth
-        return scales
+        """Integer Laplace scale used on each level (``1/σ_l`` or ``j/σ_l``, ×2 for replace).
+
+        Each is rounded up to a float so that the realised budget ``sensitivity/scale`` is at
+        most the level's share exactly, and the shares sum to at most ``epsilon`` exactly.
+        """
+        return self._scales.copy()
 
     @property
     def sketches(self) -> list:
@@ -326,19 +386,28 @@ class PrivHP:
 
     @property
     def released(self) -> bool:
-        """True once this summary (or a snapshot of it) has been released."""
-        return self._guard.position is not None
+        """True once this summary, or a copy sharing its noise draw, has been released."""
+        return self._lineage.released
+
+    @property
+    def lineage(self) -> Lineage:
+        """The identity of the noise draw(s) this state holds (shared by its copies)."""
+        return self._lineage
 
     @property
     def partition_tree(self) -> Any:
         """The grown, consistent tree of the release (all nodes, not only leaves).
 
         Raises :class:`ReleasedError` before ``release()``; it is post-processing of the release.
+        A summary loaded from a released blob regrows it from the stored release's leaves.
         """
-        tree_ = getattr(self._guard, "tree", None)
-        if tree_ is None:
+        stored = self._lineage.lookup(self._digest(), _KIND) if self.released else None
+        if stored is None:
             raise ReleasedError("partition_tree exists only after release()")
-        return tree_
+        dist, grown = stored
+        if grown is None:
+            grown = tree.PartitionTree.from_leaves(*dist.leaves()[:3])
+        return grown
 
     @property
     def nbytes(self) -> int:
@@ -364,12 +433,7 @@ class PrivHP:
     def _check_open(self) -> None:
         if self._frozen:
             raise ReleasedError("this PrivHP is a snapshot; snapshots are read-only")
-        if self._guard.position is not None:
-            raise ReleasedError(
-                "this PrivHP was released; its noise was drawn once, so it accepts no more "
-                "updates (releasing it again at a later stream position would reveal the "
-                "exact count of the items in between)"
-            )
+        self._lineage.check_open(_KIND)
 
     def update(self, x: Any) -> None:
         """Add one item (a point of the domain)."""
@@ -395,13 +459,14 @@ class PrivHP:
         thread writing the increments of its own levels, so the result is the same exact state.
         """
         self._check_open()
-        codes, dropped = self._domain.encode(X, self._depth, return_dropped=True)
-        codes = np.asarray(codes, dtype=np.uint64)
-        tree_counts, bank_counts = self._level_counts(codes)
-        self._tree += tree_counts
-        self._bank += bank_counts
-        self._n_seen += int(codes.size)
-        self._n_dropped += int(dropped)
+        with self._usage.enter(_KIND):
+            codes, dropped = self._domain.encode(X, self._depth, return_dropped=True)
+            codes = np.asarray(codes, dtype=np.uint64)
+            tree_counts, bank_counts = self._level_counts(codes)
+            self._tree += tree_counts
+            self._bank += bank_counts
+            self._n_seen += int(codes.size)
+            self._n_dropped += int(dropped)
 
     def _level_counts(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Exact per-cell increments of the counters and of every sketch cell for ``codes``.
@@ -509,6 +574,11 @@ class PrivHP:
         streams, so the merged summary is still ε-DP for the union (parallel composition); its
         noise variance is the sum of both. Raw + raw stays raw (exact, merge before noise);
         raw + noisy is noisy with the noisy side's single draw.
+
+        Refused (:class:`IncompatibleError` / :class:`ReleasedError`): different parameters,
+        operands that share a noise draw (a copy of the other, or both built with the same seed:
+        the sum would hold ``2·noise``), and a released operand (its noise was already published
+        with its state, so adding rows to it would release that draw at a second position).
         """
         self._check_open()
         if not isinstance(other, PrivHP):
@@ -522,21 +592,70 @@ class PrivHP:
                 )
         if other is self:
             raise IncompatibleError("cannot merge a PrivHP with itself (its noise would double)")
-        self._tree += other._tree
-        self._bank += other._bank
-        self._n_seen += other._n_seen
-        self._n_dropped += other._n_dropped
-        self._raw = self._raw and other._raw
+        if other.released:
+            raise ReleasedError(
+                "cannot merge a released PrivHP: its noise draw was published with its state"
+            )
+        with self._usage.enter(_KIND):
+            lineage = self._lineage.union(other._lineage, _KIND)
+            self._tree += other._tree
+            self._bank += other._bank
+            self._n_seen += other._n_seen
+            self._n_dropped += other._n_dropped
+            self._raw = self._raw and other._raw
+            self._lineage = lineage
+
+    def flush(self, rng: RNGLike = None) -> PrivHP:
+        """Ship the rows since the last flush as a private summary with fresh noise.
+
+        Only for a ``raw=True`` summary, kept by a trusted local collector. Returns a new,
+        private PrivHP (same parameters, noise drawn now from ``rng``, a new lineage) holding
+        this summary's counts, then resets this summary to zero. Each row is in exactly one
+        flushed summary, so all flushed summaries together are ε-DP (parallel composition)
+        and a server may merge them. The cost is noise growth: the merge of ``m`` flushes
+        carries ``m`` independent draws per counter (variance ``m`` times one draw's), so flush
+        as rarely as the reporting needs.
+
+        >>> import numpy as np
+        >>> from sketchsyn import Box
+        >>> local = PrivHP(Box.unit(2), 1.0, k=4, width=32, depth=6, raw=True)
+        >>> local.update_many(np.full((10, 2), 0.3))
+        >>> hourly = local.flush(rng=1)   # ship hourly.to_bytes() to the server
+        >>> hourly.raw, local.n_seen
+        (False, 0)
+        """
+        self._check_open()
+        if not self._raw:
+            raise ParameterError(
+                "flush() needs a PrivHP built with raw=True (a local collector): this one is "
+                "already noisy, and shipping its state twice would release one noise draw at "
+                "two stream positions"
+            )
+        with self._usage.enter(_KIND):
+            private = self._from_params(self._params(), rng=rng, raw=False)
+            private._tree += self._tree
+            private._bank += self._bank
+            private._n_seen = self._n_seen
+            private._n_dropped = self._n_dropped
+            self._tree[...] = 0
+            self._bank[...] = 0
+            self._n_seen = 0
+            self._n_dropped = 0
+        return private
+
+    @property
+    def raw(self) -> bool:
+        """True when the state holds exact counts (noise deferred to ``release()``)."""
+        return self._raw
 
     def snapshot(self) -> PrivHP:
         """An immutable copy of the (already noisy) state.
 
-        The snapshot shares this object's release guard: whichever of them is released first
-        fixes the one stream position at which this noise draw may be released.
+        The snapshot shares this object's lineage and so its release guard: whichever copy is
+        released first fixes the one state at which this noise draw may be released.
         """
         snap = self._copy()
         snap._frozen = True
-        snap._guard = self._guard
         return snap
 
     def _copy(self) -> PrivHP:
@@ -546,59 +665,134 @@ class PrivHP:
         new._sketches = [type(s).from_bytes(s.to_bytes()) for s in self._sketches]
         new._bind_bank()
         new._bank[...] = self._bank
+        new._usage = UsageGuard()
         return new
 
-    def to_bytes(self) -> bytes:
+    def __deepcopy__(self, memo: dict) -> PrivHP:
+        """A copy in this process: same lineage (one release guard), diagnostics kept."""
+        return self._copy()
+
+    def _digest(self) -> bytes:
+        """Identifies the state released: the noisy arrays and whether noise is still due."""
+        return state_digest(self._tree, self._bank, np.array([self._raw]))
+
+    def to_bytes(
+        self, *, key: bytes | str | None = None, include_diagnostics: bool = False
+    ) -> bytes:
         """Serialise the state (versioned, checksummed; never pickle).
 
-        A saved state carries its noise: loading it twice and releasing both copies at different
-        stream positions would spend the budget twice. Treat saved states as one lineage.
+        The bytes hold the public parameters, the counters and sketch tables (noisy unless
+        ``raw``), the lineage, whether the summary is a snapshot, whether its noise draw was
+        released, and the release itself when this state is the released one. No exact count:
+        ``n_seen`` and ``n_dropped`` are added only with ``include_diagnostics=True`` (a local
+        checkpoint that never leaves the data holder). ``key`` (bytes shared with the reader)
+        makes the digest a keyed MAC, so a server refuses states altered in transit.
+
+        A loaded copy holds the same noise draw. In one process all copies share one release
+        guard, but two processes can each release a copy at a different stream position, and
+        the difference of the two releases is the exact count of the rows in between: never
+        publish two states of one lineage. To report periodically, keep a ``raw=True``
+        summary and ship :meth:`flush`.
         """
+        check_bool(include_diagnostics, "include_diagnostics", "PrivHP.to_bytes")
         meta = self._params() | {
             "raw": self._raw,
-            "n_seen": self._n_seen,
-            "n_dropped": self._n_dropped,
-            "released_at": self._guard.position,
             "frozen": self._frozen,
+            "lineage": self._lineage.to_meta(),
+            "released": self.released,
         }
-        return pack(
-            _KIND, _VERSION, meta, {"tree": self._tree, "bank": self._bank, "sigmas": self._sigmas}
-        )
+        arrays = {"tree": self._tree, "bank": self._bank, "sigmas": self._sigmas}
+        if self.released:
+            stored = self._stored_release()
+            if stored is not None:
+                arrays["release"] = np.frombuffer(stored[0].to_bytes(), dtype=np.uint8)
+        if include_diagnostics:
+            meta["diagnostics"] = {"n_seen": self._n_seen, "n_dropped": self._n_dropped}
+        return pack(_KIND, _VERSION, meta, arrays, key=key)
+
+    def _stored_release(self) -> tuple[PrivateDistribution, Any] | None:
+        """The stored release of this exact state, ``None`` if it is not the released one."""
+        try:
+            return self._lineage.lookup(self._digest(), _KIND)
+        except ReleasedError:
+            return None
 
     @classmethod
-    def from_bytes(cls, blob: bytes) -> PrivHP:
-        """Load a state written by :meth:`to_bytes` (its noise is the saved one; no new draw)."""
+    def _from_params(cls, params: dict[str, Any], rng: RNGLike, raw: bool) -> PrivHP:
         from .domains import domain_from_dict
 
-        _, _, meta, arrays = unpack(blob, _KIND)
-        obj = cls(
-            domain_from_dict(meta["domain"]),
-            meta["epsilon"],
-            meta["k"],
-            meta["width"],
-            meta["sketch_depth"],
-            depth=meta["depth"],
-            sketch=meta["sketch"],
-            allocation=meta["allocation"],
-            seed=meta["seed"],
-            rng=0,
-            neighbours=meta["neighbours"],
-            raw=True,
-        )
-        if arrays["tree"].shape != obj._tree.shape or arrays["bank"].shape != obj._bank.shape:
-            from .errors import SerializationError
+        rest = {k: v for k, v in params.items() if k not in ("domain", "epsilon")}
+        return cls(domain_from_dict(params["domain"]), params["epsilon"], **rest, rng=rng, raw=raw)
 
-            raise SerializationError("PrivHP blob arrays do not match its parameters")
+    @classmethod
+    def from_bytes(cls, blob: bytes, *, key: bytes | str | None = None) -> PrivHP:
+        """Load a state written by :meth:`to_bytes` (its noise is the saved one; no new draw).
+
+        Every header field, the domain and every array's dtype and shape are validated against
+        the parameters before the summary is built. A released blob loads as a released
+        summary: it refuses updates and merges, and ``release()`` returns the stored release.
+        Loading the same blob twice in one process gives two copies sharing one release guard.
+        """
+        _, version, meta, arrays = unpack(blob, _KIND, key=key)
+        if version not in (1, _VERSION):
+            raise SerializationError(
+                f"PrivHP blob has format version {version}; this sketchsyn reads 1 to {_VERSION}"
+            )
+        if version == 1:  # exact diagnostics and the release position in the header
+            meta = dict(meta)
+            meta["diagnostics"] = {"n_seen": meta.pop("n_seen"), "n_dropped": meta.pop("n_dropped")}
+            meta["released"] = meta.pop("released_at") is not None
+            meta["lineage"] = [hashlib.blake2b(bytes(blob), digest_size=16).hexdigest()]
+        r = MetaReader(meta, _KIND)
+        # Every header field that is not state bookkeeping is a constructor parameter; an
+        # unknown or missing one makes the constructor refuse (SerializationError below).
+        params = {k: v for k, v in meta.items() if k not in _STATE_FIELDS}
+        raw = r.bool("raw")
+        frozen = r.bool("frozen")
+        released = r.bool("released")
+        lineage = Lineage.from_meta(meta.get("lineage"), _KIND)
+        r.dict("domain")
+        for name in ("k", "width", "sketch_depth", "depth", "seed"):
+            r.int(name, minimum=0)
+        try:
+            # Sizes are checked against the blob before anything large is allocated.
+            expected = cls._state_shape(params)
+            r.array(arrays, "tree", np.int64, (expected[0],))
+            r.array(arrays, "bank", np.int64, expected[1])
+            obj = cls._from_params(params, rng=None, raw=True)
+        except (ParameterError, TypeError, KeyError, ValueError) as exc:
+            if isinstance(exc, SerializationError):
+                raise
+            raise SerializationError(f"PrivHP blob has bad parameters: {exc}") from exc
         obj._tree[...] = arrays["tree"]
         obj._bank[...] = arrays["bank"]
-        obj._raw = bool(meta["raw"])
-        obj._n_seen = int(meta["n_seen"])
-        obj._n_dropped = int(meta["n_dropped"])
-        obj._frozen = bool(meta["frozen"])
-        obj._guard.position = meta["released_at"]
+        obj._raw = raw
+        obj._frozen = frozen
+        obj._lineage = lineage
+        if r.has("diagnostics"):
+            diag = MetaReader(r.dict("diagnostics"), _KIND)
+            obj._n_seen = diag.int("n_seen", minimum=0)
+            obj._n_dropped = diag.int("n_dropped", minimum=0)
         # A loaded object draws any later noise (raw release) from the OS CSPRNG.
         obj._release_stream = as_source(None)
+        if released:
+            release = None
+            if "release" in arrays:
+                release = PrivateDistribution.from_bytes(arrays["release"].tobytes())
+            if not lineage.released:
+                lineage.record(obj._digest() if release is not None else b"", (release, None))
         return obj
+
+    @staticmethod
+    def _state_shape(params: dict[str, Any]) -> tuple[int, tuple[int, int, int]]:
+        """Shapes of the counter array and the sketch bank that ``params`` imply."""
+        k, depth, width, j = (int(params[n]) for n in ("k", "depth", "width", "sketch_depth"))
+        if not (1 <= depth <= 64 and k >= 1 and width >= 1 and j >= 1):
+            raise ParameterError(f"k={k}, depth={depth}, width={width}, sketch_depth={j}")
+        L_k = min(k.bit_length() - 1, depth)
+        check_memory(8 * (2 ** (L_k + 1) - 1), "PrivHP", f"2**{L_k + 1} counters")
+        check_memory(8 * width * j * (depth - L_k), "PrivHP", "its sketch bank")
+        return 2 ** (L_k + 1) - 1, (depth - L_k, j, width)
 
     def __reduce__(self) -> tuple:
         return (PrivHP.from_bytes, (self.to_bytes(),))
@@ -613,7 +807,7 @@ class PrivHP:
             for level in range(self._L_k + 1):
                 lo, hi = 2**level - 1, 2 ** (level + 1) - 1
                 tree_counts[lo:hi] += discrete_laplace(
-                    1.0 / self._level_eps[level], hi - lo, rng=streams[level]
+                    self._scales[level], hi - lo, rng=streams[level]
                 )
             noisy = []
             for i, sk in enumerate(self._sketches):
@@ -633,18 +827,15 @@ class PrivHP:
     def release(self) -> PrivateDistribution:
         """Grow the pruned tree (post-processing only) and return the private distribution.
 
-        After a release this object, and every snapshot of it, refuses updates. Calling
-        ``release()`` again at the same stream position returns the same distribution.
+        After a release this object and every copy sharing its noise draw (snapshots, deepcopies,
+        pickled or loaded copies in this process) refuse updates and merges. Calling
+        ``release()`` again on a copy of the released state returns the same distribution; on a
+        copy at another stream position it raises :class:`ReleasedError`.
         """
-        guard = self._guard
-        if guard.position is not None:
-            if guard.position != self._n_seen:
-                raise ReleasedError(
-                    f"this noise draw was already released at stream position {guard.position}; "
-                    f"releasing it again at position {self._n_seen} would leak the items between"
-                )
-            assert guard.release is not None
-            return guard.release
+        digest = self._digest()
+        stored = self._lineage.lookup(digest, _KIND)
+        if stored is not None:
+            return stored[0]
         tree_counts, sketches = self._noisy_state()
         levels = [
             tree_counts[2**level - 1 : 2 ** (level + 1) - 1].astype(np.float64)
@@ -669,14 +860,12 @@ class PrivHP:
             mechanism="PrivHP",
             params=params,
         )
-        guard.position = self._n_seen
-        guard.release = dist
-        guard.tree = grown
+        self._lineage.record(digest, (dist, grown))
         return dist
 
     def __repr__(self) -> str:
         return (
             f"PrivHP(epsilon={self._epsilon}, k={self._k}, width={self._width}, "
             f"sketch_depth={self._sketch_depth}, depth={self._depth}, sketch={self._sketch!r}, "
-            f"n_seen={self._n_seen}, nbytes={self.nbytes})"
+            f"raw={self._raw}, nbytes={self.nbytes})"
         )

@@ -35,8 +35,9 @@ from typing import Any
 
 import numpy as np
 
+from .accounting import laplace_scale
 from .distribution import PrivateDistribution
-from .errors import ParameterError, ReleasedError, check_epsilon, check_int
+from .errors import ParameterError, check_epsilon, check_int
 from .histogram import LevelCounts
 from .noise import discrete_laplace
 from .rng import RNGLike
@@ -95,8 +96,9 @@ class PSMM(LevelCounts):
 
     def __init__(self, domain: Any, epsilon: float, depth: int, rng: RNGLike = None) -> None:
         self._epsilon = check_epsilon(epsilon, "PSMM")
+        self._scale = laplace_scale(1, self._epsilon, "PSMM")
         depth = check_int(depth, "depth", "PSMM", minimum=1)
-        if 2**depth > MAX_CELLS:
+        if depth > MAX_CELLS.bit_length() - 1:
             raise ParameterError(
                 f"The 'depth' parameter of PSMM gives 2**{depth} = {2**depth} cells; the linear "
                 f"programme is limited to MAX_CELLS = {MAX_CELLS} cells (about m² variables). "
@@ -117,20 +119,16 @@ class PSMM(LevelCounts):
 
         return cls(domain_from_dict(meta["domain"]), meta["epsilon"], meta["depth"])
 
-    def release(self) -> PrivateDistribution:
+    def _release_now(self) -> tuple[PrivateDistribution, dict[str, np.ndarray]]:
         """Add the noise once, solve the LP, return the private distribution."""
-        if self._released is not None:
-            return self._released
-        if self._frozen:
-            raise ReleasedError("release the live PSMM, not a snapshot of it")
         m = self._counts.size
-        noisy = self._counts + discrete_laplace(1.0 / self._epsilon, m, rng=self._source)
+        noisy = self._counts + discrete_laplace(self._scale, m, rng=self._source)
         total = max(float(noisy.sum()), 1.0)
         cells = np.arange(m, dtype=np.uint64)
         centres = self._domain.normalize(self._domain.decode(cells, self._level))
         dist = np.abs(centres[:, None, :] - centres[None, :, :]).max(axis=-1)
         tau = closest_probability_measure(noisy / total, dist)
-        self._released = PrivateDistribution(
+        dist = PrivateDistribution(
             self._domain,
             np.full(m, self._level),
             cells,
@@ -139,4 +137,4 @@ class PSMM(LevelCounts):
             mechanism="PSMM",
             params={k: v for k, v in self._params().items() if k != "domain"},
         )
-        return self._released
+        return dist, {}

@@ -5,11 +5,19 @@ Layout (all integers little-endian)::
     b"SKSY"                     magic
     u16  container version      (CONTAINER_VERSION)
     u8   byte order of arrays   (ord("<"): arrays are always stored little-endian)
+    u8   flags                  (container version >= 2; bit 0: keyed digest)
     u8   length of kind, then kind (ASCII, e.g. b"CountMinSketch")
     u16  object format version  (the object's own schema version)
     u32  length of header, then header (UTF-8 JSON: metadata and array descriptors)
     ...  array payloads, concatenated, in header order
-    32 bytes BLAKE2b digest of everything before it
+    32 bytes BLAKE2b digest of everything before it (keyed with ``key`` when one is given)
+
+An unkeyed digest detects accidents (truncation, bit rot), not forgery: anyone can recompute it.
+A server that loads states sent by collectors should share a secret ``key`` with them
+(``to_bytes(key=...)`` / ``from_bytes(..., key=...)``): the digest is then a keyed BLAKE2b MAC,
+and a blob altered by anyone without the key is refused. Either way every header field and every
+array's dtype and shape is validated before anything is allocated, so a hostile blob raises
+:class:`SerializationError` quickly.
 
 >>> import numpy as np
 >>> blob = pack("Demo", 1, {"width": 4}, {"table": np.arange(4, dtype=np.int64)})
@@ -20,35 +28,72 @@ Layout (all integers little-endian)::
 Traceback (most recent call last):
 ...
 sketchsyn.errors.SerializationError: Demo blob is corrupt: checksum mismatch (truncated or altered).
+>>> signed = pack("Demo", 1, {}, {}, key=b"shared secret")
+>>> unpack(signed, "Demo", key=b"shared secret")[0]
+'Demo'
+>>> unpack(signed, "Demo")  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+sketchsyn.errors.SerializationError: Demo blob is authenticated with a shared key: pass key=...
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import struct
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from .errors import SerializationError
 
-__all__ = ["CONTAINER_VERSION", "pack", "unpack"]
+__all__ = ["CONTAINER_VERSION", "MetaReader", "pack", "unpack"]
 
 MAGIC = b"SKSY"
-CONTAINER_VERSION = 1
+CONTAINER_VERSION = 2
 _DIGEST = 32
+_FLAG_KEYED = 1
 _ALLOWED_DTYPES = {"<i8", "<u8", "<f8", "<i4", "<u4", "<i1", "<u1", "|i1", "|u1", "|b1"}
+_MAX_HEADER = 1 << 24  # 16 MiB of JSON is far more than any summary's parameters
+_MAX_NDIM = 8
+_MAX_NESTING = 32
 
 
-def _digest(data: bytes) -> bytes:
-    return hashlib.blake2b(data, digest_size=_DIGEST).digest()
+def _digest(data: bytes, key: bytes | None) -> bytes:
+    if key is None:
+        return hashlib.blake2b(data, digest_size=_DIGEST).digest()
+    return hashlib.blake2b(data, digest_size=_DIGEST, key=key).digest()
+
+
+def _check_key(key: object) -> bytes | None:
+    if key is None:
+        return None
+    if isinstance(key, str):
+        key = key.encode("utf-8")
+    if not isinstance(key, (bytes, bytearray)) or not 1 <= len(key) <= 64:
+        raise SerializationError(
+            "The 'key' parameter must be None or 1 to 64 bytes (or a str) shared by the writer "
+            f"and the reader. Got {type(key).__name__} of that size instead."
+        )
+    return bytes(key)
 
 
 def pack(
-    kind: str, version: int, meta: Mapping[str, object], arrays: Mapping[str, np.ndarray]
+    kind: str,
+    version: int,
+    meta: Mapping[str, object],
+    arrays: Mapping[str, np.ndarray],
+    *,
+    key: bytes | str | None = None,
 ) -> bytes:
-    """Serialise JSON-able ``meta`` and numeric ``arrays`` under ``kind`` and ``version``."""
+    """Serialise JSON-able ``meta`` and numeric ``arrays`` under ``kind`` and ``version``.
+
+    With ``key`` (1 to 64 bytes, shared with the reader) the digest is a keyed BLAKE2b MAC.
+    """
+    key = _check_key(key)
     kind_b = kind.encode("ascii")
     descriptors = []
     payloads = []
@@ -60,11 +105,14 @@ def pack(
             raise SerializationError(f"cannot serialise array {name!r} of dtype {a.dtype}")
         descriptors.append({"name": name, "dtype": dt, "shape": list(le.shape)})
         payloads.append(le.tobytes())
-    header = json.dumps({"meta": dict(meta), "arrays": descriptors}, sort_keys=True).encode()
+    header = json.dumps(
+        {"meta": dict(meta), "arrays": descriptors}, sort_keys=True, allow_nan=False
+    ).encode()
+    flags = _FLAG_KEYED if key is not None else 0
     body = b"".join(
         [
             MAGIC,
-            struct.pack("<HB", CONTAINER_VERSION, ord("<")),
+            struct.pack("<HBB", CONTAINER_VERSION, ord("<"), flags),
             struct.pack("<B", len(kind_b)),
             kind_b,
             struct.pack("<HI", int(version), len(header)),
@@ -72,17 +120,43 @@ def pack(
             *payloads,
         ]
     )
-    return body + _digest(body)
+    return body + _digest(body, key)
+
+
+def _depth(value: Any, limit: int) -> int:
+    """Nesting depth of a JSON value, stopping at ``limit``."""
+    stack = [(value, 1)]
+    deepest = 0
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if deepest > limit:
+            return deepest
+        if isinstance(item, dict):
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, level + 1) for v in item)
+    return deepest
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"non-finite number {name} in the header")
 
 
 def unpack(
-    blob: bytes, expected_kind: str | tuple[str, ...]
+    blob: bytes,
+    expected_kind: str | tuple[str, ...],
+    *,
+    key: bytes | str | None = None,
 ) -> tuple[str, int, dict, dict[str, np.ndarray]]:
     """Check and decode a blob made by :func:`pack`; return ``(kind, version, meta, arrays)``.
 
     Raises :class:`SerializationError` for a blob that is not bytes, too short, altered, of
-    another kind, or of a container version this release cannot read.
+    another kind, of a container version this release cannot read, keyed when no ``key`` is
+    given (or the reverse), or whose header or array descriptors are malformed. Array sizes are
+    checked against the blob's length before any array is copied.
     """
+    key = _check_key(key)
     kinds = (expected_kind,) if isinstance(expected_kind, str) else tuple(expected_kind)
     label = kinds[0]
     if not isinstance(blob, (bytes, bytearray, memoryview)):
@@ -91,20 +165,39 @@ def unpack(
     if len(blob) < len(MAGIC) + 4 + _DIGEST or blob[:4] != MAGIC:
         raise SerializationError(f"{label} blob is not a sketchsyn blob (bad magic or too short)")
     body, digest = blob[:-_DIGEST], blob[-_DIGEST:]
-    if _digest(body) != digest:
+    container, order = struct.unpack_from("<HB", body, 4)
+    if container > CONTAINER_VERSION or container < 1:
+        raise SerializationError(
+            f"{label} blob has container version {container}; this sketchsyn reads 1 to "
+            f"{CONTAINER_VERSION}. Upgrade sketchsyn."
+        )
+    pos = 7
+    flags = 0
+    if container >= 2:
+        flags = body[pos]
+        pos += 1
+        if flags & ~_FLAG_KEYED:
+            raise SerializationError(f"{label} blob has unknown flags {flags:#x}")
+    keyed = bool(flags & _FLAG_KEYED)
+    if keyed and key is None:
+        raise SerializationError(
+            f"{label} blob is authenticated with a shared key: pass key= to load it"
+        )
+    if key is not None and not keyed:
+        raise SerializationError(
+            f"{label} blob is not authenticated, but a key was given: refusing an unsigned blob"
+        )
+    if _digest(body, key) != digest:
+        if keyed:
+            raise SerializationError(
+                f"{label} blob failed authentication: altered, or signed with another key."
+            )
         raise SerializationError(
             f"{label} blob is corrupt: checksum mismatch (truncated or altered)."
         )
     try:
-        container, order = struct.unpack_from("<HB", body, 4)
-        if container > CONTAINER_VERSION:
-            raise SerializationError(
-                f"{label} blob has container version {container}; this sketchsyn reads up to "
-                f"{CONTAINER_VERSION}. Upgrade sketchsyn."
-            )
         if order != ord("<"):
             raise SerializationError(f"{label} blob has unknown byte order {order!r}")
-        pos = 7
         (klen,) = struct.unpack_from("<B", body, pos)
         pos += 1
         kind = body[pos : pos + klen].decode("ascii")
@@ -113,19 +206,29 @@ def unpack(
             raise SerializationError(f"blob holds a {kind}, expected {' or '.join(kinds)}")
         version, hlen = struct.unpack_from("<HI", body, pos)
         pos += 6
-        header = json.loads(body[pos : pos + hlen].decode("utf-8"))
+        if hlen > min(_MAX_HEADER, len(body) - pos):
+            raise SerializationError(f"{label} blob declares a header of {hlen} bytes")
+        header = json.loads(body[pos : pos + hlen].decode("utf-8"), parse_constant=_reject_constant)
         pos += hlen
+        if (
+            not isinstance(header, dict)
+            or not isinstance(header.get("meta"), dict)
+            or not isinstance(header.get("arrays"), list)
+        ):
+            raise SerializationError(f"{label} blob header is not a meta/arrays record")
+        if _depth(header["meta"], _MAX_NESTING) > _MAX_NESTING:
+            raise SerializationError(f"{label} blob header is nested too deeply")
         arrays: dict[str, np.ndarray] = {}
         for desc in header["arrays"]:
-            if desc["dtype"] not in _ALLOWED_DTYPES:
-                raise SerializationError(f"{label} blob has unsupported dtype {desc['dtype']!r}")
-            dt = np.dtype(desc["dtype"])
-            shape = tuple(int(s) for s in desc["shape"])
-            nbytes = dt.itemsize * int(np.prod(shape, dtype=np.int64))
-            if pos + nbytes > len(body):
-                raise SerializationError(f"{label} blob is truncated in array {desc['name']!r}")
-            arr = np.frombuffer(body, dtype=dt, count=nbytes // dt.itemsize, offset=pos)
-            arrays[desc["name"]] = arr.reshape(shape).astype(dt.newbyteorder("="), copy=True)
+            name, dt, shape = _descriptor(desc, label)
+            if name in arrays:
+                raise SerializationError(f"{label} blob repeats array {name!r}")
+            count = math.prod(shape)
+            nbytes = dt.itemsize * count
+            if nbytes > len(body) - pos:
+                raise SerializationError(f"{label} blob is truncated in array {name!r}")
+            arr = np.frombuffer(body, dtype=dt, count=count, offset=pos)
+            arrays[name] = arr.reshape(shape).astype(dt.newbyteorder("="), copy=True)
             pos += nbytes
         if pos != len(body):
             raise SerializationError(
@@ -135,4 +238,127 @@ def unpack(
         raise
     except (struct.error, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
         raise SerializationError(f"{label} blob is malformed: {exc}") from exc
+    except RecursionError as exc:
+        raise SerializationError(f"{label} blob header is nested too deeply") from exc
     return kind, int(version), header["meta"], arrays
+
+
+def _descriptor(desc: object, label: str) -> tuple[str, np.dtype, tuple[int, ...]]:
+    """Validate one array descriptor: a name, an allowed dtype and a small non-negative shape."""
+    if not isinstance(desc, dict):
+        raise SerializationError(f"{label} blob has a malformed array descriptor")
+    name, dtype, shape = desc.get("name"), desc.get("dtype"), desc.get("shape")
+    if not isinstance(name, str) or not isinstance(dtype, str) or dtype not in _ALLOWED_DTYPES:
+        raise SerializationError(f"{label} blob has unsupported array {name!r} of dtype {dtype!r}")
+    if (
+        not isinstance(shape, list)
+        or len(shape) > _MAX_NDIM
+        or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in shape)
+    ):
+        raise SerializationError(f"{label} blob array {name!r} has an invalid shape {shape!r}")
+    return name, np.dtype(dtype), tuple(shape)
+
+
+class MetaReader:
+    """Typed access to a blob's header fields; every failure is a :class:`SerializationError`.
+
+    >>> r = MetaReader({"width": 4, "frozen": False}, "Demo")
+    >>> r.int("width", minimum=1), r.bool("frozen")
+    (4, False)
+    >>> r.int("depth")
+    Traceback (most recent call last):
+    ...
+    sketchsyn.errors.SerializationError: Demo blob header lacks the field 'depth'
+    """
+
+    def __init__(self, meta: Mapping[str, Any], label: str) -> None:
+        self._meta = meta
+        self._label = label
+
+    def _fail(self, name: str, what: str) -> SerializationError:
+        value = self._meta.get(name)
+        text = repr(value)
+        if len(text) > 60:
+            text = text[:57] + "..."
+        return SerializationError(
+            f"{self._label} blob header field {name!r} must be {what}, got {text}"
+        )
+
+    def _get(self, name: str, default: Any) -> Any:
+        if name not in self._meta:
+            if default is _MISSING:
+                raise SerializationError(f"{self._label} blob header lacks the field {name!r}")
+            return default
+        return self._meta[name]
+
+    def has(self, name: str) -> bool:
+        return name in self._meta
+
+    def int(
+        self,
+        name: str,
+        minimum: int | None = None,
+        maximum: int | None = None,
+        default: Any = None,
+    ) -> int:
+        value = self._get(name, _MISSING if default is None else default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._fail(name, "an int")
+        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+            raise self._fail(name, f"an int in [{minimum}, {maximum}]")
+        return value
+
+    def optional_int(self, name: str, minimum: int | None = None) -> int | None:
+        if self._get(name, None) is None:
+            return None
+        return self.int(name, minimum=minimum)
+
+    def float(self, name: str, positive: bool = False, optional: bool = False) -> float | None:
+        value = self._get(name, None if optional else _MISSING)
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self._fail(name, "a number")
+        value = float(value)
+        if not math.isfinite(value) or (positive and value <= 0):
+            raise self._fail(name, "a finite number" + (" > 0" if positive else ""))
+        return value
+
+    def bool(self, name: str, default: Any = None) -> bool:
+        value = self._get(name, _MISSING if default is None else default)
+        if not isinstance(value, bool):
+            raise self._fail(name, "true or false")
+        return value
+
+    def str(self, name: str, choices: tuple[str, ...] | None = None) -> str:
+        value = self._get(name, _MISSING)
+        if not isinstance(value, str) or (choices is not None and value not in choices):
+            raise self._fail(name, "a string" if choices is None else f"one of {choices}")
+        return value
+
+    def dict(self, name: str) -> dict:
+        value = self._get(name, _MISSING)
+        if not isinstance(value, dict):
+            raise self._fail(name, "a record")
+        return value
+
+    def array(
+        self,
+        arrays: Mapping[str, np.ndarray],
+        name: str,
+        dtype: Any,
+        shape: tuple[int, ...],
+    ) -> np.ndarray:
+        """The array ``name`` with exactly ``dtype`` and ``shape`` (else SerializationError)."""
+        arr = arrays.get(name)
+        if arr is None:
+            raise SerializationError(f"{self._label} blob lacks the array {name!r}")
+        if arr.dtype != np.dtype(dtype) or arr.shape != tuple(shape):
+            raise SerializationError(
+                f"{self._label} blob array {name!r} is {arr.dtype}{list(arr.shape)}, "
+                f"expected {np.dtype(dtype)}{list(shape)} from its parameters"
+            )
+        return arr
+
+
+_MISSING: Any = object()

@@ -12,8 +12,15 @@ Keys are non-negative integers below 2**64 (see :func:`~sketchsyn.hashing.as_key
 ``bytes`` objects, which are mapped to a uint64 by :meth:`HashFamily.key_of
 <sketchsyn.hashing.HashFamily.key_of>`.
 
-Objects are single-threaded: do not update or merge one sketch from two threads at once (reading
-from several threads while nobody writes is fine).
+Objects are single-threaded: an update or merge that finds another thread inside one raises
+:class:`~sketchsyn.errors.ConcurrentUseError` (reading from several threads while nobody writes is
+fine).
+
+A private sketch's bytes (``to_bytes``, pickle) hold its public parameters, its noisy table and its
+lineage (the identity of its noise draw, :mod:`sketchsyn.lineage`): ``merge`` refuses two sketches
+that share a noise draw (a copy of one, or two built with the same seed). To report a stream
+periodically, keep a raw sketch and ship ``flush(epsilon)``: a private sketch of the items since the
+last flush with fresh noise (disjoint items, so the shipped sketches compose in parallel).
 
 >>> cms = CountMinSketch(width=256, depth=3, epsilon=1.0, rng=0)
 >>> cms.update_many([1, 2, 2, 3, 3, 3])
@@ -29,6 +36,7 @@ True
 
 from __future__ import annotations
 
+import hashlib
 import math
 import numbers
 from fractions import Fraction
@@ -36,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from .accounting import laplace_scale
 from .errors import (
     IncompatibleError,
     InputError,
@@ -43,15 +52,17 @@ from .errors import (
     ReleasedError,
     SerializationError,
     check_int,
+    check_memory,
 )
 from .hashing import HashFamily, as_keys
+from .lineage import Lineage, UsageGuard
 from .noise import discrete_laplace
 from .rng import RNGLike, as_source
-from .serial import pack, unpack
+from .serial import MetaReader, pack, unpack
 
 __all__ = ["CountMinSketch", "CountSketch"]
 
-_VERSION = 1
+_VERSION = 2  # 2: lineage in the header; version 1 blobs (no lineage) still load
 _SCALARS_BYTES = 32  # width, depth, seed, epsilon: four 8-byte scalars
 _LIMIT = 2**62  # no counter may reach this magnitude (int64 headroom, checked per batch)
 _STR_TYPES = (str, bytes, bytearray, memoryview)
@@ -153,6 +164,11 @@ class _Sketch:
         self._width = check_int(width, "width", name, minimum=1, maximum=2**31)
         self._depth = check_int(depth, "depth", name, minimum=1, maximum=1024)
         self._seed = check_int(seed, "seed", name, minimum=0, maximum=2**32 - 1)
+        check_memory(
+            8 * self._width * self._depth,
+            name,
+            f"a table of width={self._width} × depth={self._depth} int64 counters",
+        )
         if epsilon is not None:
             if (
                 isinstance(epsilon, bool)
@@ -165,17 +181,32 @@ class _Sketch:
                     f"number > 0. Got {epsilon!r} instead."
                 )
             epsilon = float(epsilon)
+            laplace_scale(self._depth, epsilon, name)  # refuse a budget too small, up front
         self._epsilon = epsilon
         self._family = HashFamily(self._width, self._depth, self._seed)
         # PrivHP rebinds _table to a view into its bank; it must stay a C-contiguous int64
         # (depth, width) array.
         self._table = np.zeros((self._depth, self._width), dtype=np.int64)
+        source = as_source(rng)
         if epsilon is not None:
             self._table += discrete_laplace(
-                self._depth / epsilon, (self._depth, self._width), rng=as_source(rng)
+                self.noise_scale, (self._depth, self._width), rng=source
             )
+        # A raw table holds no noise: its identity is random even with a seed.
+        self._lineage = Lineage.new(
+            source if epsilon is not None else as_source(None), self._kind, self._public_params()
+        )
+        self._usage = UsageGuard()
         self._frozen = False
         self._bound = self._abs_max()
+
+    def _public_params(self) -> dict[str, Any]:
+        return {
+            "width": self._width,
+            "depth": self._depth,
+            "seed": self._seed,
+            "epsilon": self._epsilon,
+        }
 
     def _abs_max(self) -> int:
         """Largest counter magnitude (exact)."""
@@ -201,6 +232,19 @@ class _Sketch:
     def epsilon(self) -> float | None:
         """Privacy budget of the state (``None`` for a raw sketch)."""
         return self._epsilon
+
+    @property
+    def noise_scale(self) -> float | None:
+        """Scale of the integer Laplace noise in every cell: ``depth/epsilon`` rounded up to a
+        float so that the realised budget ``depth/scale`` is at most ``epsilon`` exactly."""
+        if self._epsilon is None:
+            return None
+        return laplace_scale(self._depth, self._epsilon, type(self).__name__)
+
+    @property
+    def lineage(self) -> Lineage:
+        """The identity of the noise draw(s) in this table (shared by its copies)."""
+        return self._lineage
 
     @property
     def family(self) -> HashFamily:
@@ -277,6 +321,10 @@ class _Sketch:
         [3, 4]
         """
         self._check_writable()
+        with self._usage.enter(type(self).__name__):
+            self._update_many(keys, counts)
+
+    def _update_many(self, keys: object, counts: object) -> None:
         k = _prepare_keys(keys)
         c = None if counts is None else _as_counts(counts, k.size)
         if k.size == 0:
@@ -359,9 +407,10 @@ class _Sketch:
         * Raw + private: ``count(union) + noise`` is ``ε``-DP for the union with the private
           side's ``ε`` (the noise covers every item's contribution); the result is private.
         * Raw + raw stays raw.
-        * A sketch merged with itself (the same object) is refused. A copy of it (snapshot,
-          ``from_bytes``) is not detectable: merging one counts its items twice and repeats the
-          same noise draw, which is still ``ε``-DP (post-processing) but doubles every estimate.
+        * Two sketches that share a noise draw (the same object, a snapshot, deepcopy, pickle
+          or ``from_bytes`` copy of it, or two sketches built with the same seed) are refused:
+          the sum would hold the same noise twice (``counts + 2·noise``), whose parity gives
+          away the exact counts. The merged sketch's lineage holds both operands' draws.
 
         Examples
         --------
@@ -372,6 +421,10 @@ class _Sketch:
         [3, 1]
         """
         self._check_writable()
+        with self._usage.enter(type(self).__name__):
+            self._merge(other)
+
+    def _merge(self, other: _Sketch) -> None:
         if type(other) is not type(self):
             raise IncompatibleError(
                 f"cannot merge a {type(other).__name__} into a {type(self).__name__}"
@@ -387,18 +440,22 @@ class _Sketch:
                     f"cannot merge two {type(self).__name__} objects with different {name!r}: "
                     f"{mine} != {theirs}"
                 )
+        lineage = self._lineage.union(other._lineage, type(self).__name__)
         bound = self._abs_max() + other._abs_max()
         if bound >= _LIMIT:
             raise IncompatibleError("the merged counters could overflow int64 (limit 2**62)")
         self._table += other._table
         self._bound = bound
+        self._lineage = lineage
         if self._epsilon is None:
             self._epsilon = other._epsilon
         elif other._epsilon is not None:
             self._epsilon = max(self._epsilon, other._epsilon)
 
     def snapshot(self) -> _Sketch:
-        """An independent, read-only copy (its updates and merges raise :class:`ReleasedError`).
+        """A read-only copy (its updates and merges raise :class:`ReleasedError`).
+
+        The copy shares this sketch's lineage: the two hold one noise draw.
 
         Examples
         --------
@@ -412,11 +469,50 @@ class _Sketch:
         snap._frozen = True
         return snap
 
-    def to_bytes(self) -> bytes:
-        """Versioned, checksummed bytes (:func:`sketchsyn.serial.pack`, schema version 1).
+    def flush(self, epsilon: float, rng: RNGLike = None) -> _Sketch:
+        """Ship the items since the last flush: a private sketch of them, with fresh noise.
 
-        The payload holds ``width``, ``depth``, ``seed``, ``epsilon``, whether the object is a
-        read-only snapshot, and the table.
+        Only for a raw sketch (a trusted local collector). The returned sketch holds this
+        sketch's counts plus ``Lap_Z(depth/epsilon)`` per cell drawn now, under a new lineage;
+        this sketch is then reset to zero. Each item is in exactly one flushed sketch, so the
+        flushed sketches are ``epsilon``-DP together (parallel composition) and a server may
+        merge them. Their noise adds up: after ``m`` flushes merged together, each cell carries
+        ``m`` independent draws (variance ``m`` times one draw's).
+
+        Examples
+        --------
+        >>> local = CountMinSketch(64, 2)
+        >>> local.update_many([1, 2, 2])
+        >>> shipped = local.flush(epsilon=1.0, rng=3)
+        >>> shipped.epsilon, local.query(2)
+        (1.0, 0)
+        """
+        self._check_writable()
+        if self._epsilon is not None:
+            raise ParameterError(
+                f"flush() needs a raw {type(self).__name__} (built without epsilon): this one "
+                "is already noisy, and shipping its state twice would release one noise draw "
+                "at two stream positions"
+            )
+        with self._usage.enter(type(self).__name__):
+            private = type(self)(self._width, self._depth, epsilon, self._seed, rng)
+            private._table += self._table
+            private._bound = private._abs_max()
+            self._table[...] = 0
+            self._bound = 0
+        return private
+
+    def to_bytes(self, *, key: bytes | str | None = None) -> bytes:
+        """Versioned, checksummed bytes (:func:`sketchsyn.serial.pack`, schema version 2).
+
+        The payload holds ``width``, ``depth``, ``seed``, ``epsilon``, the lineage (identity of
+        the noise draw), whether the object is a read-only snapshot, and the (noisy) table:
+        nothing else. ``key`` (bytes shared with the reader) makes the digest a keyed MAC.
+
+        Every copy loaded from these bytes holds the same noise draw: merging two of them is
+        refused in any process, but nothing can stop two processes from publishing two copies
+        at different stream positions (their difference is exact). To ship a stream
+        periodically, use :meth:`flush` on a raw sketch.
 
         Examples
         --------
@@ -424,18 +520,18 @@ class _Sketch:
         >>> CountSketch.from_bytes(s.to_bytes()) == s
         True
         """
-        meta = {
-            "width": self._width,
-            "depth": self._depth,
-            "seed": self._seed,
-            "epsilon": self._epsilon,
+        meta = self._public_params() | {
             "frozen": self._frozen,
+            "lineage": self._lineage.to_meta(),
         }
-        return pack(self._kind, _VERSION, meta, {"table": self._table})
+        return pack(self._kind, _VERSION, meta, {"table": self._table}, key=key)
 
     @classmethod
-    def from_bytes(cls, blob: bytes) -> Any:
-        """Load a sketch written by :meth:`to_bytes` (any schema version up to 1).
+    def from_bytes(cls, blob: bytes, *, key: bytes | str | None = None) -> Any:
+        """Load a sketch written by :meth:`to_bytes` (schema versions 1 and 2).
+
+        Every header field and the table's dtype and shape are checked before anything is
+        allocated. A version 1 blob (no lineage) gets a lineage derived from its bytes.
 
         Raises
         ------
@@ -451,29 +547,36 @@ class _Sketch:
         ...
         sketchsyn.errors.SerializationError: CountMinSketch blob is corrupt: checksum mismatch (truncated or altered).
         """  # noqa: E501
-        _, version, meta, arrays = unpack(blob, cls._kind)
-        if version != _VERSION:
+        _, version, meta, arrays = unpack(blob, cls._kind, key=key)
+        if version not in (1, _VERSION):
             raise SerializationError(
                 f"{cls._kind} format version {version} is not readable by this sketchsyn "
-                f"(it reads version {_VERSION})"
+                f"(it reads versions 1 to {_VERSION})"
             )
+        r = MetaReader(meta, cls._kind)
+        width = r.int("width", minimum=1, maximum=2**31)
+        depth = r.int("depth", minimum=1, maximum=1024)
+        seed = r.int("seed", minimum=0, maximum=2**32 - 1)
+        epsilon = r.float("epsilon", positive=True, optional=True)
+        frozen = r.bool("frozen", default=False)
+        table = r.array(arrays, "table", np.int64, (depth, width))
+        if version >= 2:
+            lineage = Lineage.from_meta(meta.get("lineage"), cls._kind)
+        else:
+            lineage = Lineage([hashlib.blake2b(bytes(blob), digest_size=16).hexdigest()])
         try:
-            obj = cls(meta["width"], meta["depth"], None, meta["seed"])
-            epsilon = meta["epsilon"]
+            obj = cls(width, depth, None, seed)
             if epsilon is not None:
-                epsilon = float(epsilon)
-                if not (math.isfinite(epsilon) and epsilon > 0):
-                    raise ValueError(f"epsilon {epsilon!r}")
-            table = arrays["table"]
-            frozen = bool(meta.get("frozen", False))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise SerializationError(f"{cls._kind} blob has bad contents: {exc}") from exc
-        if table.shape != obj._table.shape or table.dtype != np.int64:
-            raise SerializationError(f"{cls._kind} blob table does not match its parameters")
+                laplace_scale(depth, epsilon, cls._kind)
+        except ParameterError as exc:
+            raise SerializationError(f"{cls._kind} blob has bad parameters: {exc}") from exc
+        if table.size and int(np.abs(table).max()) >= _LIMIT:
+            raise SerializationError(f"{cls._kind} blob table has counters beyond 2**62")
         obj._table[...] = table
         obj._bound = obj._abs_max()
         obj._epsilon = epsilon
         obj._frozen = frozen
+        obj._lineage = lineage
         return obj
 
     def __reduce__(self) -> tuple:

@@ -27,7 +27,9 @@ def consume(
     Single rows are gathered into batches of ``batch_size``; 2-D arrays are cut into batches of
     at most ``batch_size`` rows. Memory stays bounded by one batch whatever the iterable's length.
     Each batch is atomic: a bad row refuses its batch (earlier batches stay counted) and the
-    error names the batch's first row in the stream. Returns the number of rows read.
+    error names the batch's first row in the stream. If the source itself raises, the rows it
+    gave so far are counted first and the exception carries a note saying how many (so none is
+    lost silently). Returns the number of rows read.
     """
     batch_size = check_int(batch_size, "batch_size", "consume", minimum=1)
     pending: list[Any] = []
@@ -39,7 +41,27 @@ def consume(
         except InputError as exc:
             raise InputError(f"in the batch starting at stream row {start}: {exc}") from exc
 
-    for item in iterable:
+    iterator = iter(iterable)
+    while True:
+        try:
+            item = next(iterator)
+        except StopIteration:
+            break
+        except Exception as exc:
+            # The source failed: count the rows it gave so far, then say so in the error.
+            counted = position - len(pending)
+            if pending:
+                try:
+                    flush(pending, counted)
+                    counted = position
+                except InputError as bad:
+                    _note(exc, f"the {len(pending)} rows gathered last were refused: {bad}")
+            _note(
+                exc,
+                f"sketchsyn consume: the source raised after {position} rows; {counted} of "
+                "them were counted (resume the source after them)",
+            )
+            raise
         if isinstance(item, np.ndarray) and item.ndim == 2 and (d > 1 or item.shape[1] == 1):
             if pending:
                 flush(pending, position - len(pending))
@@ -57,3 +79,9 @@ def consume(
     if pending:
         flush(pending, position - len(pending))
     return position
+
+
+def _note(exc: BaseException, text: str) -> None:
+    """Attach ``text`` to ``exc`` (shown under its traceback; Python ≥ 3.11)."""
+    if hasattr(exc, "add_note"):
+        exc.add_note(text)

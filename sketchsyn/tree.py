@@ -25,6 +25,7 @@ Two consistency rules are provided:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -377,6 +378,37 @@ class PartitionTree:
                 for level, a in enumerate(checked)
             }
         )
+
+    @classmethod
+    def from_leaves(cls, levels: Any, prefixes: Any, counts: Any) -> PartitionTree:
+        """The tree whose leaves are given; every internal node's count is its leaves' sum.
+
+        Examples
+        --------
+        >>> t = PartitionTree.from_leaves([1, 2, 2], [0, 2, 3], [1.0, 0.5, 2.5])
+        >>> t.n_nodes, [a.tolist() for a in t.leaves()]
+        (5, [[1, 2, 2], [0, 2, 3], [1.0, 0.5, 2.5]])
+        """
+        lv = np.asarray(levels, dtype=np.int64)
+        px = np.asarray(prefixes, dtype=_U64)
+        ct = np.asarray(counts, dtype=np.float64)
+        if not (lv.shape == px.shape == ct.shape) or lv.ndim != 1 or lv.size == 0:
+            raise ParameterError(
+                "The leaves of PartitionTree.from_leaves must be three equal-length, non-empty "
+                f"1-D arrays. Got shapes {lv.shape}, {px.shape}, {ct.shape} instead."
+            )
+        top = int(lv.max())
+        nodes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        carry_p, carry_c = np.zeros(0, dtype=_U64), np.zeros(0)
+        for level in range(top, -1, -1):
+            here = lv == level
+            p = np.concatenate([px[here], carry_p])
+            c = np.concatenate([ct[here], carry_c])
+            uniq, inverse = np.unique(p, return_inverse=True)
+            sums = np.bincount(inverse.ravel(), weights=c, minlength=uniq.size)
+            nodes[level] = (uniq, sums)
+            carry_p, carry_c = uniq >> _U64(1), sums
+        return cls(nodes)
 
     @property
     def levels(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:

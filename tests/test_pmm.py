@@ -52,7 +52,7 @@ def test_consistent_counts_and_synthetic_size(n, depth, consistency, seed, epsil
     pmm = PMM(Box.unit(2), epsilon, depth=depth, consistency=consistency, rng=seed)
     pmm.update_many(X)
     dist = pmm.release()
-    counts = pmm._synthetic_counts
+    counts = pmm.synthetic_counts
     assert counts.dtype == np.int64 and (counts >= 0).all()
     assert float(counts.sum()) == dist.total
     # Children sum to parents at every level of the released full tree.

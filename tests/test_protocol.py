@@ -66,7 +66,8 @@ def _sketch_state(s: Any) -> tuple:
 
 
 def _php_state(p: Any) -> tuple:
-    return (p._tree.tobytes(), p._bank.tobytes(), p.n_seen)
+    # The noisy state only: the exact n_seen stays in memory and is not in the bytes.
+    return (p._tree.tobytes(), p._bank.tobytes(), p.raw)
 
 
 def _sketch_entries(cls: type) -> list[Entry]:
