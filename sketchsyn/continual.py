@@ -68,7 +68,7 @@ from typing import Any
 
 import numpy as np
 
-from . import tree
+from . import accounting, tree
 from .distribution import PrivateDistribution
 from .errors import (
     IncompatibleError,
@@ -79,12 +79,13 @@ from .errors import (
     check_choice,
     check_epsilon,
     check_int,
+    check_memory,
 )
 from .lineage import Lineage
 from .noise import discrete_laplace, discrete_laplace_variance
 from .privhp import PrivHP
 from .rng import RNGLike, as_source
-from .serial import pack, unpack
+from .serial import MetaReader, pack, unpack
 from .stream import consume
 
 __all__ = ["ContinualPrivHP", "binary_levels"]
@@ -194,8 +195,21 @@ class ContinualPrivHP:
             + [n_cells],
             dtype=np.int64,
         )
-        self._scales = self._h / self._sigmas
-        self._scales[L + 1 :] *= ex.sketch_depth
+        # One p-sum's scale h·(1 or j)/σ_l, rounded up so that the realised budget is at most
+        # σ_l exactly; a budget too small for the sampler is refused, naming epsilon.
+        self._scales = np.array(
+            [
+                accounting.laplace_scale(
+                    self._h * (1 if level <= L else ex.sketch_depth), float(sigma), owner
+                )
+                for level, sigma in enumerate(self._sigmas)
+            ]
+        )
+        check_memory(
+            9 * n_cells * self._h,
+            owner,
+            f"{n_cells} cells × h={self._h} noise slots (horizon={self._horizon})",
+        )
         self._noise = np.zeros((n_cells, self._h), dtype=np.int64)
         # Slot i of every cell belongs to the level-i block _block[i] (0: none yet); _drawn marks
         # the cells whose noise for that block was drawn.
@@ -515,7 +529,7 @@ class ContinualPrivHP:
         self._last = None
         other._absorbed = True
 
-    def to_bytes(self) -> bytes:
+    def to_bytes(self, *, key: bytes | str | None = None) -> bytes:
         """Serialise (versioned, checksummed; never pickle).
 
         The blob holds the **exact running counts** (a trusted curator's state) and the noise
@@ -523,15 +537,14 @@ class ContinualPrivHP:
         that its original also continues: the two would draw different noise for the same
         p-sums and their releases together would spend the budget twice. Every noise slot
         step ``t`` reads is drawn first (once, as :meth:`snapshot` does), so a loaded copy
-        releases at step ``t`` exactly what this object releases.
+        releases at step ``t`` exactly what this object releases. ``key`` (bytes shared with
+        the reader) makes the digest a keyed MAC.
         """
         if not self._frozen:
             self._fill()
         ex = self._exact
         meta = self._params() | {
             "t": self._t,
-            "n_seen": ex.n_seen,
-            "n_dropped": ex.n_dropped,
             "frozen": self._frozen,
             "lineage": self._lineage.to_meta(),
         }
@@ -542,45 +555,54 @@ class ContinualPrivHP:
             "drawn": self._drawn,
             "block": self._block,
         }
-        return pack(_KIND, _VERSION, meta, arrays)
+        return pack(_KIND, _VERSION, meta, arrays, key=key)
 
     @classmethod
-    def from_bytes(cls, blob: bytes) -> ContinualPrivHP:
-        """Load a blob of :meth:`to_bytes`; later noise comes from the OS CSPRNG."""
+    def from_bytes(cls, blob: bytes, *, key: bytes | str | None = None) -> ContinualPrivHP:
+        """Load a blob of :meth:`to_bytes`; later noise comes from the OS CSPRNG.
+
+        The header and every array's dtype and shape are checked against the parameters.
+        """
         from .domains import domain_from_dict
 
-        _, _, meta, arrays = unpack(blob, _KIND)
-        obj = cls(
-            domain_from_dict(meta["domain"]),
-            meta["epsilon"],
-            meta["k"],
-            meta["width"],
-            horizon=meta["horizon"],
-            sketch_depth=meta["sketch_depth"],
-            depth=meta["depth"],
-            sketch=meta["sketch"],
-            seed=meta["seed"],
-            rng=None,
-        )
+        _, _, meta, arrays = unpack(blob, _KIND, key=key)
+        r = MetaReader(meta, _KIND)
+        names = ("k", "width", "sketch_depth", "depth", "seed", "horizon", "t")
+        ints = {name: r.int(name, minimum=0) for name in names}
+        try:
+            obj = cls(
+                domain_from_dict(r.dict("domain")),
+                r.float("epsilon", positive=True),
+                ints["k"],
+                ints["width"],
+                horizon=ints["horizon"],
+                sketch_depth=ints["sketch_depth"],
+                depth=ints["depth"],
+                sketch=r.str("sketch", ("count-min", "count-sketch")),
+                seed=ints["seed"],
+                rng=None,
+            )
+        except (ParameterError, TypeError, KeyError, ValueError) as exc:
+            if isinstance(exc, SerializationError):
+                raise
+            raise SerializationError(f"{_KIND} blob has bad parameters: {exc}") from exc
         ex = obj._exact
-        for name, target in (
-            ("tree", ex._tree),
-            ("bank", ex._bank),
-            ("noise", obj._noise),
-            ("drawn", obj._drawn),
-            ("block", obj._block),
-        ):
-            if arrays[name].shape != target.shape:
-                raise SerializationError(f"{_KIND} blob array {name!r} does not match its params")
-            target[...] = arrays[name]
-        t = int(meta["t"])
-        if not 0 <= t <= obj._horizon:
-            raise SerializationError(f"{_KIND} blob has a step t outside [0, horizon]")
-        obj._t = t
-        ex._n_seen = int(meta["n_seen"])
-        ex._n_dropped = int(meta["n_dropped"])
-        obj._frozen = bool(meta["frozen"])
-        obj._lineage = Lineage.from_meta(meta["lineage"], _KIND)
+        targets = {
+            "tree": ex._tree,
+            "bank": ex._bank,
+            "noise": obj._noise,
+            "drawn": obj._drawn,
+            "block": obj._block,
+        }
+        for name, target in targets.items():
+            target[...] = r.array(arrays, name, target.dtype, target.shape)
+        if ints["t"] > obj._horizon:
+            raise SerializationError(f"{_KIND} blob has a step t above its horizon")
+        obj._t = ints["t"]
+        # The inner exact state counts the rows; only differences of n_seen are used.
+        ex._n_seen = int(ex._tree[0])
+        obj._frozen = r.bool("frozen")
+        obj._lineage = Lineage.from_meta(meta.get("lineage"), _KIND)
         return obj
 
     def __reduce__(self) -> tuple:

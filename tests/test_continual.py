@@ -9,7 +9,13 @@ import pytest
 
 from sketchsyn import Box, ContinualPrivHP, PrivHP, privhp_allocation, tree, wasserstein1
 from sketchsyn.continual import binary_levels
-from sketchsyn.errors import IncompatibleError, InputError, ParameterError, ReleasedError
+from sketchsyn.errors import (
+    IncompatibleError,
+    InputError,
+    ParameterError,
+    ReleasedError,
+    SerializationError,
+)
 from sketchsyn.noise import discrete_laplace_variance
 
 
@@ -270,3 +276,17 @@ def test_update_and_consume_are_steps_like_update_many() -> None:
     assert a.t == b.t == 50
     np.testing.assert_array_equal(a.cell_values(5), b.cell_values(5))
     np.testing.assert_array_equal(a.release().leaves().count, b.release().leaves().count)
+
+
+def test_keyed_bytes_and_bad_blobs_are_refused() -> None:
+    c = small(12)
+    c.update_many(DATA[:5])
+    blob = c.to_bytes(key=b"shared secret")
+    loaded = ContinualPrivHP.from_bytes(blob, key=b"shared secret")
+    np.testing.assert_array_equal(loaded.cell_values(2), c.cell_values(2))
+    with pytest.raises(SerializationError):
+        ContinualPrivHP.from_bytes(blob, key=b"another secret")
+    with pytest.raises(SerializationError):
+        ContinualPrivHP.from_bytes(c.to_bytes()[:-3])
+    with pytest.raises(SerializationError):
+        PrivHP.from_bytes(c.to_bytes())
