@@ -41,7 +41,9 @@ make a step a time slot and ``skip()`` empty slots, so that ``t`` is the clock a
 
 State: this is a trusted curator's state. It holds the **exact** running counts (as every
 binary-mechanism counter holds its exact open p-sums) plus the noise drawn so far; ``to_bytes``
-writes both. Only releases are private. Memory, fixed at construction::
+writes both. Only releases are private. One object is used by one thread at a time (a second
+thread entering an update or a release gets :class:`~sketchsyn.errors.ConcurrentUseError`).
+Memory, fixed at construction::
 
     nbytes = 8·C·(1 + h) + C·h + 8·h + 8·(r + 1) + 64,   C = w·j·(r − L_k) + 2^{L_k+1} − 1
 
@@ -81,7 +83,7 @@ from .errors import (
     check_int,
     check_memory,
 )
-from .lineage import Lineage
+from .lineage import Lineage, UsageGuard
 from .noise import discrete_laplace, discrete_laplace_variance
 from .privhp import PrivHP
 from .rng import RNGLike, as_source
@@ -222,6 +224,8 @@ class ContinualPrivHP:
         self._frozen = False
         self._absorbed = False
         self._last: tuple[int, PrivateDistribution, Any] | None = None
+        # Not thread-safe: a second thread entering an update or a release is refused.
+        self._usage = UsageGuard()
 
     # ------------------------------------------------------------------ parameters
     @property
@@ -341,24 +345,27 @@ class ContinualPrivHP:
 
     def update(self, x: Any) -> None:
         """One step with one row (a point of the domain)."""
-        self._check_open(1)
-        self._exact.update(x)
-        self._t += 1
+        with self._usage.enter(_KIND):
+            self._check_open(1)
+            self._exact.update(x)
+            self._t += 1
 
     def update_many(self, X: Any) -> None:
         """``len(X)`` consecutive steps, one row each. The batch is checked whole first."""
         arr = np.asarray(X)
         rows = 1 if arr.ndim == 0 else int(arr.shape[0])
-        self._check_open(rows)
-        before = self._exact.n_seen + self._exact.n_dropped
-        self._exact.update_many(arr)
-        self._t += self._exact.n_seen + self._exact.n_dropped - before
+        with self._usage.enter(_KIND):
+            self._check_open(rows)
+            before = self._exact.n_seen + self._exact.n_dropped
+            self._exact.update_many(arr)
+            self._t += self._exact.n_seen + self._exact.n_dropped - before
 
     def skip(self, n: int = 1) -> None:
         """``n`` empty steps (no row)."""
         n = check_int(n, "n", "ContinualPrivHP.skip", minimum=0)
-        self._check_open(n)
-        self._t += n
+        with self._usage.enter(_KIND):
+            self._check_open(n)
+            self._t += n
 
     def consume(self, iterable: Iterable[Any], batch_size: int = 65536) -> int:
         """Stream an iterable of rows through ``update_many`` (one step per row)."""
@@ -445,6 +452,10 @@ class ContinualPrivHP:
 
         Releases at one step read the same noise, so they are equal.
         """
+        with self._usage.enter(_KIND):
+            return self._release()
+
+    def _release(self) -> PrivateDistribution:
         if self._last is not None and self._last[0] == self._t:
             return self._last[1]
         grown = self._grow()
@@ -491,6 +502,7 @@ class ContinualPrivHP:
         new.__dict__.update(self.__dict__)
         new._exact = PrivHP.from_bytes(self._exact.to_bytes())
         new._noise = self._noise.copy()
+        new._usage = UsageGuard()
         new._drawn = self._drawn.copy()
         new._block = self._block.copy()
         new._last = None
