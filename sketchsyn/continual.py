@@ -39,9 +39,10 @@ level and of ``j`` cells per sketch level, so with the per-level budgets ``σ_l`
 compose to ε. The step count ``t`` is public (each release states it): if rows arrive in time,
 make a step a time slot and ``skip()`` empty slots, so that ``t`` is the clock and not a count.
 
-State: this is a trusted curator's state. It holds the **exact** running counts (as every
-binary-mechanism counter holds its exact open p-sums) plus the noise drawn so far; ``to_bytes``
-writes both. Only releases are private. One object is used by one thread at a time (a second
+State: this is a trusted curator's state. It holds the **exact** running counts plus the noise
+drawn so far; ``to_bytes`` writes both. Only releases are private. (That is the price of the
+lazy noise: a binary mechanism that draws each p-sum's noise when the p-sum opens keeps noisy
+values only, at one draw per cell per step.) One object is used by one thread at a time (a second
 thread entering an update or a release gets :class:`~sketchsyn.errors.ConcurrentUseError`).
 Memory, fixed at construction::
 
