@@ -9,6 +9,7 @@ import pytest
 
 from sketchsyn import Box, ContinualPrivHP, PrivHP, privhp_allocation, tree, wasserstein1
 from sketchsyn.continual import binary_levels
+from sketchsyn.counters import BinaryMechanism
 from sketchsyn.errors import (
     IncompatibleError,
     InputError,
@@ -50,6 +51,15 @@ def test_cell_variance_is_the_binary_mechanisms(t: int) -> None:
         scale = binary_levels(16) * (1 if level <= c.L_k else c.sketch_depth) / c.sigmas[level]
         expected = bin(t).count("1") * discrete_laplace_variance(scale)
         assert expected == pytest.approx(c.cell_variance(level, t))
+        # The same figure from sketchsyn.counters: one binary mechanism with the level's budget
+        # and the level's sensitivity (j cells per row on a sketch level).
+        counter = BinaryMechanism(
+            epsilon=float(c.sigmas[level]),
+            horizon=16,
+            sensitivity=1 if level <= c.L_k else c.sketch_depth,
+            rng=0,
+        )
+        assert expected == pytest.approx(counter.variance(t), rel=1e-9)
         assert abs(x.mean()) < 5 * np.sqrt(expected / x.size)
         # Relative standard error of a sample variance of these sums is below 2 % here.
         assert x.var() == pytest.approx(expected, rel=0.1), (level, x.var(), expected)
