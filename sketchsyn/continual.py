@@ -46,11 +46,12 @@ values only, at one draw per cell per step.) One object is used by one thread at
 thread entering an update or a release gets :class:`~sketchsyn.errors.ConcurrentUseError`).
 Memory, fixed at construction::
 
-    nbytes = 8·C·(1 + h) + C·h + 8·h + 8·(r + 1) + 64,   C = w·j·(r − L_k) + 2^{L_k+1} − 1
+    nbytes = 8·C·(1 + h) + C·h + 8·h + 8·1024 + 8·(r + 1) + 64,  C = w·j·(r − L_k) + 2^{L_k+1} − 1
 
 bytes: per cell its exact count, ``h`` noise slots (slot ``i`` holds the noise of the level-``i``
 block current at the last release) and ``h`` one-byte "drawn" flags, plus the block number of
-each slot; ``O((w·j·(r − L_k) + 2^{L_k}) · log T)`` words.
+each slot, and 1 024 codes of single rows not yet counted; ``O((w·j·(r − L_k) + 2^{L_k}) · log T)``
+words.
 
 >>> import numpy as np
 >>> from sketchsyn import Box, ContinualPrivHP
@@ -96,6 +97,8 @@ __all__ = ["ContinualPrivHP", "binary_levels"]
 _KIND = "ContinualPrivHP"
 _VERSION = 1
 _HEADER_BYTES = 64
+# Rows given one at a time (``update``) are encoded at once and counted in groups of this many.
+_PENDING = 1024
 
 
 def binary_levels(horizon: int) -> int:
@@ -227,6 +230,9 @@ class ContinualPrivHP:
         self._last: tuple[int, PrivateDistribution, Any] | None = None
         # Not thread-safe: a second thread entering an update or a release is refused.
         self._usage = UsageGuard()
+        # Codes of single rows (``update``) not yet counted; counted before any read.
+        self._pending = np.zeros(_PENDING, dtype=np.uint64)
+        self._n_pending = 0
 
     # ------------------------------------------------------------------ parameters
     @property
@@ -296,7 +302,7 @@ class ContinualPrivHP:
 
     @property
     def nbytes(self) -> int:
-        """``8·C·(1 + h) + C·h + 8·h + 8·(r + 1) + 64``, ``C = w·j·(r − L_k) + 2^{L_k+1} − 1``.
+        """``8·C·(1 + h) + C·h + 8·h + 8·1024 + 8·(r + 1) + 64`` bytes (``C`` cells, module doc).
 
         Fixed at construction. ``release()`` works in ``O(k·r·j)`` further words.
         """
@@ -307,6 +313,7 @@ class ContinualPrivHP:
             + self._noise.nbytes
             + self._drawn.nbytes
             + self._block.nbytes
+            + self._pending.nbytes
             + self._sigmas.nbytes
             + _HEADER_BYTES
         )
@@ -316,12 +323,13 @@ class ContinualPrivHP:
         """The ``nbytes`` of a ContinualPrivHP with these parameters, without building it.
 
         >>> ContinualPrivHP.memory_bytes(k=64, width=256, sketch_depth=3, depth=24, horizon=2**24)
-        3251047
+        3259239
         """
         L_k = min(int(k).bit_length() - 1, depth)
         cells = width * sketch_depth * (depth - L_k) + 2 ** (L_k + 1) - 1
         h = binary_levels(horizon)
-        return 8 * cells * (1 + h) + cells * h + 8 * h + 8 * (depth + 1) + _HEADER_BYTES
+        fixed = 8 * h + 8 * _PENDING + 8 * (depth + 1) + _HEADER_BYTES
+        return 8 * cells * (1 + h) + cells * h + fixed
 
     def _params(self) -> dict[str, Any]:
         params = self._exact._params()
@@ -346,10 +354,37 @@ class ContinualPrivHP:
 
     def update(self, x: Any) -> None:
         """One step with one row (a point of the domain)."""
+        arr = np.asarray(x)
+        d = self._exact.domain.d
+        if arr.ndim == 0 or (arr.ndim == 1 and (d > 1 or arr.shape[0] == 1)):
+            arr = arr.reshape(1, -1) if d > 1 else arr.reshape(1)
+        else:
+            raise InputError(
+                f"update(x) takes one point of dimension {d}; got an array of shape "
+                f"{arr.shape}. Use update_many for batches."
+            )
         with self._usage.enter(_KIND):
             self._check_open(1)
-            self._exact.update(x)
+            # Encoded (hence checked) now; counted with the next 1 023 or before any read.
+            codes, dropped = self.domain.encode(arr, self.depth, return_dropped=True)
+            if np.size(codes):
+                self._pending[self._n_pending] = np.asarray(codes, dtype=np.uint64)[0]
+                self._n_pending += 1
+            self._exact._n_dropped += int(dropped)
             self._t += 1
+            if self._n_pending == _PENDING:
+                self._flush()
+
+    def _flush(self) -> None:
+        """Count the pending single rows into the exact state (PrivHP's per-batch counting)."""
+        n = self._n_pending
+        if n:
+            ex = self._exact
+            tree_counts, bank_counts = ex._level_counts(self._pending[:n])
+            ex._tree += tree_counts
+            ex._bank += bank_counts
+            ex._n_seen += n
+            self._n_pending = 0
 
     def update_many(self, X: Any) -> None:
         """``len(X)`` consecutive steps, one row each. The batch is checked whole first."""
@@ -357,6 +392,7 @@ class ContinualPrivHP:
         rows = 1 if arr.ndim == 0 else int(arr.shape[0])
         with self._usage.enter(_KIND):
             self._check_open(rows)
+            self._flush()
             before = self._exact.n_seen + self._exact.n_dropped
             self._exact.update_many(arr)
             self._t += self._exact.n_seen + self._exact.n_dropped - before
@@ -381,6 +417,7 @@ class ContinualPrivHP:
         time (one ``discrete_laplace`` call per level), stores it with its block number, and
         adds the stored noise of the others.
         """
+        self._flush()
         t = self._t
         ex = self._exact
         exact = np.where(
@@ -504,6 +541,7 @@ class ContinualPrivHP:
         new._exact = PrivHP.from_bytes(self._exact.to_bytes())
         new._noise = self._noise.copy()
         new._usage = UsageGuard()
+        new._pending = self._pending.copy()
         new._drawn = self._drawn.copy()
         new._block = self._block.copy()
         new._last = None
@@ -535,6 +573,8 @@ class ContinualPrivHP:
                 "its rows were already released under its own noise"
             )
         self._check_open(other._t)
+        self._flush()
+        other._flush()
         lineage = self._lineage.union(other._lineage, _KIND)
         self._exact.merge(other._exact)
         self._t += other._t
@@ -555,6 +595,7 @@ class ContinualPrivHP:
         """
         if not self._frozen:
             self._fill()
+        self._flush()
         ex = self._exact
         meta = self._params() | {
             "t": self._t,

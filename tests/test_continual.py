@@ -300,3 +300,29 @@ def test_keyed_bytes_and_bad_blobs_are_refused() -> None:
         ContinualPrivHP.from_bytes(c.to_bytes()[:-3])
     with pytest.raises(SerializationError):
         PrivHP.from_bytes(c.to_bytes())
+
+
+def test_single_rows_are_counted_in_groups_before_any_read() -> None:
+    # update() encodes each row at once and counts 1 024 at a time; every read counts the rest.
+    X = np.random.default_rng(3).random((2500, 2))
+    X[7] = [2.0, 0.5]  # out of the box: refused, nothing changes
+    a = ContinualPrivHP(Box.unit(2), 1.0, k=4, width=32, horizon=4096, depth=8, rng=5)
+    b = ContinualPrivHP(Box.unit(2), 1.0, k=4, width=32, horizon=4096, depth=8, rng=5)
+    size = a.nbytes
+    kept = []
+    for i, x in enumerate(X):
+        if i == 7:
+            with pytest.raises(InputError):
+                a.update(x)
+            continue
+        a.update(x)
+        kept.append(x)
+        if len(kept) in (500, 1100, 2048):
+            b.update_many(np.array(kept[b.t :]))
+            assert a.t == b.t == len(kept)
+            np.testing.assert_array_equal(a.cell_values(6), b.cell_values(6))
+            np.testing.assert_array_equal(a.release().leaves().count, b.release().leaves().count)
+    b.update_many(np.array(kept[b.t :]))
+    assert a.t == b.t == 2499
+    np.testing.assert_array_equal(a.cell_values(0), b.cell_values(0))
+    assert a.nbytes == size
