@@ -62,7 +62,14 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError, ParameterError, ReleasedError, SerializationError, check_int
+from .errors import (
+    InputError,
+    ParameterError,
+    ReleasedError,
+    SerializationError,
+    check_choice,
+    check_int,
+)
 from .exactexp import Real, exp_neg_bracket
 from .lineage import Lineage
 from .noise import (
@@ -338,6 +345,132 @@ class _Tree:
         self.u = t1
 
 
+class _HonakerTree:
+    """The binary tree with every node released and Honaker's estimator (finite horizon).
+
+    Every dyadic block ``((k−1)·2^j, k·2^j]`` of every level gets its own noise (drawn when it
+    opens, the data accumulating into it): each step still changes one node per level, so the
+    noise scale and the privacy are those of the textbook tree, but right children are no
+    longer thrown away. A closed node's estimate is the variance-optimal combination of its own
+    noisy sum and its children's estimates (Honaker 2015, bottom-up pass):
+    ``est = w_j·y + (1 − w_j)·(est_left + est_right)``, ``w_j = 2V_{j−1}/(v + 2V_{j−1})``,
+    ``V_j = w_j·v`` (``V_0 = v``, the noise variance). Only nodes inside ``(0, t]`` are used;
+    the release at ``t`` sums the estimates of ``t``'s dyadic decomposition, with variance
+    ``Σ_{j ∈ bits(t)} V_j`` (about half the textbook tree's at large ``t``).
+
+    State: ``open_`` (noisy partial sums, int64) and ``est`` (the latest closed node's
+    estimate per level, float64: post-processing of noisy values).
+    """
+
+    __slots__ = ("est", "levels", "m", "open_", "u", "weights", "vj")
+
+    def __init__(
+        self,
+        levels: int,
+        kind: str,
+        param: Fraction,
+        src: RandomSource | None,
+        m: int = 1,
+    ) -> None:
+        self.levels = levels
+        self.m = m
+        self.u = 0
+        self.est = np.zeros((levels, m), dtype=np.float64)
+        self.open_ = (
+            _draw(kind, param, levels * m, src).reshape(levels, m)
+            if src is not None
+            else np.zeros((levels, m), np.int64)
+        )
+        v = _noise_variance(kind, param)
+        self.weights = [1.0]
+        self.vj = [v]
+        for _ in range(1, levels):
+            w = 2 * self.vj[-1] / (v + 2 * self.vj[-1])
+            self.weights.append(w)
+            self.vj.append(w * v)
+
+    def mass(self) -> int:
+        return int(np.abs(self.open_).sum(axis=0).max() + np.abs(self.est).sum(axis=0).max()) + 1
+
+    def release(self) -> np.ndarray:
+        rows = [j for j in range(self.levels) if self.u >> j & 1]
+        return self.est[rows].sum(axis=0)
+
+    @staticmethod
+    def _opened(a: Any) -> Any:
+        """Nodes opened by the end of step ``a`` (after construction): ``Σ_{s ≤ a} (ν(s)+1)``."""
+        return _nu_sum(a) + a
+
+    def advance(self, cum: np.ndarray, kind: str, param: Fraction, src: RandomSource) -> np.ndarray:
+        n, m = cum.shape
+        t0, t1 = self.u + 1, self.u + n
+        first = self._opened(t0 - 1)
+        eta = _draw(kind, param, (self._opened(t1) - first) * m, src).reshape(-1, m)
+        zero = np.zeros((1, m), dtype=np.int64)
+        levels: list[tuple[int, np.ndarray]] = []
+        for j in range(self.levels):
+            k_lo, k_hi = ((t0 - 1) >> j) + 1, t1 >> j
+            if k_hi < k_lo:
+                break
+            ks = np.arange(k_lo, k_hi + 1, dtype=np.int64)
+            a = (ks - 1) << j
+            fresh = a >= t0
+            start_sum = np.where(fresh[:, None], cum[np.maximum(a - t0, 0)], zero)
+            noisy = cum[(ks << j) - t0] - start_sum
+            base = np.empty((ks.size, m), dtype=np.int64)
+            base[fresh] = eta[self._opened(a[fresh] - 1) - first + j]
+            if not fresh[0]:
+                base[0] = self.open_[j]
+            noisy = (noisy + base).astype(np.float64)
+            if j == 0:
+                est = noisy
+            else:
+                lo_prev, prev = levels[j - 1]
+                ext = np.vstack([self.est[j - 1][None, :], prev])
+                left = ext[2 * ks - 1 - (lo_prev - 1)]
+                right = ext[2 * ks - (lo_prev - 1)]
+                w = self.weights[j]
+                est = w * noisy + (1.0 - w) * (left + right)
+            levels.append((k_lo, est))
+        g = np.zeros((1, m), dtype=np.float64)
+        for j in range(self.levels - 1, -1, -1):
+            lo, hi = t0 >> j, t1 >> j
+            ks = np.arange(lo, hi + 1, dtype=np.int64)
+            g = g[(ks >> 1) - (t0 >> (j + 1))]
+            odd = (ks & 1) == 1
+            if not odd.any():
+                continue
+            k_odd = ks[odd]
+            vals = np.empty((k_odd.size, m), dtype=np.float64)
+            if j < len(levels):
+                k_lo, est = levels[j]
+                inside = k_odd >= k_lo
+                vals[inside] = est[k_odd[inside] - k_lo]
+                vals[~inside] = self.est[j]
+            else:
+                vals[:] = self.est[j]
+            g[odd] += vals
+        releases = g  # the estimates hold their blocks' data: no telescoped partial sums here
+        for j in range(self.levels):
+            if j < len(levels):
+                self.est[j] = levels[j][1][-1]
+            a0 = (t1 >> j) << j  # the open node at level j after step t1 opened at a0
+            if a0 <= t0 - 1:
+                self.open_[j] += cum[-1]
+            else:
+                self.open_[j] = eta[self._opened(a0 - 1) - first + j] + cum[-1] - cum[a0 - t0]
+        self.u = t1
+        return releases
+
+    def skip(self, s: int, kind: str, param: Fraction, src: RandomSource) -> None:
+        """``s`` zero steps, in ``O(s)``: a closed node's estimate depends on its whole subtree,
+        whose noise must be drawn (done in chunks of ``2**16`` steps to bound memory)."""
+        while s:
+            take = min(s, 1 << 16)
+            self.advance(np.zeros((take, self.m), dtype=np.int64), kind, param, src)
+            s -= take
+
+
 # ------------------------------------------------------------------ shared protocol
 class _Counter:
     """Shared machinery: bytes, pickling, snapshots, the step protocol."""
@@ -362,7 +495,7 @@ class _Counter:
         True
         """
         v = _as_step(x, type(self).__name__)
-        return int(self.update_many(np.array([v], dtype=np.int64))[0])
+        return self.update_many(np.array([v], dtype=np.int64))[0].item()
 
     def update_many(self, xs: object) -> np.ndarray:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -423,8 +556,8 @@ def _tree_arrays(tree: _Tree, prefix: str) -> dict[str, np.ndarray]:
     return {f"{prefix}closed": tree.closed.copy(), f"{prefix}open": tree.open_.copy()}
 
 
-def _row(values: np.ndarray, m: int, label: str) -> np.ndarray:
-    if values.shape != (m,) or values.dtype != np.int64:
+def _row(values: np.ndarray, m: int, label: str, dtype: Any = np.int64) -> np.ndarray:
+    if values.shape != (m,) or values.dtype != dtype:
         raise SerializationError(f"{label} blob arrays do not match its parameters")
     return values.copy()
 
@@ -497,10 +630,17 @@ class BinaryMechanism(_Counter):
         *,
         rho: float | None = None,
         sensitivity: int = 1,
+        estimator: str = "tree",
         rng: RNGLike = None,
     ) -> None:
         name = type(self).__name__
         self._budget_name, self._budget_value = _budget(epsilon, rho, name)
+        self._estimator = check_choice(estimator, "estimator", name, ("tree", "honaker"))
+        if estimator == "honaker" and horizon is None:
+            raise ParameterError(
+                f"The 'estimator' parameter of {name} can be 'honaker' only with a finite "
+                f"horizon. Got {estimator!r} instead."
+            )
         self._horizon = (
             None if horizon is None else check_int(horizon, "horizon", name, 1, 2**62 - 1)
         )
@@ -510,12 +650,14 @@ class BinaryMechanism(_Counter):
         self._lineage = Lineage.new(self._src, self._kind, self._params())
         self._frozen = False
         m = self._m
-        self._lasts = np.zeros(m, dtype=np.int64)
+        honaker = self._estimator == "honaker"
+        self._lasts = np.zeros(m, dtype=np.float64 if honaker else np.int64)
         self._t = 0
         if self._horizon is not None:
             self._levels = self._horizon.bit_length()
             self._param = self._tree_param(self._levels, 1)
-            self._tree = _Tree(self._levels, self._kindn, self._param, self._src, m)
+            engine = _HonakerTree if honaker else _Tree
+            self._tree = engine(self._levels, self._kindn, self._param, self._src, m)
         else:
             self._levels = _CAPACITY
             self._segment = 0
@@ -532,11 +674,12 @@ class BinaryMechanism(_Counter):
             self._budget_name: self._budget_value,
             "horizon": self._horizon,
             "sensitivity": self._sensitivity,
+            "estimator": self._estimator,
         }
 
     @property
-    def _last(self) -> int:
-        return int(self._lasts[0])
+    def _last(self) -> Any:
+        return self._lasts[0].item()
 
     @_last.setter
     def _last(self, value: int) -> None:
@@ -605,6 +748,8 @@ class BinaryMechanism(_Counter):
                     f"The 't' parameter of BinaryMechanism.variance must be <= horizon "
                     f"{self._horizon}. Got {t!r} instead."
                 )
+            if self._estimator == "honaker":
+                return float(sum(v for j, v in enumerate(self._tree.vj) if t >> j & 1))
             return t.bit_count() * _noise_variance(self._kindn, self._param)
         k = t.bit_length() - 1
         inner = _noise_variance(self._kindn, self._tree_param(k + 1, 2))
@@ -755,7 +900,10 @@ class BinaryMechanism(_Counter):
             "size": self._m,
             "exact_state": False,
         }
-        arrays = _tree_arrays(self._tree, "")
+        if self._estimator == "honaker":
+            arrays = {"open": self._tree.open_.copy(), "est": self._tree.est.copy()}
+        else:
+            arrays = _tree_arrays(self._tree, "")
         arrays["lasts"] = self._lasts.copy()
         if self._horizon is None:
             meta.update(segment=self._segment, tree_u=self._tree.u)
@@ -771,11 +919,21 @@ class BinaryMechanism(_Counter):
             m = obj._m
             obj._restore_common(meta)
             obj._t = check_int(meta["t"], "t", cls._kind, minimum=0)
-            obj._lasts = _row(arrays["lasts"], m, cls._kind)
+            obj._lasts = _row(arrays["lasts"], m, cls._kind, obj._lasts.dtype)
             if obj._horizon is not None:
                 if obj._t > obj._horizon:
                     raise ValueError("t beyond the horizon")
-                obj._tree = _load_tree(obj._levels, obj._t, m, arrays, "", cls._kind)
+                if obj._estimator == "honaker":
+                    tree = obj._tree
+                    if arrays["open"].shape != tree.open_.shape or arrays["est"].shape != (
+                        tree.est.shape
+                    ):
+                        raise ValueError("arrays do not match the parameters")
+                    tree.open_[...] = arrays["open"]
+                    tree.est[...] = arrays["est"]
+                    tree.u = obj._t
+                else:
+                    obj._tree = _load_tree(obj._levels, obj._t, m, arrays, "", cls._kind)
             else:
                 obj._segment = check_int(meta["segment"], "segment", cls._kind, 0, 61)
                 obj._base = _row(arrays["base"], m, cls._kind)
@@ -799,6 +957,7 @@ class BinaryMechanism(_Counter):
             meta["horizon"],
             rho=meta.get("rho"),
             sensitivity=meta["sensitivity"],
+            estimator=meta.get("estimator", "tree"),
             rng=rng,
         )
 
@@ -845,10 +1004,13 @@ class CounterBank(BinaryMechanism):
         *,
         rho: float | None = None,
         sensitivity: int = 1,
+        estimator: str = "tree",
         rng: RNGLike = None,
     ) -> None:
         self._m = check_int(size, "size", "CounterBank", minimum=1, maximum=2**28)
-        super().__init__(epsilon, horizon, rho=rho, sensitivity=sensitivity, rng=rng)
+        super().__init__(
+            epsilon, horizon, rho=rho, sensitivity=sensitivity, estimator=estimator, rng=rng
+        )
 
     def _params(self) -> dict:
         return {**super()._params(), "size": self._m}
@@ -891,6 +1053,7 @@ class CounterBank(BinaryMechanism):
             meta["horizon"],
             rho=meta.get("rho"),
             sensitivity=meta["sensitivity"],
+            estimator=meta.get("estimator", "tree"),
             rng=rng,
         )
 

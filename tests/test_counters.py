@@ -158,6 +158,44 @@ def test_bank_bytes_and_shapes():
     assert bank.t == 20
 
 
+@pytest.mark.parametrize("split", [[63], [10, 30, 23], [1] * 63, [32, 31]])
+def test_honaker_estimates_are_exact_without_noise(monkeypatch, split):
+    monkeypatch.setattr(counters, "_draw", lambda kind, param, n, src: np.zeros(n, np.int64))
+    xs = np.arange(1, 64) % 3
+    c = BinaryMechanism(epsilon=1.0, horizon=64, estimator="honaker", rng=0)
+    out, pos = [], 0
+    for size in split:
+        out += c.update_many(xs[pos : pos + size]).tolist()
+        pos += size
+    assert np.allclose(out, np.cumsum(xs), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("kwargs", [{"epsilon": 1.0}, {"rho": 0.5}], ids=["laplace", "gaussian"])
+def test_honaker_bank_is_unbiased_with_formula_variance(kwargs):
+    runs = 10_000
+    xs = np.random.default_rng(0).integers(0, 3, size=63)
+    bank = CounterBank(runs, horizon=64, estimator="honaker", rng=3, **kwargs)
+    steps = np.repeat(xs[:, None], runs, axis=1)
+    out = np.vstack([bank.update_many(steps[:20]), bank.update_many(steps[20:])])
+    err = out - np.cumsum(xs)[:, None]
+    var = np.array([bank.variance(t) for t in range(1, 64)])
+    assert np.all(np.abs(err.mean(axis=1)) < 4.5 * np.sqrt(var / runs))
+    rel = err.var(axis=1) / var - 1
+    assert np.all(np.abs(rel) < 4.5 * math.sqrt(5 / runs)), rel
+    tree = BinaryMechanism(horizon=64, rng=0, **kwargs)
+    assert var[62] < 0.75 * tree.variance(63)  # same noise, lower variance
+
+
+def test_honaker_max_variance_at_two_to_the_twenty():
+    # The reference figures (units 1/ε²): about 9 500 against 17 640 for the tree.
+    t = 2**20
+    honaker = BinaryMechanism(epsilon=1.0, horizon=t, estimator="honaker", rng=0)
+    tree = BinaryMechanism(epsilon=1.0, horizon=t, rng=0)
+    worst = honaker.variance(t - 1)
+    assert 9400 < worst < 9600 and 17600 < tree.variance(t - 1) < 17700
+    assert tree.variance(t - 1) / worst > 1.7
+
+
 def test_variance_formula_against_known_values():
     # Finite, horizon 2**20 - 1: 20 levels, p-sum noise Lap_Z(20/ε); t = 2**20 - 1 has 20 bits.
     c = BinaryMechanism(epsilon=1.0, horizon=2**20 - 1, rng=0)
