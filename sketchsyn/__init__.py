@@ -55,6 +55,7 @@ _EXPORTS = {
     "PartitionTree": "tree",
     # algorithms
     "PrivHP": "privhp",
+    "ContinualPrivHP": "continual",
     "PMM": "pmm",
     "PSMM": "psmm",
     "GridHistogram": "baseline",

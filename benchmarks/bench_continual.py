@@ -1,0 +1,201 @@
+"""ContinualPrivHP: records/s, seconds per release, and W1 against t on a drifting stream.
+
+    python benchmarks/bench_continual.py [--rows 4194304] [--drift-rows 65536] [--seeds 3]
+
+Speed, the issue's configuration: d = 2, k = 64, width = 256, sketch_depth = 3, horizon 2**24
+(depth 24 from expected_n = horizon), uniform float64 batches of 65 536 rows (and of 1 024 rows),
+then ``release()`` at successive steps, 1 024 and 65 536 rows apart.
+
+Utility: a 1-D drifting stream (the centre of a Beta(8, 8) bump moves linearly from 0.2 to 0.8),
+exact W1 between the rows seen so far and the release, mean over seeds, against:
+ContinualPrivHP released at 32 steps; one-pass PrivHP with the same ε released at the end; ten
+one-pass PrivHP with ε/10 each fed side by side, the i-th released at the i-th of ten
+checkpoints. Writes ``docs/continual.png``, ``docs/continual_table.md`` and
+``benchmarks/results/continual.csv``. The online synthesizer is not compared: ``sketchsyn.online``
+does not exist on main yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sketchsyn import Box, ContinualPrivHP, PrivHP, wasserstein1
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def speed(rows: int) -> None:
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, numpy {np.__version__}")
+    params = dict(epsilon=1.0, k=64, width=256, sketch_depth=3, horizon=2**24)
+    c = ContinualPrivHP(Box.unit(2), rng=1, **params)
+    print(f"config: d=2 {params} depth={c.depth} nbytes={c.nbytes:,}")
+    rng = np.random.default_rng(0)
+    for batch in (65536, 1024):
+        n = rows if batch == 65536 else rows // 16
+        X = rng.random((n, 2))
+        t0 = time.perf_counter()
+        for i in range(0, n, batch):
+            c.update_many(X[i : i + batch])
+        dt = time.perf_counter() - t0
+        print(f"update_many, batches of {batch}: {n / dt:,.0f} records/s ({n:,} rows)")
+    X = rng.random((2000, 2))
+    t0 = time.perf_counter()
+    for x in X:
+        c.update(x)
+    print(f"update (one row per call): {len(X) / (time.perf_counter() - t0):,.0f} records/s")
+    t0 = time.perf_counter()
+    c.release()
+    print(f"first release() at t={c.t:,}: {time.perf_counter() - t0:.3f} s")
+    for every in (1024, 65536):
+        times = []
+        for _ in range(20):
+            c.update_many(rng.random((every, 2)))
+            t0 = time.perf_counter()
+            c.release()
+            times.append(time.perf_counter() - t0)
+        print(
+            f"release() every {every:,} rows: median {np.median(times) * 1e3:.1f} ms "
+            f"(min {min(times) * 1e3:.1f}, max {max(times) * 1e3:.1f}, 20 releases)"
+        )
+    print(f"nbytes after {c.t:,} steps: {c.nbytes:,}")
+
+
+def drifting(n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centre = 0.2 + 0.6 * np.arange(n) / n
+    return np.clip(centre + (rng.beta(8, 8, n) - 0.5) * 0.4, 0.0, 1.0 - 1e-12)[:, None]
+
+
+NAIVE = {10: "ten one-pass (ε/10 each)", 32: "32 one-pass (ε/32 each)"}
+
+
+def utility(n: int, seeds: int) -> list[dict]:
+    dom = Box.unit(1)
+    eps, k, width = 1.0, 16, 128
+    steps = np.linspace(n // 32, n, 32).astype(int)
+    checkpoints = {m: np.linspace(n // m, n, m).astype(int) for m in NAIVE}
+    marks = sorted(set(steps.tolist()).union(*(c.tolist() for c in checkpoints.values())))
+    rows: list[dict] = []
+    for seed in range(seeds):
+        X = drifting(n, seed)
+        c = ContinualPrivHP(dom, eps, k, width, horizon=n, rng=seed)
+        naive = {
+            m: [
+                PrivHP(
+                    dom, eps / m, k, width, depth=c.depth, rng=np.random.SeedSequence([seed, m, i])
+                )
+                for i in range(m)
+            ]
+            for m in NAIVE
+        }
+        one = PrivHP(dom, eps, k, width, depth=c.depth, rng=np.random.SeedSequence([seed, 1]))
+        done = 0
+        for mark in marks:
+            batch = X[done:mark]
+            done = mark
+            c.update_many(batch)
+            one.update_many(batch)
+            for m, summaries in naive.items():
+                for i, p in enumerate(summaries):
+                    if p.released:
+                        continue
+                    p.update_many(batch)
+                    if checkpoints[m][i] == mark:
+                        w = wasserstein1(X[:mark], p.release(), dom).value
+                        nb = m * p.nbytes
+                        rows.append(dict(method=NAIVE[m], seed=seed, t=mark, w1=w, nbytes=nb))
+            if mark in steps:
+                w = wasserstein1(X[:mark], c.release(), dom).value
+                rows.append(
+                    dict(method="ContinualPrivHP", seed=seed, t=mark, w1=w, nbytes=c.nbytes)
+                )
+        w = wasserstein1(X, one.release(), dom).value
+        rows.append(dict(method="one-pass PrivHP (end)", seed=seed, t=n, w1=w, nbytes=one.nbytes))
+    return rows
+
+
+def report(rows: list[dict], n: int, seeds: int) -> None:
+    out = ROOT / "benchmarks" / "results" / "continual.csv"
+    with out.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    mean = {
+        m: {
+            t: float(np.mean([r["w1"] for r in rows if r["method"] == m and r["t"] == t]))
+            for t in sorted({r["t"] for r in rows if r["method"] == m})
+        }
+        for m in methods
+    }
+    nbytes = {m: next(r["nbytes"] for r in rows if r["method"] == m) for m in methods}
+    cont = mean["ContinualPrivHP"]
+    shown = [n // 8, n // 4, n // 2, n]
+    lines = [
+        f"W1 (exact, 1-D) of the release against the rows seen so far; drifting stream of {n:,} "
+        f"rows, ε = 1, k = 16, width = 128, mean of {seeds} seeds "
+        "(`python benchmarks/bench_continual.py`). Columns: steps t.",
+        "",
+        "| method | nbytes (all summaries) | " + " | ".join(f"t = {t:,}" for t in shown) + " |",
+        "|---|---:|" + "---:|" * len(shown),
+    ]
+    for m in methods:
+        cells = [f"{mean[m][t]:.5f}" if t in mean[m] else "–" for t in shown]
+        lines.append(f"| {m} | {nbytes[m]:,} | " + " | ".join(cells) + " |")
+    naive32 = mean[NAIVE[32]]
+    ratio32 = np.mean([cont[t] / naive32[t] for t in cont if t in naive32])
+    lines += [
+        "",
+        f"At t = {n:,}: ContinualPrivHP / one-pass PrivHP = "
+        f"{cont[n] / mean['one-pass PrivHP (end)'][n]:.2f} (noise scale ratio "
+        f"h = {n.bit_length()}); ContinualPrivHP / ten-way ε/10 = "
+        f"{cont[n] / mean[NAIVE[10]][n]:.2f}. Over the 32 release steps, mean of "
+        f"ContinualPrivHP / 32-way ε/32 = {ratio32:.2f}.",
+    ]
+    (ROOT / "docs" / "continual_table.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    styles = {
+        "ContinualPrivHP": "-o",
+        NAIVE[10]: "s",
+        NAIVE[32]: ":^",
+        "one-pass PrivHP (end)": "*",
+    }
+    for m in methods:
+        ts, ws = zip(*mean[m].items(), strict=True)
+        ax.plot(ts, ws, styles[m], label=f"{m}, {nbytes[m] / 1024:,.0f} KiB", markersize=7)
+    ax.set_xlabel("step t (rows seen)")
+    ax.set_ylabel("W1 to the rows seen so far")
+    ax.set_yscale("log")
+    ax.set_title(f"Drifting 1-D stream, ε = 1, k = 16, w = 128 ({seeds} seeds)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(ROOT / "docs" / "continual.png", dpi=110)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=2**22)
+    parser.add_argument("--drift-rows", type=int, default=2**16)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--skip-speed", action="store_true")
+    args = parser.parse_args()
+    if not args.skip_speed:
+        speed(args.rows)
+    report(utility(args.drift_rows, args.seeds), args.drift_rows, args.seeds)
+
+
+if __name__ == "__main__":
+    main()
