@@ -498,7 +498,7 @@ class OnlineSynthesizer:
         It holds the same exact state (trusted curator's data) and gives the same release at
         this step as the original.
         """
-        snap = OnlineSynthesizer.from_bytes(self.to_bytes())
+        snap = type(self).from_bytes(self.to_bytes())
         snap._frozen = True
         return snap
 

@@ -1,0 +1,241 @@
+"""OnlineSynthesizer (seed 000, Algorithm 1): partition schedule, lazy catch-up, privacy
+accounting, utility trend, drift, bytes.
+
+Two kinds of counters are used. ``_Recorder`` (a test double, exact and noiseless) records the
+global steps at which its cell saw a 1 and how far it was stepped: with it the scheduling of the
+lazy synthesizer is compared exactly with a straightforward per-step reference. The real
+``sketchsyn.counters.InhomogeneousSparseCounter`` is used for the accounting, the distribution of
+the released counts, the utility trend and drift.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from sketchsyn import Box
+from sketchsyn.domains import BitDomain
+from sketchsyn.errors import InputError, ReleasedError, SerializationError
+from sketchsyn.online import OnlineSynthesizer, depth_at, level_start
+
+
+# --------------------------------------------------------------------------- exact test double
+class _Recorder:
+    """Exact counter on the global clock: ignores steps before ``t_{start_level}``, records ones."""
+
+    def __init__(self, epsilon, budgets, start_level=0, *, rng=None):
+        self.start = level_start(epsilon, start_level)
+        self.t = 0
+        self.ones: list[int] = []
+
+    def update(self, x):
+        self.t += 1
+        if x and self.t >= self.start:
+            self.ones.append(self.t)
+        return len(self.ones)
+
+    def update_many(self, xs):
+        return np.array([self.update(int(x)) for x in xs], dtype=np.int64)
+
+    def skip(self, s):
+        assert s > 0
+        self.t += int(s)
+
+    def query(self):
+        return len(self.ones)
+
+    @property
+    def nbytes(self):
+        return 16 + 8 * len(self.ones)
+
+    def to_bytes(self):
+        return np.array([self.start, self.t, *self.ones], dtype="<i8").tobytes()
+
+    @classmethod
+    def from_bytes(cls, blob):
+        a = np.frombuffer(blob, dtype="<i8")
+        obj = object.__new__(cls)
+        obj.start, obj.t, obj.ones = int(a[0]), int(a[1]), [int(v) for v in a[2:]]
+        return obj
+
+
+class _ExactOnline(OnlineSynthesizer):
+    _counter_class = _Recorder
+
+    def _budget(self, j):  # the double ignores budgets; keep the accounting out of these tests
+        return lambda r: 0.0
+
+
+def _eager(domain, epsilon, X, counter=_Recorder, budgets=None):
+    """Per-step reference: every cell of levels 1..r(t) exists from step 1 on the global clock
+    and is stepped at every step with its Boolean value (a cell of start level ``j`` ignores the
+    steps before ``t_j`` itself; start level 0 for d = 1 counts the whole history)."""
+    d, H = domain.d, int(domain.max_depth)
+    codes = [int(c) for c in domain.encode(X, H)]
+    r = min(depth_at(epsilon, len(codes)), H)
+    cells = {
+        (j, p): counter(
+            epsilon, None if budgets is None else budgets(j), j if d >= 2 else 0, rng=None
+        )
+        for j in range(1, r + 1)
+        for p in range(2**j)
+    }
+    for code in codes:
+        for (j, p), c in cells.items():
+            c.update(int(code >> (H - j) == p))
+    return cells
+
+
+def _lazy_state(syn):
+    syn.noisy_levels()  # catch every cell up
+    return {(j, p): (c.t, c.ones) for j, level in enumerate(syn._cells) for p, c in level.items()}
+
+
+# ------------------------------------------------------------------------------- the schedule
+def test_level_start_and_depth_are_exact_rationals():
+    for eps in (1.0, 0.3, 0.1, 2.5, 1 / 3):
+        e = Fraction(eps)
+        for j in range(12):
+            tj = level_start(eps, j)
+            assert tj == math.ceil(Fraction(2**j) / e)
+            assert depth_at(eps, tj) >= j and (tj == 1 or depth_at(eps, tj - 1) < j or j == 0)
+        for t in range(1, 3000, 7):
+            q = math.floor(e * t)
+            assert depth_at(eps, t) == (max(q.bit_length() - 1, 0))
+
+
+@pytest.mark.parametrize(
+    ("domain", "eps", "n"),
+    [
+        (Box.unit(2), 1.0, 70),
+        (Box.unit(3), 0.5, 90),
+        (Box.unit(1), 1.0, 40),
+        (BitDomain(6), 2.0, 50),
+    ],
+)
+def test_lazy_equals_eager_exactly(domain, eps, n):
+    """Every cell sees the same Boolean stream as in the per-step reference (exact double)."""
+    X = (
+        np.random.default_rng(3).random((n, domain.d))
+        if isinstance(domain, Box)
+        else (np.random.default_rng(3).integers(0, 64, n))
+    )
+    syn = _ExactOnline(domain, eps, rng=1)
+    for chunk in np.array_split(X, 4):
+        syn.update_many(chunk)
+    lazy = _lazy_state(syn)
+    eager = {key: (c.t, c.ones) for key, c in _eager(domain, eps, X).items()}
+    assert lazy == eager
+
+
+def test_exact_counts_d2_ignore_history_d1_replays_it():
+    rng = np.random.default_rng(0)
+    for d in (1, 2):
+        X = rng.random((3000, d))
+        syn = _ExactOnline(Box.unit(d), 1.0, rng=0)
+        syn.update_many(X)
+        levels = syn.noisy_levels()
+        codes = Box.unit(d).encode(X, 64)
+        for j in range(1, syn.depth + 1):
+            first = level_start(1.0, j) if d >= 2 else level_start(1.0, 0)
+            want = np.bincount(
+                (codes[first - 1 :] >> np.uint64(64 - j)).astype(np.int64), minlength=2**j
+            )
+            np.testing.assert_array_equal(levels[j], want)
+
+
+def test_batches_equal_steps_and_touch_one_cell_per_level():
+    X = np.random.default_rng(5).random((600, 2))
+    one = _ExactOnline(Box.unit(2), 1.0, rng=0)
+    one.update_many(X)
+    steps = _ExactOnline(Box.unit(2), 1.0, rng=0)
+    for x in X[:200]:
+        steps.update(x)
+    steps.consume(iter(X[200:]), batch_size=37)
+    assert _lazy_state(one) == _lazy_state(steps)
+    # The last record touched exactly one counter per level 1..r(t), each at step t.
+    probe = _ExactOnline(Box.unit(2), 1.0, rng=0)
+    probe.update_many(X[:-1])
+    probe.noisy_levels()
+    before = {(j, p): len(c.ones) for j, lv in enumerate(probe._cells) for p, c in lv.items()}
+    probe.update(X[-1])
+    after = {(j, p): len(c.ones) for j, lv in enumerate(probe._cells) for p, c in lv.items()}
+    changed = sorted(key for key, n in after.items() if n != before.get(key, 0))
+    assert [j for j, _ in changed] == list(range(1, probe.depth + 1))
+    codes = Box.unit(2).encode(X[-1:], 64)
+    assert [p for _, p in changed] == [int(codes[0]) >> (64 - j) for j, _ in changed]
+
+
+def test_release_has_total_t_and_synthetic_exactly_t_points():
+    syn = _ExactOnline(Box([0, -1], [2, 1]), 1.0, rng=0)
+    assert syn.synthetic().shape == (0, 2)
+    X = np.random.default_rng(2).random((777, 2)) * [2, 2] - [0, 1]
+    for k, n in enumerate((1, 2, 5, 100, 669)):
+        syn.update_many(X[:n] if k == 0 else X[sum((1, 2, 5, 100, 669)[:k]) :][:n])
+        dist = syn.release()
+        assert dist.total == syn.t
+        Y = syn.synthetic(rng=k)
+        assert Y.shape == (syn.t, 2)
+        assert np.all((Y >= [0, -1]) & (Y <= [2, 1]))
+        assert syn.release() is dist  # same step: same release
+    # Exact counters: the release is the data's histogram at depth r(t) for the cells' window.
+    assert syn.query([0, -1], [2, 1]) == pytest.approx(777)
+
+
+def test_bad_rows_refused_whole_state_unchanged():
+    syn = _ExactOnline(Box.unit(2), 1.0, rng=0)
+    syn.update_many(np.random.default_rng(0).random((300, 2)))
+    before = _lazy_state(syn)
+    t = syn.t
+    bad = np.random.default_rng(1).random((50, 2))
+    bad[17] = [0.5, np.nan]
+    with pytest.raises(InputError):
+        syn.update_many(bad)
+    bad[17] = [0.5, 1.5]
+    with pytest.raises(InputError):
+        syn.update_many(bad)
+    with pytest.raises(InputError):
+        syn.update([0.1, 0.2, 0.3])
+    assert syn.t == t and _lazy_state(syn) == before
+
+
+def test_out_of_domain_policies():
+    X = np.array([[0.1, 0.1], [2.0, 0.5], [0.9, 0.9]])
+    drop = _ExactOnline(Box.unit(2, out_of_bounds="drop"), 1.0, rng=0)
+    drop.update_many(X)
+    assert (drop.t, drop.n_dropped) == (2, 1)
+    clip = _ExactOnline(Box.unit(2, out_of_bounds="clip"), 1.0, rng=0)
+    clip.update_many(X)
+    assert (clip.t, clip.n_dropped) == (3, 0)
+
+
+def test_bytes_snapshot_pickle_round_trip():
+    X = np.random.default_rng(4).random((500, 1))
+    syn = _ExactOnline(Box.unit(1), 1.0, rng=0)
+    syn.update_many(X[:300])
+    blob = syn.to_bytes()
+    back = _ExactOnline.from_bytes(blob)
+    assert back.t == 300 and _lazy_state(back) == _lazy_state(syn)
+    snap = syn.snapshot()
+    with pytest.raises(ReleasedError):
+        snap.update_many(X[300:])
+    back.update_many(X[300:])
+    syn.update_many(X[300:])
+    assert _lazy_state(back) == _lazy_state(syn)
+    assert np.array_equal(back.release().leaves().count, syn.release().leaves().count)
+    again = pickle.loads(pickle.dumps(syn))
+    assert again.lineage == syn.lineage and _lazy_state(again) == _lazy_state(syn)
+    bad = bytearray(blob)
+    bad[len(bad) // 2] ^= 1
+    with pytest.raises(SerializationError):
+        _ExactOnline.from_bytes(bytes(bad))
+
+
+# --------------------------------------------------------------------- with the real counters
+@pytest.fixture
+def counters():
+    return pytest.importorskip("sketchsyn.counters")
