@@ -111,10 +111,16 @@ def depth_at(epsilon: float | Fraction, t: int) -> int:
     return max(q.bit_length() - 1, 0)
 
 
-def _counters_module() -> Any:
-    from . import counters
+_COUNTERS: Any = None
 
-    return counters
+
+def _counters_module() -> Any:
+    global _COUNTERS
+    if _COUNTERS is None:
+        from . import counters
+
+        _COUNTERS = counters
+    return _COUNTERS
 
 
 class OnlineSynthesizer:
@@ -130,8 +136,9 @@ class OnlineSynthesizer:
         record). It also sets the partition schedule ``t_j = ceil(2^j/ε)``.
     rng : None, int, SeedSequence or Generator
         Noise randomness; ``None`` (default) is the OS CSPRNG. A seed makes every cell's noise
-        reproducible (each cell draws from its own stream keyed by its level and prefix) and is
-        **not private against anyone who knows it**.
+        reproducible (the cells of one level draw from one stream, in the order they are made:
+        the same seed, data and batches give the same releases) and is **not private against
+        anyone who knows it**.
 
     Attributes
     ----------
@@ -158,15 +165,10 @@ class OnlineSynthesizer:
         self._H = min(int(domain.max_depth), 64)
         self._starts = [level_start(self._eps, j) for j in range(self._H + 2)]
         self._source = as_source(rng)
-        # Seeded runs key each cell's stream by (level, prefix), so a cell's noise does not depend
-        # on the order in which cells are created. The OS CSPRNG needs no key.
-        self._entropy: int | None = (
-            None
-            if self._source.secure
-            else int.from_bytes(self._source.uint64(2).astype("<u8").tobytes(), "little")
-        )
         self._lineage = Lineage.new(self._source, _KIND, self._params())
         self._init_state()
+        # One stream per level; the cells of a level draw from it in the order they are made.
+        self._level_sources = self._source.spawn(self._H + 1)
 
     def _init_state(self) -> None:
         self._t = 0
@@ -272,11 +274,6 @@ class OnlineSynthesizer:
         return float(math.fsum(self._budget(j)(r) for j in range(1, top + 1)))
 
     # ------------------------------------------------------------------ cells and their counters
-    def _cell_rng(self, j: int, prefix: int) -> Any:
-        if self._entropy is None:
-            return as_source(None)
-        return as_source(np.random.SeedSequence(self._entropy, spawn_key=(j, prefix)))
-
     def _counter(self, j: int, prefix: int) -> Any:
         """The counter of cell ``(j, prefix)``, made on first use (it has seen only zeros)."""
         level = self._cells[j]
@@ -284,7 +281,7 @@ class OnlineSynthesizer:
         if c is None:
             cls = self._counter_class or _counters_module().InhomogeneousSparseCounter
             start = j if self._d >= 2 else 0
-            c = cls(self._epsilon, self._budget(j), start, rng=self._cell_rng(j, prefix))
+            c = cls(self._epsilon, self._budget(j), start, rng=self._level_sources[j])
             level[prefix] = c
         return c
 
@@ -523,7 +520,6 @@ class OnlineSynthesizer:
             "n_dropped": self._n_dropped,
             "made": self._made,
             "frozen": self._frozen,
-            "entropy": None if self._entropy is None else str(self._entropy),
             "lineage": self._lineage.to_meta(),
             "counter": None if self._counter_class is None else self._counter_class.__name__,
         }
@@ -538,8 +534,7 @@ class OnlineSynthesizer:
 
     @classmethod
     def from_bytes(cls, blob: bytes) -> OnlineSynthesizer:
-        """Load a state written by :meth:`to_bytes` (later noise comes from the OS CSPRNG unless
-        the saved object was seeded)."""
+        """Load a state written by :meth:`to_bytes` (its later noise comes from the OS CSPRNG)."""
         from .domains import domain_from_dict
 
         _, _, meta, arrays = unpack(blob, _KIND)
@@ -552,8 +547,7 @@ class OnlineSynthesizer:
             obj._H = min(int(obj._domain.max_depth), 64)
             obj._starts = [level_start(obj._eps, j) for j in range(obj._H + 2)]
             obj._source = as_source(None)
-            entropy = meta["entropy"]
-            obj._entropy = None if entropy is None else int(entropy)
+            obj._level_sources = obj._source.spawn(obj._H + 1)
             obj._lineage = Lineage.from_meta(meta["lineage"], _KIND)
             obj._init_state()
             obj._t = int(meta["t"])

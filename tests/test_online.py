@@ -239,3 +239,159 @@ def test_bytes_snapshot_pickle_round_trip():
 @pytest.fixture
 def counters():
     return pytest.importorskip("sketchsyn.counters")
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 6])
+@pytest.mark.parametrize("eps", [0.1, 1.0, 4.0])
+def test_path_budget_at_most_half_epsilon_for_every_t(counters, d, eps):
+    """(4.2) / (5.1): a record's path of cells is charged at most ε/2 at every step (replace
+    one record changes two paths: ε in all), and path_budget is that sum of the counters' ε_r."""
+    syn = OnlineSynthesizer(Box.unit(d), eps, rng=0)
+    ts = {0, 1, 2, 3, 10**9, 2**62}
+    for j in range(0, 64):
+        tj = level_start(eps, j)
+        ts |= {tj - 1, tj, tj + 1}
+    ts |= set(np.random.default_rng(0).integers(1, 2**40, 200).tolist())
+    for t in sorted(ts):
+        got = syn.path_budget(t)
+        assert 0.0 <= got <= eps / 2 * (1 + 1e-12), (t, got)
+        if t >= level_start(eps, 1):
+            r = depth_at(eps, t)
+            top = r if d >= 2 else 64
+            want = math.fsum(counters.online_budgets(eps, d, j)(r) for j in range(1, top + 1))
+            assert got == pytest.approx(want, rel=1e-12) and got > 0
+    # The sum approaches ε/2 (d >= 2) or ε(1/2 − 3/π²) (d = 1) for large t: not a loose bound.
+    big = syn.path_budget(2**60)
+    limit = eps / 2 if d >= 2 else eps * (0.5 - 3 / math.pi**2)
+    assert big > 0.85 * limit
+
+
+def _released_levels(syn):
+    return [lv.astype(np.float64) for lv in syn.noisy_levels()]
+
+
+def _seeded_counters(counters, seed):
+    seeds = iter(np.random.SeedSequence(seed).spawn(64))
+
+    def make(epsilon, budgets, start_level, rng=None):
+        return counters.InhomogeneousSparseCounter(epsilon, budgets, start_level, rng=next(seeds))
+
+    return make
+
+
+def test_lazy_equals_eager_in_distribution(counters):
+    """The lazy synthesizer (skip on idle cells) and a per-step reference that steps every
+    counter every step release the same distribution of noisy counts (they draw the noise in a
+    different order, so they agree in distribution, not draw by draw)."""
+    domain, eps, n, reps = Box.unit(2), 1.0, 24, 300
+    X = np.random.default_rng(11).random((n, 2))
+    lazy, eager = [], []
+    for rep in range(reps):
+        syn = OnlineSynthesizer(domain, eps, rng=1000 + rep)
+        syn.update_many(X[:9])
+        for x in X[9:]:
+            syn.update(x)
+        lazy.append(np.concatenate(_released_levels(syn)[1:]))
+        cells = _eager(
+            domain,
+            eps,
+            X,
+            counter=_seeded_counters(counters, 5000 + rep),
+            budgets=lambda j: counters.online_budgets(eps, 2, j),
+        )
+        eager.append(np.array([c.query() for _, c in sorted(cells.items())], dtype=np.float64))
+    lazy, eager = np.array(lazy), np.array(eager)
+    assert lazy.shape == eager.shape
+    se = np.sqrt((lazy.var(axis=0) + eager.var(axis=0)) / reps) + 1e-9
+    z = (lazy.mean(axis=0) - eager.mean(axis=0)) / se
+    assert np.abs(z).max() < 4.5, z
+    # Spread: the per-cell variances agree (pooled over the cells of each level).
+    offset = 0
+    for j in range(1, depth_at(eps, n) + 1):
+        sl = slice(offset, offset + 2**j)
+        ratio = lazy[:, sl].var(axis=0).mean() / eager[:, sl].var(axis=0).mean()
+        assert 0.75 < ratio < 1.33, (j, ratio)
+        offset += 2**j
+
+
+def _clustered(n, d, seed):
+    rng = np.random.default_rng(seed)
+    centres = np.array([[0.2] * d, [0.7] * d, ([0.3, 0.8] + [0.5] * d)[:d]])
+    pick = rng.integers(0, 3, n)
+    return np.clip(centres[pick] + 0.03 * rng.standard_normal((n, d)), 0, 1 - 1e-12)
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_utility_trend_follows_theorem_1_1(counters, d):
+    """W1(data so far, release) falls with t at least like Theorem 1.1's bound predicts
+    (exact 1-D W1 for d = 1, the tree bound for d = 2), on clustered and uniform data."""
+    from sketchsyn.metrics import wasserstein1
+
+    eps = 1.0
+    checkpoints = [2**10, 2**12, 2**14]
+
+    def bound(t):
+        if d >= 2:
+            return math.log2(t) * (eps * t) ** (-1 / d)
+        return math.log2(eps * t) ** 3 * math.log2(t) ** 1.5 / (eps * t)
+
+    for kind in ("clustered", "uniform"):
+        X = (
+            _clustered(checkpoints[-1], d, 1)
+            if kind == "clustered"
+            else (np.random.default_rng(2).random((checkpoints[-1], d)))
+        )
+        ws = []
+        for seed in range(2):
+            syn = OnlineSynthesizer(Box.unit(d), eps, rng=seed)
+            done, row = 0, []
+            for t in checkpoints:
+                syn.update_many(X[done:t])
+                done = t
+                row.append(wasserstein1(X[:t], syn.release(), Box.unit(d)).value)
+            ws.append(row)
+        w = np.mean(ws, axis=0)
+        b = np.array([bound(t) for t in checkpoints])
+        assert w[-1] < 0.7 * w[0], (kind, w)
+        # Normalised by the bound the error does not grow (margin 1.5 for the noise).
+        assert (w / b)[-1] < 1.5 * (w / b)[0], (kind, w, b)
+
+
+def test_drift_release_follows_the_new_data(counters):
+    """Records from region A, then three times as many from region B: the release's mass moves
+    from A to B and matches the data's share of each."""
+    rng = np.random.default_rng(4)
+    n1 = 4096
+    A = rng.random((n1, 2)) * 0.5  # lower-left quarter
+    B = 0.5 + rng.random((3 * n1, 2)) * 0.5  # upper-right quarter
+    syn = OnlineSynthesizer(Box.unit(2), 1.0, rng=3)
+    syn.update_many(A)
+    a_share = syn.query([0, 0], [0.5, 0.5]) / syn.t
+    assert a_share > 0.85
+    syn.update_many(B)
+    a_share = syn.query([0, 0], [0.5, 0.5]) / syn.t
+    b_share = syn.query([0.5, 0.5], [1, 1]) / syn.t
+    assert abs(a_share - 0.25) < 0.08 and abs(b_share - 0.75) < 0.08, (a_share, b_share)
+    Y = syn.synthetic(rng=0)
+    assert Y.shape == (4 * n1, 2)
+    assert abs(np.mean((Y >= 0.5).all(axis=1)) - 0.75) < 0.08
+
+
+def test_real_counters_copies_release_the_same_at_the_same_step(counters):
+    X = np.random.default_rng(6).random((2000, 2))
+    for rng in (None, 7):
+        syn = OnlineSynthesizer(Box.unit(2), 1.0, rng=rng)
+        syn.update_many(X[:1500])
+        snap = syn.snapshot()
+        back = OnlineSynthesizer.from_bytes(syn.to_bytes())
+        want = syn.release().leaves().count
+        assert np.array_equal(snap.release().leaves().count, want)
+        assert np.array_equal(back.release().leaves().count, want)
+        back.update_many(X[1500:])
+        assert back.t == 2000 and back.synthetic(rng=0).shape == (2000, 2)
+        assert syn.nbytes > 0 and back.nbytes > 0
+    a = OnlineSynthesizer(Box.unit(2), 1.0, rng=9)
+    b = OnlineSynthesizer(Box.unit(2), 1.0, rng=9)
+    a.update_many(X)
+    b.update_many(X)
+    assert np.array_equal(a.release().leaves().count, b.release().leaves().count)
