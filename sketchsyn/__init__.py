@@ -51,6 +51,7 @@ _EXPORTS = {
     "PMM": "pmm",
     "PSMM": "psmm",
     "GridHistogram": "baseline",
+    "OnlineSynthesizer": "online",
     # evaluation
     "wasserstein1": "metrics",
     "w1_floor": "metrics",
