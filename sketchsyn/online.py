@@ -6,8 +6,8 @@ infinite stream together.
 
 The dynamic partition (Algorithm 1). Level ``j`` of the domain's binary hierarchy (the Morton
 prefixes of :meth:`Domain.encode`) exists from step ``t_j = ceil(2^j/ε)``; the depth at step
-``t`` is ``r(t) = floor(log2(ε t))`` (0 while ``ε t < 2``), at most ``domain.max_depth``. Every
-cell ``θ`` of level ``j ≥ 1`` runs an inhomogeneous sparse counter
+``t`` is ``r(t) = floor(log2(ε t))`` (0 while ``ε t < 2``), at most ``domain.max_depth`` and
+60. Every cell ``θ`` of level ``j ≥ 1`` runs an inhomogeneous sparse counter
 (:class:`sketchsyn.counters.InhomogeneousSparseCounter`, seed 000 Algorithm 3) over the Boolean
 stream ``1{x_t ∈ Ω_θ}`` with the budgets ``ε_{j,r}`` of (4.1) for ``d ≥ 2`` (start level ``j``:
 records before ``t_j`` are ignored) and of (5.1) for ``d = 1`` (start level 0: the history is
@@ -46,11 +46,11 @@ made, so a copy released at the same step gives the same release as its original
 >>> import numpy as np
 >>> from sketchsyn import Box, OnlineSynthesizer
 >>> syn = OnlineSynthesizer(Box.unit(2), epsilon=1.0, rng=0)
->>> syn.update_many(np.random.default_rng(1).random((3000, 2)))
+>>> syn.update_many(np.random.default_rng(1).random((300, 2)))
 >>> syn.t, syn.depth
-(3000, 11)
+(300, 8)
 >>> syn.synthetic(rng=2).shape
-(3000, 2)
+(300, 2)
 >>> syn.path_budget() <= syn.epsilon / 2
 True
 """
@@ -81,6 +81,9 @@ _U64 = np.uint64
 # and the reference to its counter.
 _CELL_OVERHEAD = 24
 _HEADER_BYTES = 64
+# Deepest level of the partition: the counters take start levels up to 60; the depth reaches it
+# only when ε t ≥ 2^60 (and a domain with fewer levels stops at its max_depth).
+_MAX_LEVEL = 60
 # A cell whose ones in a batch fill at least 1/_DENSE_SPAN of the steps they span takes them as
 # one dense ``update_many`` call; sparser cells take ``skip(gap)`` + ``update(1)`` per record.
 _DENSE_SPAN = 4
@@ -162,7 +165,7 @@ class OnlineSynthesizer:
         self._epsilon = check_epsilon(epsilon, _KIND)
         self._eps = Fraction(self._epsilon)
         self._d = int(domain.d)
-        self._H = min(int(domain.max_depth), 64)
+        self._H = min(int(domain.max_depth), _MAX_LEVEL)
         self._starts = [level_start(self._eps, j) for j in range(self._H + 2)]
         self._source = as_source(rng)
         self._lineage = Lineage.new(self._source, _KIND, self._params())
@@ -469,17 +472,17 @@ class OnlineSynthesizer:
         return self._released()[0]
 
     def synthetic(self, rng: RNGLike = None) -> np.ndarray:
-        """Exactly ``t`` synthetic points (seed 000's output ``Y_t``), shape ``(t, d)``.
+        """Exactly ``t`` synthetic points (seed 000's output ``Y_t``), in the domain's units.
 
-        Each depth-``r(t)`` cell gets its consistent count of points, uniform in the cell;
-        ``rng`` only places the points (it is not privacy noise).
+        The shape is the domain's ``sample_cells`` shape: ``(t, d)`` for a Box, ``(t,)`` integer
+        keys for a BitDomain. Each depth-``r(t)`` cell gets its consistent count of points,
+        uniform in the cell; ``rng`` only places the points (it is not privacy noise).
         """
         _, counts = self._released()
         cells = np.flatnonzero(counts)
         prefixes = np.repeat(cells.astype(_U64), counts[cells])
-        if prefixes.size == 0:
-            return np.empty((0, self._d))
-        return self._domain.sample_cells(self.depth, prefixes, rng=as_source(rng))
+        levels = np.full(prefixes.size, self.depth, dtype=np.int64)
+        return self._domain.sample_cells(levels, prefixes, rng=as_source(rng))
 
     def query(self, lower: Any, upper: Any) -> float:
         """Private count of the records so far in the box ``[lower, upper]`` (from the release)."""
@@ -544,7 +547,7 @@ class OnlineSynthesizer:
             obj._epsilon = check_epsilon(meta["epsilon"], _KIND)
             obj._eps = Fraction(obj._epsilon)
             obj._d = int(obj._domain.d)
-            obj._H = min(int(obj._domain.max_depth), 64)
+            obj._H = min(int(obj._domain.max_depth), _MAX_LEVEL)
             obj._starts = [level_start(obj._eps, j) for j in range(obj._H + 2)]
             obj._source = as_source(None)
             obj._level_sources = obj._source.spawn(obj._H + 1)

@@ -71,9 +71,10 @@ class _ExactOnline(OnlineSynthesizer):
 
 
 def _eager(domain, epsilon, X, counter=_Recorder, budgets=None):
-    """Per-step reference: every cell of levels 1..r(t) exists from step 1 on the global clock
-    and is stepped at every step with its Boolean value (a cell of start level ``j`` ignores the
-    steps before ``t_j`` itself; start level 0 for d = 1 counts the whole history)."""
+    """Per-step reference: every cell of levels 1..r(t) exists from the start on the global
+    clock and is stepped at every step of its time levels with its Boolean value (a cell of
+    start level ``j`` does not count the steps before ``t_j``; start level 0 for d = 1 counts
+    the whole history)."""
     d, H = domain.d, int(domain.max_depth)
     codes = [int(c) for c in domain.encode(X, H)]
     r = min(depth_at(epsilon, len(codes)), H)
@@ -84,9 +85,10 @@ def _eager(domain, epsilon, X, counter=_Recorder, budgets=None):
         for j in range(1, r + 1)
         for p in range(2**j)
     }
-    for code in codes:
+    for t, code in enumerate(codes, start=1):
         for (j, p), c in cells.items():
-            c.update(int(code >> (H - j) == p))
+            if c.t < t:  # a real counter's clock starts at t_{start_level} − 1
+                c.update(int(code >> (H - j) == p))
     return cells
 
 
@@ -257,11 +259,11 @@ def test_path_budget_at_most_half_epsilon_for_every_t(counters, d, eps):
         assert 0.0 <= got <= eps / 2 * (1 + 1e-12), (t, got)
         if t >= level_start(eps, 1):
             r = depth_at(eps, t)
-            top = r if d >= 2 else 64
+            top = min(r, 60) if d >= 2 else 60
             want = math.fsum(counters.online_budgets(eps, d, j)(r) for j in range(1, top + 1))
             assert got == pytest.approx(want, rel=1e-12) and got > 0
     # The sum approaches ε/2 (d >= 2) or ε(1/2 − 3/π²) (d = 1) for large t: not a loose bound.
-    big = syn.path_budget(2**60)
+    big = syn.path_budget(2**50)
     limit = eps / 2 if d >= 2 else eps * (0.5 - 3 / math.pi**2)
     assert big > 0.85 * limit
 
@@ -280,10 +282,11 @@ def _seeded_counters(counters, seed):
 
 
 def test_lazy_equals_eager_in_distribution(counters):
-    """The lazy synthesizer (skip on idle cells) and a per-step reference that steps every
-    counter every step release the same distribution of noisy counts (they draw the noise in a
-    different order, so they agree in distribution, not draw by draw)."""
-    domain, eps, n, reps = Box.unit(2), 1.0, 24, 300
+    """The lazy synthesizer (idle cells skip) and a per-step reference that steps every counter
+    every step release the same distribution of noisy counts (they draw the noise in a different
+    order, so they agree in distribution, not draw by draw). t = 24 at ε = 0.5 spans time levels
+    1–3: the level totals' noise (added when a time level ends) is in the released counts."""
+    domain, eps, n, reps = Box.unit(2), 0.5, 24, 60
     X = np.random.default_rng(11).random((n, 2))
     lazy, eager = [], []
     for rep in range(reps):
@@ -301,17 +304,21 @@ def test_lazy_equals_eager_in_distribution(counters):
         )
         eager.append(np.array([c.query() for _, c in sorted(cells.items())], dtype=np.float64))
     lazy, eager = np.array(lazy), np.array(eager)
-    assert lazy.shape == eager.shape
-    se = np.sqrt((lazy.var(axis=0) + eager.var(axis=0)) / reps) + 1e-9
-    z = (lazy.mean(axis=0) - eager.mean(axis=0)) / se
+    assert lazy.shape == eager.shape == (reps, 2 + 4 + 8)
+    se = np.sqrt((lazy.var(axis=0) + eager.var(axis=0)) / reps)
+    z = (lazy.mean(axis=0) - eager.mean(axis=0)) / np.where(se > 0, se, 1.0)
     assert np.abs(z).max() < 4.5, z
-    # Spread: the per-cell variances agree (pooled over the cells of each level).
-    offset = 0
+    offset, noisy_levels = 0, 0
     for j in range(1, depth_at(eps, n) + 1):
         sl = slice(offset, offset + 2**j)
-        ratio = lazy[:, sl].var(axis=0).mean() / eager[:, sl].var(axis=0).mean()
-        assert 0.75 < ratio < 1.33, (j, ratio)
+        v_lazy, v_eager = lazy[:, sl].var(axis=0).mean(), eager[:, sl].var(axis=0).mean()
+        if v_eager == 0:  # no noise released yet at this level (its first time level)
+            assert v_lazy == 0, (j, v_lazy)
+        else:
+            noisy_levels += 1
+            assert 0.5 < v_lazy / v_eager < 2.0, (j, v_lazy, v_eager)
         offset += 2**j
+    assert noisy_levels >= 2
 
 
 def _clustered(n, d, seed):
@@ -328,7 +335,7 @@ def test_utility_trend_follows_theorem_1_1(counters, d):
     from sketchsyn.metrics import wasserstein1
 
     eps = 1.0
-    checkpoints = [2**10, 2**12, 2**14]
+    checkpoints = [2**8, 2**10, 2**12]
 
     def bound(t):
         if d >= 2:
@@ -342,7 +349,7 @@ def test_utility_trend_follows_theorem_1_1(counters, d):
             else (np.random.default_rng(2).random((checkpoints[-1], d)))
         )
         ws = []
-        for seed in range(2):
+        for seed in range(1):
             syn = OnlineSynthesizer(Box.unit(d), eps, rng=seed)
             done, row = 0, []
             for t in checkpoints:
@@ -358,37 +365,37 @@ def test_utility_trend_follows_theorem_1_1(counters, d):
 
 
 def test_drift_release_follows_the_new_data(counters):
-    """Records from region A, then three times as many from region B: the release's mass moves
-    from A to B and matches the data's share of each."""
+    """Records from the lower half of a 64-value domain, then three times as many from the upper
+    half: the release's mass moves from one half to the other and matches the data's shares.
+    (A 6-bit domain caps the depth at 6, which keeps the test cheap; ε = 4.)"""
+    domain = BitDomain(6)
     rng = np.random.default_rng(4)
-    n1 = 4096
-    A = rng.random((n1, 2)) * 0.5  # lower-left quarter
-    B = 0.5 + rng.random((3 * n1, 2)) * 0.5  # upper-right quarter
-    syn = OnlineSynthesizer(Box.unit(2), 1.0, rng=3)
+    n1 = 1024
+    A = rng.integers(0, 32, n1)
+    B = rng.integers(32, 64, 3 * n1)
+    syn = OnlineSynthesizer(domain, 4.0, rng=3)
     syn.update_many(A)
-    a_share = syn.query([0, 0], [0.5, 0.5]) / syn.t
-    assert a_share > 0.85
+    assert syn.query(0, 31) / syn.t > 0.9
     syn.update_many(B)
-    a_share = syn.query([0, 0], [0.5, 0.5]) / syn.t
-    b_share = syn.query([0.5, 0.5], [1, 1]) / syn.t
-    assert abs(a_share - 0.25) < 0.08 and abs(b_share - 0.75) < 0.08, (a_share, b_share)
+    low, high = syn.query(0, 31) / syn.t, syn.query(32, 63) / syn.t
+    assert abs(low - 0.25) < 0.06 and abs(high - 0.75) < 0.06, (low, high)
     Y = syn.synthetic(rng=0)
-    assert Y.shape == (4 * n1, 2)
-    assert abs(np.mean((Y >= 0.5).all(axis=1)) - 0.75) < 0.08
+    assert Y.shape == (4 * n1,)
+    assert abs(np.mean(Y >= 32) - 0.75) < 0.06
 
 
 def test_real_counters_copies_release_the_same_at_the_same_step(counters):
-    X = np.random.default_rng(6).random((2000, 2))
+    X = np.random.default_rng(6).random((400, 2))
     for rng in (None, 7):
         syn = OnlineSynthesizer(Box.unit(2), 1.0, rng=rng)
-        syn.update_many(X[:1500])
+        syn.update_many(X[:300])
         snap = syn.snapshot()
         back = OnlineSynthesizer.from_bytes(syn.to_bytes())
         want = syn.release().leaves().count
         assert np.array_equal(snap.release().leaves().count, want)
         assert np.array_equal(back.release().leaves().count, want)
-        back.update_many(X[1500:])
-        assert back.t == 2000 and back.synthetic(rng=0).shape == (2000, 2)
+        back.update_many(X[300:])
+        assert back.t == 400 and back.synthetic(rng=0).shape == (400, 2)
         assert syn.nbytes > 0 and back.nbytes > 0
     a = OnlineSynthesizer(Box.unit(2), 1.0, rng=9)
     b = OnlineSynthesizer(Box.unit(2), 1.0, rng=9)
