@@ -86,7 +86,8 @@ _HEADER_BYTES = 64
 _MAX_LEVEL = 60
 # A cell whose ones in a batch fill at least 1/_DENSE_SPAN of the steps they span takes them as
 # one dense ``update_many`` call; sparser cells take ``skip(gap)`` + ``update(1)`` per record.
-_DENSE_SPAN = 4
+# (A counter call costs about as much as a few dozen dense steps.)
+_DENSE_SPAN = 32
 
 
 def level_start(epsilon: float | Fraction, j: int) -> int:
