@@ -510,7 +510,8 @@ class OnlineSynthesizer:
         counts** (the counters' segment and level counts; for d = 1 every record's code): keep
         them like the raw data. Do not continue a loaded copy next to its original.
         """
-        self._catch_up()
+        with self._usage.enter(_KIND):
+            self._catch_up()
         levels, prefixes, offsets, blobs = [], [], [0], []
         for j in range(1, self._H + 1):
             for prefix in sorted(self._cells[j]):
