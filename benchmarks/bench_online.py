@@ -173,10 +173,13 @@ def main() -> None:
     parser.add_argument("--w1-max-log2", type=int, default=20)
     parser.add_argument("--probe", type=int, default=16384)
     parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument("--skip-w1", action="store_true")
     args = parser.parse_args()
     print(f"# bench_online ({platform.python_version()}, {os.cpu_count()} cpus, shared machine)")
     if not args.skip_speed:
         speed(args.max_t, args.probe)
+    if args.skip_w1:
+        return
     rows: list[dict] = []
     utility(args.w1_max_log2, rows)
     out = ROOT / "benchmarks" / "results" / "online.csv"
