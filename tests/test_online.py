@@ -384,17 +384,17 @@ def test_drift_release_follows_the_new_data(counters):
 
 
 def test_real_counters_copies_release_the_same_at_the_same_step(counters):
-    X = np.random.default_rng(6).random((160, 2))
+    X = np.random.default_rng(6).random((100, 2))
     for rng in (None, 7):
         syn = OnlineSynthesizer(Box.unit(2), 1.0, rng=rng)
-        syn.update_many(X[:100])
+        syn.update_many(X[:70])
         snap = syn.snapshot()
         back = OnlineSynthesizer.from_bytes(syn.to_bytes())
         want = syn.release().leaves().count
         assert np.array_equal(snap.release().leaves().count, want)
         assert np.array_equal(back.release().leaves().count, want)
-        back.update_many(X[100:])
-        assert back.t == 160 and back.synthetic(rng=0).shape == (160, 2)
+        back.update_many(X[70:])
+        assert back.t == 100 and back.synthetic(rng=0).shape == (100, 2)
         assert syn.nbytes > 0 and back.nbytes > 0
     a = OnlineSynthesizer(Box.unit(2), 1.0, rng=9)
     b = OnlineSynthesizer(Box.unit(2), 1.0, rng=9)
