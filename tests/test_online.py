@@ -361,7 +361,8 @@ def test_utility_trend_follows_theorem_1_1(counters, d):
                 wasserstein1(sub, syn.release(), Box.unit(2), "ot", rng=0, n_samples=2000).value
             )
     b = np.array([rate(t) for t in checkpoints])
-    assert w[1] < 0.85 * w[0], w
+    # Measured (rng=5): d = 1 0.169 -> 0.140 (0.83x), d = 2 0.201 -> 0.121 (0.60x).
+    assert w[1] < (0.9 if d == 1 else 0.8) * w[0], w
     assert (w[1] / b[1]) < 1.5 * (w[0] / b[0]), (w, b)
 
 
