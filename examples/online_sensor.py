@@ -1,6 +1,10 @@
 """An endless sensor stream with private synthetic data available at every step.
 
     python examples/online_sensor.py [--records 500000] [--every 100000] [--epsilon 1.0]
+    python examples/online_sensor.py --records 4000 --every 1000     # a quick look
+
+With the continual counters as they are now, the synthesizer takes tens of records per second
+(docs/online.md, "Measured"), so the default run takes hours; the quick look takes minutes.
 
 A sensor reports (temperature °C, relative humidity %) once per time step, forever; its readings
 drift over a simulated day (warm and dry at noon, cool and humid at night). The
