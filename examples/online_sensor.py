@@ -21,6 +21,7 @@ reading): asking more often costs no budget. The synthesizer's state holds exact
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Iterator
 
 import numpy as np
@@ -55,7 +56,7 @@ def main() -> None:
     seen = []
     print("| t | depth | W1 tree bound | mean temp: data / synthetic | state bytes |")
     print("| --- | --- | --- | --- | --- |")
-    for chunk in sensor():
+    for chunk in sensor(chunk=math.gcd(10_000, args.every)):
         syn.update_many(chunk)
         seen.append(chunk)
         if syn.t % args.every == 0:
