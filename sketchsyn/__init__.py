@@ -60,6 +60,7 @@ _EXPORTS = {
     "PSMM": "psmm",
     "GridHistogram": "baseline",
     "LowDimSynthesizer": "lowdim",
+    "OnlineSynthesizer": "online",
     # evaluation
     "wasserstein1": "metrics",
     "w1_floor": "metrics",
