@@ -297,12 +297,13 @@ def _write_atomic(path: str, data: bytes) -> None:
 
 def _blob_kind(blob: bytes) -> str | None:
     """The object kind written by ``sketchsyn.serial.pack`` (None: not such a file)."""
-    from .serial import MAGIC
+    from .checkpoint import kind_of
+    from .errors import SerializationError
 
-    if len(blob) < 9 or blob[:4] != MAGIC:
+    try:
+        return kind_of(blob)
+    except SerializationError:
         return None
-    n = blob[7]
-    return blob[8 : 8 + n].decode("ascii", errors="replace")
 
 
 def _load(path: str, what: str) -> Any:
