@@ -1,9 +1,12 @@
 """PrivHP: one-pass private synthetic data in bounded memory (seed 002, Algorithms 2–4).
 
 The domain is cut in half level by level (``domain.encode`` gives each item its Morton code).
-Levels ``0 … L_k`` (``L_k = floor(log2 k)``) keep an exact counter for every cell, each started at
-``Lap_Z(1/σ_l)``; every deeper level ``L_k+1 … r`` keeps one private Count-Min (or Count Sketch)
-of ``width × sketch_depth`` cells, each started at ``Lap_Z(sketch_depth/σ_l)``. The state is
+Levels ``0 … L_c`` (``counter_depth``) keep an exact counter for every cell, each started at
+``Lap_Z(1/σ_l)``; every deeper level ``L_c+1 … r`` keeps one private Count-Min (or Count Sketch)
+of ``width × sketch_depth`` cells, each started at ``Lap_Z(sketch_depth/σ_l)``. The paper puts
+the boundary at ``L_k = floor(log2 k)``; by default ``L_c = max(L_k, floor(log2(w·j)))``
+(clipped to ``r``), because a level of at most ``w·j`` cells is no larger as exact counters and
+has neither collisions nor the factor ``j`` in its noise (docs/utility.md has the figures). The state is
 therefore private at every moment, and ``Σ σ_l = ε`` (Theorem 2). ``release()`` makes the top of
 the tree consistent, grows it level by level through the top-``k`` cells of each level using the
 sketches' estimates (Algorithm 3, even-split consistency of Algorithm 4) and returns a
@@ -106,7 +109,8 @@ class PrivHP:
     epsilon : float
         Total privacy budget ε > 0; split over the levels as ``σ_0 … σ_r`` (``sigmas``).
     k : int
-        Pruning parameter: cells kept per level when the tree is grown (``k ≥ 1``). With
+        Pruning parameter of the paper (``k ≥ 1``): fixes ``L_k = floor(log2 k)``, the least
+        counter depth, and is the default ``release_k``. With
         ``k ≥ 2**depth`` every level keeps exact counters, no sketch is used, and PrivHP is the
         full-tree mechanism (memory ``O(2**depth)``).
     width : int
@@ -133,6 +137,13 @@ class PrivHP:
     raw : bool, default False
         When True no noise is added at construction: the state is **not private** and the noise is
         drawn once at ``release()``. Use it to merge exact summaries from trusted collectors.
+    counter_depth : int, optional
+        ``L_c``, the deepest level with exact counters (``0 ≤ L_c ≤ r``); ``None`` is the rule
+        of :meth:`auto_counter_depth`. Pass ``L_k`` for the paper's layout.
+    release_k : int, optional
+        Cells expanded per level by ``release()`` below ``L_c`` (the sketches answer any query,
+        so it may exceed ``k``). ``None`` is the rule of :meth:`auto_release_k`. It enters the
+        budget split (Lemma 5), so it is fixed at construction.
 
     Attributes
     ----------
@@ -161,6 +172,8 @@ class PrivHP:
         *,
         neighbours: str = "add-remove",
         raw: bool = False,
+        counter_depth: int | None = None,
+        release_k: int | None = None,
     ) -> None:
         if not hasattr(domain, "encode") or not hasattr(domain, "max_depth"):
             raise ParameterError(
@@ -197,11 +210,26 @@ class PrivHP:
         # mechanism, seed 002's sanity statement), so the counter levels stop at the depth.
         self._L_k = min(self._L_k, self._depth)
         self._expected_n = None if expected_n is None else int(expected_n)
+        if counter_depth is None:
+            counter_depth = self.auto_counter_depth(
+                self._k, self._width, self._sketch_depth, self._depth
+            )
+        self._L_c = check_int(
+            counter_depth, "counter_depth", "PrivHP", minimum=0, maximum=self._depth
+        )
+        if release_k is None:
+            release_k = self.auto_release_k(self._k, self._expected_n)
+        self._release_k = check_int(release_k, "release_k", "PrivHP", minimum=1)
 
         gammas = np.array([domain.gamma(level) for level in range(-1, self._depth + 1)])
         self._sigmas = np.asarray(
             accounting.privhp_allocation(
-                self._epsilon, self._k, self._depth, gammas=gammas, allocation=self._allocation
+                self._epsilon,
+                self._release_k,
+                self._depth,
+                gammas=gammas,
+                allocation=self._allocation,
+                counter_depth=self._L_c,
             ),
             dtype=np.float64,
         )
@@ -212,17 +240,17 @@ class PrivHP:
         self._source = as_source(rng)
         streams = self._source.spawn(self._depth + 2)
         self._release_stream = streams[-1]
-        n_tree = 2 ** (self._L_k + 1) - 1
+        n_tree = 2 ** (self._L_c + 1) - 1
         self._tree = np.zeros(n_tree, dtype=np.int64)
         if not self._raw:
-            for level in range(self._L_k + 1):
+            for level in range(self._L_c + 1):
                 lo, hi = 2**level - 1, 2 ** (level + 1) - 1
                 self._tree[lo:hi] = discrete_laplace(
                     1.0 / self._level_eps[level], hi - lo, rng=streams[level]
                 )
         self._sketches = []
         cls = _SKETCHES[self._sketch]
-        for level in range(self._L_k + 1, self._depth + 1):
+        for level in range(self._L_c + 1, self._depth + 1):
             self._sketches.append(
                 cls(
                     self._width,
@@ -294,8 +322,37 @@ class PrivHP:
 
     @property
     def L_k(self) -> int:  # noqa: N802 (the paper's name)
-        """Deepest level with exact counters, ``floor(log2 k)``."""
+        """The paper's ``L_k = min(floor(log2 k), r)``; the counters stop at ``counter_depth``."""
         return self._L_k
+
+    @property
+    def counter_depth(self) -> int:
+        """Deepest level with exact counters, ``L_c`` (``L_k ≤ L_c ≤ r`` by default)."""
+        return self._L_c
+
+    @property
+    def release_k(self) -> int:
+        """Cells expanded per level when ``release()`` grows the tree below ``L_c``."""
+        return self._release_k
+
+    @staticmethod
+    def auto_counter_depth(k: int, width: int, sketch_depth: int, depth: int) -> int:
+        """The default ``counter_depth``: ``L_c = min(max(L_k, floor(log2(w·j))), r)``.
+
+        A level of ``2^l ≤ w·j`` cells takes no more memory as exact counters than as a
+        ``w × j`` sketch, and its counters have no collisions and noise ``1/σ_l`` instead of
+        ``j/σ_l``; so every such level keeps counters.
+
+        >>> PrivHP.auto_counter_depth(k=64, width=256, sketch_depth=3, depth=18)
+        9
+        """
+        L_k = int(k).bit_length() - 1
+        return int(min(max(L_k, (int(width) * int(sketch_depth)).bit_length() - 1), depth))
+
+    @staticmethod
+    def auto_release_k(k: int, expected_n: int | None) -> int:
+        """The default ``release_k``: ``k`` (the paper's pruning)."""
+        return int(k)
 
     @property
     def sigmas(self) -> np.ndarray:
@@ -306,12 +363,12 @@ class PrivHP:
     def noise_scales(self) -> np.ndarray:
         """Integer Laplace scale used on each level (``1/σ_l`` or ``j/σ_l``, ×2 for replace)."""
         scales = 1.0 / self._level_eps
-        scales[self._L_k + 1 :] *= self._sketch_depth
+        scales[self._L_c + 1 :] *= self._sketch_depth
         return scales
 
     @property
     def sketches(self) -> list:
-        """The level sketches ``L_k+1 … r`` (read them, do not update them directly)."""
+        """The level sketches ``L_c+1 … r`` (read them, do not update them directly)."""
         return list(self._sketches)
 
     @property
@@ -342,22 +399,37 @@ class PrivHP:
 
     @property
     def nbytes(self) -> int:
-        """State size in bytes: ``8·(w·j·(r − L_k) + 2^{L_k+1} − 1) + 8·(r + 1) + 64``.
+        """State size in bytes: ``8·(w·j·(r − L_c) + 2^{L_c+1} − 1) + 8·(r + 1) + 64``.
 
-        It is fixed at construction and does not grow with the stream. ``release()`` builds a tree
-        of at most ``2^{L_k+1} − 1 + 2k(r − L_k)`` nodes (16 bytes each) on top of it.
+        ``L_c`` is ``counter_depth``. It is fixed at construction and does not grow with the
+        stream. ``release()`` builds a tree of at most ``2^{L_c+1} − 1 + 2·k_rel·(r − L_c)``
+        nodes on top of it (``k_rel = release_k``; see :meth:`release_nodes_bound`), and the
+        released distribution reports its own ``nbytes``.
         """
         return int(self._bank.nbytes + self._tree.nbytes + self._sigmas.nbytes + _HEADER_BYTES)
 
+    def release_nodes_bound(self) -> int:
+        """Most nodes the released tree can have: ``2^{L_c+1} − 1 + 2·k_rel·(r − L_c)``."""
+        L, r = self._L_c, self._depth
+        return int(2 ** (L + 1) - 1 + 2 * self._release_k * (r - L))
+
     @staticmethod
-    def memory_bytes(k: int, width: int, sketch_depth: int, depth: int) -> int:
+    def memory_bytes(
+        k: int, width: int, sketch_depth: int, depth: int, counter_depth: int | None = None
+    ) -> int:
         """The ``nbytes`` a PrivHP with these parameters has, without building it.
 
-        >>> PrivHP.memory_bytes(k=64, width=1024, sketch_depth=3, depth=24)
+        ``counter_depth=None`` is the automatic rule (:meth:`auto_counter_depth`).
+
+        >>> PrivHP.memory_bytes(k=64, width=1024, sketch_depth=3, depth=24, counter_depth=6)
         443648
+        >>> PrivHP.memory_bytes(k=64, width=1024, sketch_depth=3, depth=24)
+        352512
         """
-        L_k = min(int(k).bit_length() - 1, depth)
-        cells = width * sketch_depth * (depth - L_k) + 2 ** (L_k + 1) - 1
+        if counter_depth is None:
+            counter_depth = PrivHP.auto_counter_depth(k, width, sketch_depth, depth)
+        L_c = min(int(counter_depth), depth)
+        cells = width * sketch_depth * (depth - L_c) + 2 ** (L_c + 1) - 1
         return 8 * cells + 8 * (depth + 1) + _HEADER_BYTES
 
     # ------------------------------------------------------------------ updates
@@ -412,11 +484,11 @@ class PrivHP:
         whose distinct prefixes are then hashed once each, weighted by their counts). Deeper
         sketch levels hash every item's prefix.
         """
-        r, L, n = self._depth, self._L_k, codes.size
+        r, L, n = self._depth, self._L_c, codes.size
         n_sketch = len(self._sketches)
-        # Deepest level counted per cell: at least L_k, at most r, and 2**level ≤ n/2.
+        # Deepest level counted per cell: at least L_c, at most r, and 2**level ≤ n/2.
         dense = max(L, min(r, max(n // 2, 1).bit_length() - 1))
-        n_dense = dense - L  # sketch levels L_k+1 … dense are counted per cell
+        n_dense = dense - L  # sketch levels L_c+1 … dense are counted per cell
         bank_counts = np.empty_like(self._bank)
         tree_counts = np.empty_like(self._tree)
 
@@ -450,7 +522,7 @@ class PrivHP:
         return tree_counts, bank_counts
 
     def _sketch_cells(self, i: int, keys: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
-        """Increments of sketch ``i`` (level ``L_k + 1 + i``) for ``keys`` (uint64 prefixes), each
+        """Increments of sketch ``i`` (level ``L_c + 1 + i``) for ``keys`` (uint64 prefixes), each
         counted ``weights`` times (once when None); int64 of shape ``(j, w)``."""
         j, w = self._sketch_depth, self._width
         h = murmur3_32(keys[None, :], self._row_seeds[i])  # (j, keys)
@@ -499,6 +571,8 @@ class PrivHP:
             "allocation": self._allocation,
             "seed": self._seed,
             "neighbours": self._neighbours,
+            "counter_depth": self._L_c,
+            "release_k": self._release_k,
         }
 
     def merge(self, other: PrivHP) -> None:
@@ -584,6 +658,11 @@ class PrivHP:
             rng=0,
             neighbours=meta["neighbours"],
             raw=True,
+            # Blobs written before counter_depth/release_k existed have the paper's layout.
+            counter_depth=meta.get(
+                "counter_depth", min(int(meta["k"]).bit_length() - 1, meta["depth"])
+            ),
+            release_k=meta.get("release_k", meta["k"]),
         )
         if arrays["tree"].shape != obj._tree.shape or arrays["bank"].shape != obj._bank.shape:
             from .errors import SerializationError
@@ -610,14 +689,14 @@ class PrivHP:
         sketches = self._sketches
         if self._raw:
             streams = self._release_stream.spawn(self._depth + 1)
-            for level in range(self._L_k + 1):
+            for level in range(self._L_c + 1):
                 lo, hi = 2**level - 1, 2 ** (level + 1) - 1
                 tree_counts[lo:hi] += discrete_laplace(
                     1.0 / self._level_eps[level], hi - lo, rng=streams[level]
                 )
             noisy = []
             for i, sk in enumerate(self._sketches):
-                level = self._L_k + 1 + i
+                level = self._L_c + 1 + i
                 twin = type(sk)(
                     self._width,
                     self._sketch_depth,
@@ -648,15 +727,15 @@ class PrivHP:
         tree_counts, sketches = self._noisy_state()
         levels = [
             tree_counts[2**level - 1 : 2 ** (level + 1) - 1].astype(np.float64)
-            for level in range(self._L_k + 1)
+            for level in range(self._L_c + 1)
         ]
         top = tree.consistent_levels(levels)
-        L = self._L_k
+        L = self._L_c
 
         def query(level: int, prefixes: np.ndarray) -> np.ndarray:
             return np.asarray(sketches[level - L - 1].query_many(prefixes), dtype=np.float64)
 
-        grown = tree.grow_partition(top, query, self._k, self._depth)
+        grown = tree.grow_partition(top, query, self._release_k, self._depth, prune_top=True)
         leaf_levels, leaf_prefixes, leaf_counts = grown.leaves()
         params = self._params()
         params.pop("domain")
