@@ -91,8 +91,10 @@ def test_release_invariants(k, depth, n, B, sketch, seed, epsilon):
     release = php.release()
     grown = php.partition_tree
     L = php.counter_depth
-    # Node bound of the issue: 2^{L_c+1} − 1 + 2k(r − L_c) (release_k = k without expected_n).
-    assert php.release_k == k
+    # Node bound of the issue: 2^{L_c+1} − 1 + 2k(r − L_c), with k the release_k (default
+    # max(k, w // 4)).
+    assert php.release_k == max(k, 32 // 4)
+    k = php.release_k
     assert grown.n_nodes <= 2 ** (L + 1) - 1 + 2 * k * (depth - L) == php.release_nodes_bound()
     levels = grown.levels
     for level in range(depth + 1):
@@ -344,10 +346,12 @@ def utility_grid():
     for name, cfg in configs.items():
         values = []
         for s, X in enumerate(data):
-            # The paper's layout (counters down to L_k): these tests check its k and w trends;
-            # tests/test_privhp_accuracy.py compares the automatic counter depth with it.
+            # The paper's layout (counters down to L_k, k cells grown): these tests check its k
+            # and w trends; tests/test_privhp_accuracy.py compares the automatic counter depth with it.
             L_k = min(cfg["k"].bit_length() - 1, 18)
-            php = PrivHP(dom, epsilon=1.0, depth=18, rng=1000 + s, counter_depth=L_k, **cfg)
+            php = PrivHP(
+                dom, 1.0, depth=18, rng=1000 + s, counter_depth=L_k, release_k=cfg["k"], **cfg
+            )
             php.update_many(X)
             values.append(_w1_tree(X, php.release(), dom))
         out[name] = float(np.mean(values))
