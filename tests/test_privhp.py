@@ -347,7 +347,7 @@ def utility_grid():
         values = []
         for s, X in enumerate(data):
             # The paper's layout (counters down to L_k, k cells grown): these tests check its k
-            # and w trends; tests/test_privhp_accuracy.py compares the automatic counter depth with it.
+            # and w trends; tests/test_privhp_accuracy.py compares the new defaults with it.
             L_k = min(cfg["k"].bit_length() - 1, 18)
             php = PrivHP(
                 dom, 1.0, depth=18, rng=1000 + s, counter_depth=L_k, release_k=cfg["k"], **cfg
