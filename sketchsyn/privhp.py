@@ -289,6 +289,76 @@ class PrivHP:
         w = self._width
         return w > 1 and w & (w - 1) == 0
 
+    @classmethod
+    def for_memory(
+        cls,
+        domain: Any,
+        epsilon: float,
+        memory_bytes: int,
+        expected_n: int,
+        *,
+        sketch: str = "count-min",
+        seed: int = 0,
+        rng: RNGLike = None,
+        neighbours: str = "add-remove",
+    ) -> PrivHP:
+        """A PrivHP whose ``nbytes`` is at most ``memory_bytes``, its parameters chosen for it.
+
+        The rule (fitted to ``benchmarks/utility.py``, d = 2, n = 2^14 … 2^20):
+
+        - ``depth r`` from ``expected_n`` as in the constructor (``ceil(log2(ε·n))``, minus one
+          for d = 1), at most ``domain.max_depth``;
+        - ``k = 64``, ``sketch_depth j = 3``; the counters go down to the automatic
+          ``L_c = max(L_k, floor(log2(w·j)))``, so ``k`` only bounds ``L_c`` from below;
+        - ``width w``: the largest integer with ``memory_bytes(k, w, j, r) ≤ memory_bytes`` (the
+          memory grows with ``w``), at most ``ceil(2^r / j)``, where every level is a counter
+          level (the full tree); when even ``w = 1`` does not fit, the depth is lowered until
+          it does;
+        - ``release_k = max(k, w // 4)`` (:meth:`auto_release_k`).
+
+        Raises :class:`ParameterError` when no depth ``≥ 1`` fits.
+
+        >>> from sketchsyn import Box
+        >>> php = PrivHP.for_memory(Box.unit(2), 1.0, 40_000, expected_n=2**18, rng=0)
+        >>> php.nbytes <= 40_000, php.depth, php.width, php.counter_depth
+        (True, 18, 148, 8)
+        """
+        eps = check_epsilon(epsilon, "PrivHP.for_memory")
+        budget = check_int(memory_bytes, "memory_bytes", "PrivHP.for_memory", minimum=1)
+        n = check_int(expected_n, "expected_n", "PrivHP.for_memory", minimum=1)
+        k, j = 64, 3
+        depth = accounting.privhp_depth(eps, n, domain.d, k)
+        depth = max(min(int(depth), int(domain.max_depth)), 1)
+        while depth >= 1 and cls.memory_bytes(k, 1, j, depth) > budget:
+            depth -= 1
+        if depth < 1:
+            raise ParameterError(
+                f"The 'memory_bytes' parameter of PrivHP.for_memory must allow a depth-1 summary "
+                f"({cls.memory_bytes(k, 1, j, 1)} bytes). Got {memory_bytes!r} instead."
+            )
+        # From w = ceil(2^r / j) on every level is a counter level (the full tree): no wider.
+        w_full = -(-(2**depth) // j)
+        lo, hi = 1, 2
+        while hi <= w_full and cls.memory_bytes(k, hi, j, depth) <= budget:
+            lo, hi = hi, 2 * hi
+        while hi - lo > 1:  # largest w with memory_bytes(k, w, j, depth) <= budget
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if cls.memory_bytes(k, mid, j, depth) <= budget else (lo, mid)
+        lo = min(lo, w_full)
+        return cls(
+            domain,
+            eps,
+            k=k,
+            width=lo,
+            sketch_depth=j,
+            depth=depth,
+            expected_n=n,
+            sketch=sketch,
+            seed=seed,
+            rng=rng,
+            neighbours=neighbours,
+        )
+
     # ------------------------------------------------------------------ read-only parameters
     @property
     def domain(self) -> Any:
