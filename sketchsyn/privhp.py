@@ -73,6 +73,8 @@ _SKETCHES = {"count-min": CountMinSketch, "count-sketch": CountSketch}
 _HEADER_BYTES = 64
 # Batches with at least this many rows are split over two threads.
 _PARALLEL_MIN_ROWS = 16384
+# for_memory: most sketch levels below the counters (fitted in docs/utility.md).
+_SKETCH_LEVELS = 2
 _POOL: ThreadPoolExecutor | None = None
 
 
@@ -290,6 +292,36 @@ class PrivHP:
         return w > 1 and w & (w - 1) == 0
 
     @classmethod
+    def _memory_rule(
+        cls, domain: Any, eps: float, budget: int, n: int, sketch_levels: int
+    ) -> tuple[int, int, int, int]:
+        """``(k, width, sketch_depth, depth)`` of :meth:`for_memory`'s rule."""
+        k, j = 64, 3
+        r_n = max(min(int(accounting.privhp_depth(eps, n, domain.d, k)), int(domain.max_depth)), 1)
+
+        def widest(depth: int) -> int:
+            # From w = ceil(2^r / j) on every level is a counter level (the full tree).
+            w_full = -(-(2**depth) // j)
+            lo, hi = 1, 2
+            while hi <= w_full and cls.memory_bytes(k, hi, j, depth) <= budget:
+                lo, hi = hi, 2 * hi
+            while hi - lo > 1:  # largest w with memory_bytes(k, w, j, depth) <= budget
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if cls.memory_bytes(k, mid, j, depth) <= budget else (lo, mid)
+            return min(lo, w_full)
+
+        for depth in range(r_n, 0, -1):
+            if cls.memory_bytes(k, 1, j, depth) > budget:
+                continue
+            w = widest(depth)
+            if depth - cls.auto_counter_depth(k, w, j, depth) <= sketch_levels or depth == 1:
+                return k, w, j, depth
+        raise ParameterError(
+            f"The 'memory_bytes' parameter of PrivHP.for_memory must allow a depth-1 summary "
+            f"({cls.memory_bytes(k, 1, j, 1)} bytes). Got {budget!r} instead."
+        )
+
+    @classmethod
     def for_memory(
         cls,
         domain: Any,
@@ -304,16 +336,19 @@ class PrivHP:
     ) -> PrivHP:
         """A PrivHP whose ``nbytes`` is at most ``memory_bytes``, its parameters chosen for it.
 
-        The rule (fitted to ``benchmarks/utility.py``, d = 2, n = 2^14 … 2^20):
+        The rule (fitted to ``benchmarks/utility.py``, d = 2, ε = 1, n = 2^18 and 2^20, budgets
+        of 2% of PMM's bytes; figures in docs/utility.md):
 
-        - ``depth r`` from ``expected_n`` as in the constructor (``ceil(log2(ε·n))``, minus one
-          for d = 1), at most ``domain.max_depth``;
         - ``k = 64``, ``sketch_depth j = 3``; the counters go down to the automatic
           ``L_c = max(L_k, floor(log2(w·j)))``, so ``k`` only bounds ``L_c`` from below;
-        - ``width w``: the largest integer with ``memory_bytes(k, w, j, r) ≤ memory_bytes`` (the
-          memory grows with ``w``), at most ``ceil(2^r / j)``, where every level is a counter
-          level (the full tree); when even ``w = 1`` does not fit, the depth is lowered until
-          it does;
+        - for a depth ``r``, ``width w`` is the largest integer with
+          ``memory_bytes(k, w, j, r) ≤ memory_bytes`` (the memory grows with ``w``), at most
+          ``ceil(2^r / j)``, where every level is a counter level (the full tree);
+        - ``depth r`` is the largest depth, at most the constructor's ``ceil(log2(ε·n))``
+          (minus one for d = 1) and ``domain.max_depth``, that leaves at most **two** sketch
+          levels below the counters (``r − L_c ≤ 2``). A shallower tree gives each level more
+          budget and the counters more width; measured at n = 2^18 with 42 KB: 0, 1, 2, 3 and
+          5 sketch levels gave 1.33×, 1.33×, 0.93×, 0.99×, 1.07× PMM's W1 on mf0.9;
         - ``release_k = max(k, w // 4)`` (:meth:`auto_release_k`).
 
         Raises :class:`ParameterError` when no depth ``≥ 1`` fits.
@@ -321,35 +356,17 @@ class PrivHP:
         >>> from sketchsyn import Box
         >>> php = PrivHP.for_memory(Box.unit(2), 1.0, 40_000, expected_n=2**18, rng=0)
         >>> php.nbytes <= 40_000, php.depth, php.width, php.counter_depth
-        (True, 18, 148, 8)
+        (True, 12, 488, 10)
         """
         eps = check_epsilon(epsilon, "PrivHP.for_memory")
         budget = check_int(memory_bytes, "memory_bytes", "PrivHP.for_memory", minimum=1)
         n = check_int(expected_n, "expected_n", "PrivHP.for_memory", minimum=1)
-        k, j = 64, 3
-        depth = accounting.privhp_depth(eps, n, domain.d, k)
-        depth = max(min(int(depth), int(domain.max_depth)), 1)
-        while depth >= 1 and cls.memory_bytes(k, 1, j, depth) > budget:
-            depth -= 1
-        if depth < 1:
-            raise ParameterError(
-                f"The 'memory_bytes' parameter of PrivHP.for_memory must allow a depth-1 summary "
-                f"({cls.memory_bytes(k, 1, j, 1)} bytes). Got {memory_bytes!r} instead."
-            )
-        # From w = ceil(2^r / j) on every level is a counter level (the full tree): no wider.
-        w_full = -(-(2**depth) // j)
-        lo, hi = 1, 2
-        while hi <= w_full and cls.memory_bytes(k, hi, j, depth) <= budget:
-            lo, hi = hi, 2 * hi
-        while hi - lo > 1:  # largest w with memory_bytes(k, w, j, depth) <= budget
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if cls.memory_bytes(k, mid, j, depth) <= budget else (lo, mid)
-        lo = min(lo, w_full)
+        k, width, j, depth = cls._memory_rule(domain, eps, budget, n, _SKETCH_LEVELS)
         return cls(
             domain,
             eps,
             k=k,
-            width=lo,
+            width=width,
             sketch_depth=j,
             depth=depth,
             expected_n=n,
