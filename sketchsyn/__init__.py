@@ -49,6 +49,8 @@ _EXPORTS = {
     "PMM": "pmm",
     "PSMM": "psmm",
     "GridHistogram": "baseline",
+    "AdaptiveGrid": "baseline",
+    "PrivTree": "baseline",
     # evaluation
     "wasserstein1": "metrics",
     "w1_floor": "metrics",
