@@ -131,6 +131,9 @@ def main() -> None:
     )
     out_csv.parent.mkdir(parents=True, exist_ok=True)
 
+    goals(names, diamonds, [2**14] if args.quick else [2**18, 2**20], 1 if args.quick else 2)
+    if args.goals_only:
+        return
     handle = out_csv.open("w", newline="")
     writer: csv.DictWriter | None = None
 
@@ -150,10 +153,6 @@ def main() -> None:
         )
 
     nan = float("nan")
-    goals(names, diamonds, [2**14] if args.quick else [2**18, 2**20], 1 if args.quick else 2)
-    if args.goals_only:
-        handle.close()
-        return
 
     def ot(real, rel, dom, seed):
         return wasserstein1(real, rel, dom, method="ot", rng=seed).value
