@@ -8,7 +8,8 @@ the boundary at ``L_k = floor(log2 k)``; by default ``L_c = max(L_k, floor(log2(
 (clipped to ``r``), because a level of at most ``w·j`` cells is no larger as exact counters and
 has neither collisions nor the factor ``j`` in its noise (docs/utility.md has the figures).
 The state is therefore private at every moment, and ``Σ σ_l = ε`` (Theorem 2). ``release()``
-makes the top of the tree consistent, grows it level by level through the top-``release_k``
+makes the top of the tree consistent (Hay et al.'s least squares over the counter levels, then
+the even split), grows it level by level through the top-``release_k``
 cells of each level using the sketches' estimates (Algorithm 3, even-split consistency of
 Algorithm 4) and returns a :class:`~sketchsyn.distribution.PrivateDistribution`.
 
@@ -58,7 +59,7 @@ from .errors import (
     check_int,
 )
 from .hashing import murmur3_32
-from .noise import discrete_laplace
+from .noise import discrete_laplace, discrete_laplace_variance
 from .rng import RNGLike, as_source
 from .serial import pack, unpack
 from .sketches import CountMinSketch, CountSketch
@@ -88,6 +89,34 @@ def _pool() -> ThreadPoolExecutor:
     if _POOL is None:
         _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sketchsyn")
     return _POOL
+
+
+def _least_squares_levels(levels: list[np.ndarray], variances: list[float]) -> list[np.ndarray]:
+    """Hay et al.'s constrained inference on a complete tree, levels of unequal variance.
+
+    Bottom-up, each node's estimate combines its own noisy count with the sum of its children's
+    estimates by inverse variances; top-down, each parent's residual is split evenly between its
+    two children (siblings have equal variances). The result is the least-squares consistent
+    tree (not clamped: :func:`tree.consistent_levels` makes it non-negative afterwards).
+    """
+    L = len(levels) - 1
+    z, var = [None] * (L + 1), [0.0] * (L + 1)
+    z[L], var[L] = np.asarray(levels[L], dtype=np.float64), float(variances[L])
+    for level in range(L - 1, -1, -1):
+        s = z[level + 1][0::2] + z[level + 1][1::2]
+        vs = 2.0 * var[level + 1]
+        v = float(variances[level])
+        z[level] = (np.asarray(levels[level], dtype=np.float64) * vs + s * v) / (v + vs)
+        var[level] = v * vs / (v + vs)
+    out = [z[0]]
+    for level in range(1, L + 1):
+        child = z[level]
+        resid = out[-1] - (child[0::2] + child[1::2])
+        x = child.copy()
+        x[0::2] += resid / 2.0
+        x[1::2] += resid / 2.0
+        out.append(x)
+    return out
 
 
 class _ReleaseGuard:
@@ -826,6 +855,10 @@ class PrivHP:
             tree_counts[2**level - 1 : 2 ** (level + 1) - 1].astype(np.float64)
             for level in range(self._L_c + 1)
         ]
+        # Hay et al.'s least squares on the counter levels (measured 3–5% lower W1 than the
+        # top-down even split alone; docs/utility.md), then the even split for non-negativity.
+        eps_c = self._level_eps[: self._L_c + 1]
+        levels = _least_squares_levels(levels, [discrete_laplace_variance(1 / e) for e in eps_c])
         top = tree.consistent_levels(levels)
         L = self._L_c
 

@@ -74,3 +74,17 @@ def test_counter_depth_and_release_k_survive_serialisation_and_gate_merge():
     c = PrivHP(dom, 1.0, k=16, width=64, depth=12, rng=1)
     with pytest.raises(ValueError, match="counter_depth"):
         a.merge(c)
+
+
+def test_least_squares_levels_are_consistent_and_weight_by_variance():
+    from sketchsyn.privhp import _least_squares_levels
+
+    lv = [np.array([5.0]), np.array([1.0, 3.0]), np.array([1.0, 1.0, 4.0, 0.0])]
+    out = _least_squares_levels(lv, [1.0, 1.0, 1.0])
+    for parent, child in zip(out[:-1], out[1:], strict=True):
+        np.testing.assert_allclose(child[0::2] + child[1::2], parent)
+    # Equal variances: Hay et al.'s least-squares root for this tree is 34/7.
+    assert out[0][0] == pytest.approx(34 / 7)
+    # A nearly exact root (tiny variance) is kept; a nearly exact leaf level is kept.
+    assert _least_squares_levels(lv, [1e-9, 1.0, 1.0])[0][0] == pytest.approx(5.0, abs=1e-6)
+    np.testing.assert_allclose(_least_squares_levels(lv, [1.0, 1.0, 1e-9])[2], lv[2], atol=1e-6)
