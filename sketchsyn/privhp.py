@@ -154,7 +154,7 @@ class PrivHP:
     expected_n : int, optional
         Expected stream length, used only to choose ``depth``. It is a public guess, not data.
     sketch : {"count-min", "count-sketch"}
-        Sketch used on the levels below ``L_k``.
+        Sketch used on the levels below ``counter_depth``.
     allocation : {"optimal", "uniform"}
         Per-level budget split: Lemma 5 (eq. 23) or ``ε/(r+1)`` per level.
     seed : int
@@ -179,7 +179,11 @@ class PrivHP:
     Attributes
     ----------
     L_k : int
-        ``min(floor(log2 k), depth)``, the deepest level with exact counters.
+        ``min(floor(log2 k), depth)``, the paper's counter boundary (the least ``counter_depth``).
+    counter_depth : int
+        ``L_c``, the deepest level with exact counters.
+    release_k : int
+        Cells grown per level by ``release()``.
     sigmas : ndarray
         ``σ_0 … σ_r``, the budget of each level; ``sigmas.sum() == epsilon``.
     noise_scales : ndarray
