@@ -42,7 +42,7 @@ def main() -> None:
     formula = PrivHP.memory_bytes(64, 1024, 3, 24)
     batch_bytes = args.batch_size * 2 * 8
     print(
-        f"state before: {php.nbytes:,} bytes (formula 8·(w·j·(r−L_k) + 2^(L_k+1) − 1) + "
+        f"state before: {php.nbytes:,} bytes (formula 8·(w·j·(r−L_c) + 2^(L_c+1) − 1) + "
         f"8·(r+1) + 64 = {formula:,})"
     )
     rss0 = rss_mib()

@@ -24,7 +24,7 @@ from sketchsyn import Box, PrivHP
 
 def reference_update(php: PrivHP, tree: np.ndarray, bank: np.ndarray, x) -> None:
     """One item, the way a reader would write Algorithm 2 (lines 12–18) by hand."""
-    domain, r, L = php.domain, php.depth, php.L_k
+    domain, r, L = php.domain, php.depth, php.counter_depth
     d = domain.d
     # Bits per coordinate: level l cuts coordinate (l − 1) mod d.
     bits = [sum(1 for level in range(1, r + 1) if (level - 1) % d == i) for i in range(d)]

@@ -1,7 +1,8 @@
-"""Utility benchmark: W1 against memory for PrivHP, PMM and an equal-memory DP grid.
+"""Utility benchmark: W1 against memory for PrivHP, PMM and equal-memory DP baselines.
 
     python benchmarks/utility.py                  # the figures quoted in docs/utility.md
-    python benchmarks/utility.py --quick          # a small smoke run
+    python benchmarks/utility.py --goals-only     # only the goals table (issue 14)
+    python benchmarks/utility.py --quick          # a small smoke run (< 2 min)
 
 Data sets (d = 2, unit-box ℓ∞ metric):
   uniform        uniform on [0, 1]^2
@@ -17,10 +18,15 @@ Two sweeps, every point averaged over --seeds seeds (mean and standard deviation
                  each PrivHP configuration.
   n × ε sweep    n in {2^14, 2^16, 2^18, 2^20}, ε in {0.5, 1, 4}: PrivHP (k = 64, w = 256),
                  PMM and the equal-memory grid.
-W1 is the tree bound (SPEC §8: right for trends and comparisons on the same data, loose in
-absolute terms). For absolute figures the memory sweep also reports exact OT on 1,500 real vs
-1,500 synthetic points (PMM, Count-Min PrivHP with w = 256 and their equal-memory grids) beside
-the data-vs-data floor at the same size. The n × ε sweep uses the first two seeds.
+Goals table (issue 14), n in {2^18, 2^20} (quick: 2^14), ε = 1, first two seeds: PMM (full
+tree), PrivHP.for_memory at 2% of PMM's bytes, and the flat grid, AG and PrivTree given the same
+byte budget. It prints PrivHP's W1 over PMM's (goal ≤ 1.1) and over the best baseline's (goal
+< 1), and the size of PrivHP's released tree.
+W1 is the tree bound (SPEC §8, edge weight γ(parent)/2 since issue 14: right for trends and
+comparisons on the same data, loose in absolute terms). For absolute figures the memory sweep
+also reports exact OT on 1,500 real vs 1,500 synthetic points (PMM, Count-Min PrivHP with
+w = 256 and their equal-memory grids) beside the data-vs-data floor at the same size. The
+n × ε sweep uses the first two seeds.
 
 Writes benchmarks/results/utility.csv, docs/utility_table.md and docs/utility.png.
 """
@@ -34,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sketchsyn import PMM, Box, GridHistogram, PrivHP
+from sketchsyn import PMM, AdaptiveGrid, Box, GridHistogram, PrivHP, PrivTree
 from sketchsyn.datasets import multifractal
 from sketchsyn.metrics import wasserstein1
 
@@ -82,6 +88,12 @@ def run_one(mech: str, X: np.ndarray, dom: Box, eps: float, depth: int, seed: in
         obj = PMM(dom, eps, depth=min(depth, 22), rng=seed)
     elif mech == "grid":
         obj = GridHistogram(dom, eps, memory_bytes=kw["memory"], rng=seed)
+    elif mech == "AG":
+        obj = AdaptiveGrid(dom, eps, X.shape[0], memory_bytes=kw["memory"], rng=seed)
+    elif mech == "PrivTree":
+        obj = PrivTree(dom, eps, memory_bytes=kw["memory"], rng=seed)
+    elif mech == "for_memory":
+        obj = PrivHP.for_memory(dom, eps, kw["memory"], X.shape[0], rng=seed)
     else:
         obj = PrivHP(dom, eps, k=kw["k"], width=kw["w"], depth=depth, sketch=kw["sketch"], rng=seed)
     obj.update_many(X)
@@ -93,6 +105,7 @@ def run_one(mech: str, X: np.ndarray, dom: Box, eps: float, depth: int, seed: in
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--goals-only", action="store_true", help="only the goals table")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--summarise", metavar="CSV", help="only rebuild table and plot from a CSV")
     args = ap.parse_args()
@@ -118,6 +131,9 @@ def main() -> None:
     )
     out_csv.parent.mkdir(parents=True, exist_ok=True)
 
+    goals(names, diamonds, [2**14] if args.quick else [2**18, 2**20], 1 if args.quick else 2)
+    if args.goals_only:
+        return
     handle = out_csv.open("w", newline="")
     writer: csv.DictWriter | None = None
 
@@ -253,6 +269,54 @@ def main() -> None:
     handle.close()
     print(f"wrote {out_csv}")
     summarise(rows, quick=args.quick)
+
+
+GOAL_MECHS = ("grid", "AG", "PrivTree")
+
+
+def goals(names: list[str], diamonds, ns: list[int], n_seeds: int) -> None:
+    """The goals table: PrivHP.for_memory at 2% of PMM's bytes against PMM and the baselines."""
+    print("\n## Goals: PrivHP.for_memory(2% of PMM bytes) vs PMM and equal-memory baselines")
+    head = (
+        "| data | n | PMM bytes | PMM W1 | PrivHP bytes (release) | PrivHP W1 | ×PMM "
+        "| grid | AG | PrivTree | ×best baseline | goals |"
+    )
+    print(head + "\n|" + "---|" * 12, flush=True)
+    for n in ns:
+        for name in names:
+            w: dict[str, list[float]] = {m: [] for m in ("PMM", "PrivHP", *GOAL_MECHS)}
+            nb: dict[str, int] = {}
+            rel_bytes = 0
+            for seed in range(n_seeds):
+                X, dom = dataset(name, n, seed, diamonds)
+                depth = int(np.ceil(np.log2(n)))
+                nb["PMM"], w1, _, _ = run_one("PMM", X, dom, 1.0, depth, seed)
+                w["PMM"].append(w1)
+                budget = int(0.02 * nb["PMM"])
+                nb["PrivHP"], w1, rel, _ = run_one(
+                    "for_memory", X, dom, 1.0, depth, seed, memory=budget
+                )
+                w["PrivHP"].append(w1)
+                rel_bytes = rel.nbytes
+                for m in GOAL_MECHS:
+                    nb[m], w1, _, _ = run_one(m, X, dom, 1.0, depth, seed, memory=budget)
+                    w[m].append(w1)
+            mean = {m: float(np.mean(v)) for m, v in w.items()}
+            vs_pmm = mean["PrivHP"] / mean["PMM"]
+            best = min(mean[m] for m in GOAL_MECHS)
+            vs_best = mean["PrivHP"] / best
+            ok = (
+                ("met" if vs_pmm <= 1.1 else f"missed ×{vs_pmm / 1.1:.2f}")
+                + " / "
+                + ("met" if vs_best < 1 else f"missed ×{vs_best:.2f}")
+            )
+            print(
+                f"| {name} | 2^{n.bit_length() - 1} | {nb['PMM']:,} | {mean['PMM']:.4f} "
+                f"| {nb['PrivHP']:,} ({rel_bytes:,}) | {mean['PrivHP']:.4f} | {vs_pmm:.2f} "
+                + " ".join(f"| {mean[m]:.4f}" for m in GOAL_MECHS)
+                + f" | {vs_best:.2f} | {ok} |",
+                flush=True,
+            )
 
 
 def _parse(v: str):

@@ -61,6 +61,8 @@ _EXPORTS = {
     "GridHistogram": "baseline",
     "LowDimSynthesizer": "lowdim",
     "OnlineSynthesizer": "online",
+    "AdaptiveGrid": "baseline",
+    "PrivTree": "baseline",
     # evaluation
     "wasserstein1": "metrics",
     "w1_floor": "metrics",

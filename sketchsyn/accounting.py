@@ -198,14 +198,22 @@ def privhp_allocation(
     d: int | None = None,
     gammas: Sequence[float] | Callable | None = None,
     allocation: str = "optimal",
+    counter_depth: int | None = None,
 ) -> np.ndarray:
     """Per-level budgets σ_0…σ_r of PrivHP (seed 002, Lemma 5, eq. 23; SPEC §3).
 
-    With ``L_k = floor(log2 k)``: σ_l ∝ sqrt(Γ_{l−1}) for l ≤ L_k (exact counters) and
-    σ_l ∝ sqrt(k·γ_{l−1}) for l > L_k (sketch levels), where Γ_l = 2^l·γ_l and Γ_{−1} = Γ_0;
-    normalised so that Σ σ_l = ε (the last entry absorbs float rounding). ``"uniform"`` gives
-    ε/(r+1) per level. Give ``d`` for the unit cube (γ_l = 2^−floor(l/d), ℓ∞) or ``gammas``
-    (γ_{−1}…γ_r, or a callable of l).
+    Lemma 5 minimises the error bound ``Σ_l c_l/σ_l`` subject to ``Σ σ_l = ε``, whose solution
+    is σ_l ∝ sqrt(c_l). A level of exact counters (l ≤ L_c) adds noise to all its 2^l cells:
+    ``c_l = Γ_{l−1}`` with Γ_l = 2^l·γ_l and Γ_{−1} = Γ_0. A sketch level (l > L_c) is queried
+    only at the children of the ``k`` cells grown at the level above: ``c_l = k·γ_{l−1}``.
+    ``L_c`` is ``counter_depth`` (default the paper's ``L_k = floor(log2 k)``; PrivHP may put
+    it deeper, see ``PrivHP.auto_counter_depth``), and ``k`` is the number of cells grown per
+    sketch level (PrivHP passes its ``release_k``). Eq. 23 was derived for one sketch row; with
+    ``j`` rows each cell's noise is ``j/σ_l`` and the same factor ``j`` multiplies every sketch
+    level's ``c_l``, which would move budget towards the sketch levels; we keep the paper's
+    weights (measured in docs/utility.md). Normalised so that Σ σ_l = ε (the last entry
+    absorbs float rounding). ``"uniform"`` gives ε/(r+1) per level. Give ``d`` for the unit
+    cube (γ_l = 2^−floor(l/d), ℓ∞) or ``gammas`` (γ_{−1}…γ_r, or a callable of l).
 
     >>> s = privhp_allocation(1.0, k=4, depth=6, d=2)
     >>> len(s), round(float(s.sum()), 12)
@@ -220,11 +228,13 @@ def privhp_allocation(
         weights = np.ones(depth + 1)
     else:
         g = _gammas(depth, d, gammas, owner)  # g[l + 1] = γ_l
-        L_k = k.bit_length() - 1
+        L_c = k.bit_length() - 1
+        if counter_depth is not None:
+            L_c = check_int(counter_depth, "counter_depth", owner, minimum=0, maximum=depth)
         levels = np.arange(depth + 1)
         gamma_prev = g[levels]  # γ_{l−1}
         Gamma_prev = np.where(levels >= 1, 2.0 ** np.maximum(levels - 1, 0), 1.0) * gamma_prev
-        weights = np.where(levels <= L_k, np.sqrt(Gamma_prev), np.sqrt(k * gamma_prev))
+        weights = np.where(levels <= L_c, np.sqrt(Gamma_prev), np.sqrt(k * gamma_prev))
     sigmas = epsilon * weights / weights.sum()
     sigmas[-1] = epsilon - sigmas[:-1].sum()
     return fit_to_budget(sigmas, epsilon)

@@ -9,12 +9,16 @@ Distances are in the domain's metric on the unit box (ℓ∞ after scaling each 
 - ``"ot"``: exact optimal transport on samples with POT's ``emd2`` and an ℓ∞ cost (optional
   extra ``eval``). A released distribution is sampled first (``n_samples`` points), which adds
   sampling error: print it beside the data-vs-data floor (:func:`w1_floor`).
-- ``"tree"``: the hierarchical upper bound ``Σ_θ diam(parent θ)·|μ(θ) − ν(θ)| + γ_R`` over the
-  cells of levels 1…R, computed from cell masses without sampling; the bound holds for every cut
-  R, and the smallest over R = 1…depth is reported. It charges every sibling
-  imbalance the parent's diameter, so noise in many fine cells inflates it (measured in SPEC §8:
-  0.48 against an exact 0.023 on a full tree, d = 2, n = 4096, ε = 1): use it for trends and for
-  comparing mechanisms on the same data, not as an absolute accuracy claim.
+- ``"tree"``: the hierarchical upper bound ``Σ_θ (diam(parent θ)/2)·|μ(θ) − ν(θ)| + γ_R`` over
+  the cells of levels 1…R, computed from cell masses without sampling: W1 in the tree metric
+  whose edge from a cell to its parent weighs half the parent's diameter (a path through the
+  lowest common ancestor crosses each level twice, so it is at least the LCA's diameter), plus
+  ``γ_R`` for the distance inside a level-R cell. The bound holds for every cut R, and the
+  smallest over R = 1…depth is reported. Until issue 14 the edges weighed the full diameter:
+  figures printed before then are up to twice the present ones. It charges every sibling
+  imbalance, so noise in many fine cells inflates it (SPEC §8 measured 0.48, with the full
+  weights, against an exact 0.023 on a full tree, d = 2, n = 4096, ε = 1): use it for trends and
+  for comparing mechanisms on the same data, not as an absolute accuracy claim.
 
 >>> import numpy as np
 >>> from sketchsyn.domains import Box
@@ -218,7 +222,10 @@ def _tree_bound(x: Any, y: Any, domain: Any, depth: int | None) -> float:
     leaf_start, lv_s, px_s, mass_s = leaf_start[order], lv[order], px[order], mass[order]
     level_costs = []
     for level in range(1, R + 1):
-        diam = float(domain.gamma(level - 1))
+        # Edge weight γ(parent)/2: a path between two cells whose lowest common ancestor is at
+        # level m crosses every level below m twice, so its length Σ_{l>m} γ(l−1) ≥ γ(m), the
+        # LCA cell's diameter, still bounds the distance of any two points in the two cells.
+        diam = float(domain.gamma(level - 1)) / 2.0
         cell_x = xcodes >> np.uint64(R - level)
         ux, mu = _group_sum(cell_x, mu_w)
         deep = lv_s >= level

@@ -547,17 +547,20 @@ def grow_partition(
     query: Callable[[int, np.ndarray], np.ndarray],
     k: int,
     depth: int,
+    *,
+    prune_top: bool = False,
 ) -> PartitionTree:
     """Grow the tree below a consistent complete top through the ``k`` hottest cells per level.
 
     Our reading of seed 002, Algorithm 3 (its loop bounds disagree with its text; SPEC §3): the
     complete levels ``0…L`` are given (already consistent, e.g. by :func:`consistent_levels`);
-    ``V`` starts as all ``2**L`` cells of level ``L``. For ``l = L+1 … depth``: the children
-    ``2θ, 2θ+1`` of every ``θ ∈ V`` get the raw counts ``query(l, child_prefixes)`` and are made
-    consistent with ``θ`` by :func:`even_split`; then ``V`` becomes the ``k`` level-``l`` nodes
-    with the largest consistent counts (ties at the cut go to the smaller prefix). Nodes never
-    expanded are leaves. Cost ``O(k · depth)`` array work plus the queries (top-``k`` selection
-    is linear with :func:`numpy.partition`).
+    ``V`` starts as all ``2**L`` cells of level ``L`` (with ``prune_top=True``: the ``k``
+    largest of them, for a complete top deeper than ``floor(log2 k)``). For
+    ``l = L+1 … depth``: the children ``2θ, 2θ+1`` of every ``θ ∈ V`` get the raw counts
+    ``query(l, child_prefixes)`` and are made consistent with ``θ`` by :func:`even_split`;
+    then ``V`` becomes the ``k`` level-``l`` nodes with the largest consistent counts (ties at
+    the cut go to the smaller prefix). Nodes never expanded are leaves. Cost ``O(k · depth)``
+    array work plus the queries (top-``k`` selection is linear with :func:`numpy.partition`).
 
     Parameters
     ----------
@@ -590,6 +593,9 @@ def grow_partition(
         for level, a in enumerate(top)
     }
     v_prefixes, v_counts = levels[L]
+    if prune_top:
+        keep = _top_k(v_prefixes, v_counts, k)
+        v_prefixes, v_counts = v_prefixes[keep], v_counts[keep]
     for level in range(L + 1, depth + 1):
         children = np.empty(2 * v_prefixes.size, dtype=_U64)
         children[0::2] = v_prefixes << _U64(1)

@@ -286,7 +286,7 @@ def test_realised_epsilon_never_exceeds_nominal(epsilon, k, depth, neighbours, j
         BOX, epsilon, k=k, width=8, sketch_depth=j, depth=depth, neighbours=neighbours, raw=True
     )
     factor = 2 if neighbours == "replace" else 1
-    sens = [factor * (1 if lvl <= php.L_k else j) for lvl in range(depth + 1)]
+    sens = [factor * (1 if lvl <= php.counter_depth else j) for lvl in range(depth + 1)]
     realised = sum(
         Fraction(s) / Fraction(float(c)) for s, c in zip(sens, php.noise_scales, strict=True)
     )
@@ -417,7 +417,7 @@ def test_keyed_blobs_authenticate():
     [
         lambda: CountMinSketch(2**31, 1024),
         lambda: PrivHP(BOX, 1.0, k=2**40, width=8, depth=64),
-        lambda: PrivHP(BOX, 1.0, k=8, width=2**31, depth=20),
+        lambda: PrivHP(BOX, 1.0, k=8, width=2**31, depth=40),
         lambda: PMM(BOX, 1.0, expected_n=10**12),
         lambda: PSMM(BOX, 1.0, depth=10**12),
     ],
@@ -587,6 +587,8 @@ def test_blob_header_is_plain_json_of_public_fields():
         "allocation",
         "seed",
         "neighbours",
+        "counter_depth",
+        "release_k",
         "raw",
         "frozen",
         "lineage",

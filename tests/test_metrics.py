@@ -89,3 +89,19 @@ def test_floor_errors_and_limits():
         wasserstein1(x, x, Box.unit(2), method="exact")
     with pytest.raises(ParameterError, match="method"):
         wasserstein1(x, x, Box.unit(2), method="sinkhorn")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_halved_tree_bound_still_dominates_ot_across_cell_boundaries(seed):
+    """Edge weight γ(parent)/2 (issue 14): points either side of a dyadic boundary are the worst
+    case (their lowest common ancestor is coarse while they are close); still an upper bound."""
+    rng = np.random.default_rng(seed)
+    box = Box.unit(2)
+    for cut in (0.5, 0.25, 0.375):
+        gap = 10.0 ** -rng.uniform(1, 4)
+        x = np.column_stack([np.full(50, cut - gap), rng.random(50)])
+        y = np.column_stack([np.full(50, cut + gap), x[:, 1]])
+        tree = wasserstein1(x, y, box, method="tree").value
+        assert tree >= wasserstein1(x, y, box, method="ot").value - 1e-12
+    x, y = rng.beta(2, 5, size=(200, 2)), rng.beta(5, 2, size=(150, 2))
+    assert wasserstein1(x, y, box, method="tree").value >= wasserstein1(x, y, box, "ot").value

@@ -154,8 +154,8 @@ def _privhp(neighbours: str, epsilon: float) -> Mechanism:
 
     def scales(php):
         s = php.noise_scales
-        tree = np.concatenate([np.full(2**lvl, s[lvl]) for lvl in range(php.L_k + 1)])
-        bank = np.repeat(s[php.L_k + 1 :], php.sketch_depth * php.width)
+        tree = np.concatenate([np.full(2**lvl, s[lvl]) for lvl in range(php.counter_depth + 1)])
+        bank = np.repeat(s[php.counter_depth + 1 :], php.sketch_depth * php.width)
         return np.concatenate([tree, bank])
 
     D = np.array([[0.1], [0.3], [0.35], [0.8]])

@@ -31,10 +31,12 @@ def test_level_budgets_sum_to_epsilon(allocation, epsilon):
     assert (php.sigmas > 0).all()
     # Counter levels use Lap_Z(1/σ_l); sketch levels Lap_Z(j/σ_l), and each sketch says so.
     scales = php.noise_scales
-    np.testing.assert_allclose(scales[: php.L_k + 1], 1.0 / php.sigmas[: php.L_k + 1])
-    np.testing.assert_allclose(scales[php.L_k + 1 :], 3.0 / php.sigmas[php.L_k + 1 :])
+    L = php.counter_depth  # the counter/sketch boundary L_c (≥ the paper's L_k)
+    assert L == max(php.L_k, (64 * 3).bit_length() - 1)
+    np.testing.assert_allclose(scales[: L + 1], 1.0 / php.sigmas[: L + 1])
+    np.testing.assert_allclose(scales[L + 1 :], 3.0 / php.sigmas[L + 1 :])
     for i, sk in enumerate(php.sketches):
-        assert sk.epsilon == pytest.approx(php.sigmas[php.L_k + 1 + i], rel=1e-15)
+        assert sk.epsilon == pytest.approx(php.sigmas[L + 1 + i], rel=1e-15)
         assert sk.depth == 3 and sk.width == 64
 
 
@@ -48,15 +50,18 @@ def test_replace_neighbours_double_every_scale():
 def test_sketch_cells_carry_the_level_noise():
     """Empirical variance of every level's sketch cells matches Var Lap_Z(j/σ_l) before updates."""
     j, w = 3, 20000
-    php = PrivHP(Box.unit(2), epsilon=2.0, k=4, width=w, sketch_depth=j, depth=8, rng=11)
+    php = PrivHP(
+        Box.unit(2), epsilon=2.0, k=4, width=w, sketch_depth=j, depth=8, rng=11, counter_depth=2
+    )
     for i, sk in enumerate(php.sketches):
-        sigma = php.sigmas[php.L_k + 1 + i]
+        sigma = php.sigmas[php.counter_depth + 1 + i]
         cells = sk.table.astype(np.float64).ravel()
         expected = discrete_laplace_variance(j / sigma)
         # The sample variance of 60000 Laplace-like cells has relative sd ≈ sqrt(5/60000) ≈ 0.9%.
         assert abs(cells.var() / expected - 1) < 0.06, (i, cells.var(), expected)
-    # Counter levels: the root and level-1..L_k cells together, normalised per level.
-    assert php.L_k == 2
+    # k = 4 and w·j = 60000 ≥ 2**8: every level is a counter level under the automatic rule,
+    # so this test pins the paper's boundary counter_depth = L_k = 2 explicitly.
+    assert php.L_k == php.counter_depth == 2
 
 
 def test_counters_carry_the_level_noise():
@@ -85,9 +90,12 @@ def test_release_invariants(k, depth, n, B, sketch, seed, epsilon):
     php.update_many(X)
     release = php.release()
     grown = php.partition_tree
-    L = php.L_k
-    # Node bound of the issue: 2^{L_k+1} − 1 + 2k(r − L_k).
-    assert grown.n_nodes <= 2 ** (L + 1) - 1 + 2 * k * (depth - L)
+    L = php.counter_depth
+    # Node bound of the issue: 2^{L_c+1} − 1 + 2k(r − L_c), with k the release_k (default
+    # max(k, w // 4)).
+    assert php.release_k == max(k, 32 // 4)
+    k = php.release_k
+    assert grown.n_nodes <= 2 ** (L + 1) - 1 + 2 * k * (depth - L) == php.release_nodes_bound()
     levels = grown.levels
     for level in range(depth + 1):
         prefixes, counts = levels.get(level, (np.zeros(0, np.uint64), np.zeros(0)))
@@ -101,8 +109,8 @@ def test_release_invariants(k, depth, n, B, sketch, seed, epsilon):
         idx = np.searchsorted(prefixes, parents)
         np.add.at(sums, idx, child_c)
         np.testing.assert_allclose(sums[has_children], counts[has_children], atol=1e-6)
-        if level > L:
-            # Every expanded node below L_k was among its level's k largest consistent counts.
+        if level >= L:
+            # Every expanded node from L_c down was among its level's k largest consistent counts.
             expanded = counts[has_children]
             assert has_children.sum() <= k
             if expanded.size:
@@ -135,8 +143,13 @@ def test_consume_mixed_arrays_and_rows():
 
 def test_memory_is_fixed_and_follows_formula():
     php = PrivHP(Box.unit(2), epsilon=1.0, k=64, width=1024, sketch_depth=3, depth=24, rng=0)
-    expected = 8 * (1024 * 3 * (24 - 6) + 2**7 - 1) + 8 * 25 + 64
+    # Counter levels 0…L_c with L_c = floor(log2(1024·3)) = 11 > L_k = 6.
+    expected = 8 * (1024 * 3 * (24 - 11) + 2**12 - 1) + 8 * 25 + 64
+    assert php.counter_depth == 11
     assert php.nbytes == expected == PrivHP.memory_bytes(64, 1024, 3, 24)
+    paper = PrivHP(Box.unit(2), 1.0, k=64, width=1024, depth=24, rng=0, counter_depth=6)
+    assert paper.nbytes == 8 * (1024 * 3 * (24 - 6) + 2**7 - 1) + 8 * 25 + 64
+    assert paper.nbytes == PrivHP.memory_bytes(64, 1024, 3, 24, counter_depth=6)
     before = php.nbytes
     php.consume(multifractal(50_000, d=2, B=0.8, depth=20, seed=s) for s in range(4))
     assert php.nbytes == before
@@ -333,7 +346,12 @@ def utility_grid():
     for name, cfg in configs.items():
         values = []
         for s, X in enumerate(data):
-            php = PrivHP(dom, epsilon=1.0, depth=18, rng=1000 + s, **cfg)
+            # The paper's layout (counters down to L_k, k cells grown): these tests check its k
+            # and w trends; tests/test_privhp_accuracy.py compares the new defaults with it.
+            L_k = min(cfg["k"].bit_length() - 1, 18)
+            php = PrivHP(
+                dom, 1.0, depth=18, rng=1000 + s, counter_depth=L_k, release_k=cfg["k"], **cfg
+            )
             php.update_many(X)
             values.append(_w1_tree(X, php.release(), dom))
         out[name] = float(np.mean(values))
