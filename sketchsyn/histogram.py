@@ -143,8 +143,9 @@ class LevelCounts(Checkpointable, abc.ABC):
     def merge(self, other: LevelCounts) -> None:
         """Add the exact counts of another summary with the same parameters (before release).
 
-        Refused: another class or other parameters, the summary itself or a copy of it (same
-        lineage: its rows would count twice), and a released operand.
+        Refused: another class or other parameters, the summary itself, and a released operand.
+        A copy of this summary may merge (its counts are exact, no noise is shared yet): merge
+        only copies whose rows are disjoint from this summary's since the copy was made.
         """
         self._check_open()
         if type(other) is not type(self):
@@ -164,7 +165,9 @@ class LevelCounts(Checkpointable, abc.ABC):
                 f"cannot merge a released {type(other).__name__}: its noise was drawn and published"
             )
         with self._usage.enter(type(self).__name__):
-            lineage = self._lineage.union(other._lineage, type(self).__name__)
+            # Exact counts hold no noise: a copy (e.g. a worker started from this state) may
+            # merge; the noise is drawn once, at release, under the united lineage.
+            lineage = self._lineage.union(other._lineage, type(self).__name__, allow_shared=True)
             self._counts += other._counts
             self._n_seen += other._n_seen
             self._n_dropped += other._n_dropped

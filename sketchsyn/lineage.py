@@ -157,8 +157,14 @@ class Lineage:
     def __repr__(self) -> str:
         return f"Lineage({', '.join(i[:8] for i in self._ids)})"
 
-    def union(self, other: Lineage, owner: str) -> Lineage:
-        """The lineage of a merge; refuses two lineages that share a noise draw."""
+    def union(self, other: Lineage, owner: str, allow_shared: bool = False) -> Lineage:
+        """The lineage of a merge; refuses two lineages that share a noise draw.
+
+        ``allow_shared`` is for states that hold no noise yet (exact counts of a trusted
+        curator): their copies may merge, and the result keeps every identity.
+        """
+        if allow_shared:
+            return Lineage(self._ids + other._ids)
         noise = {i[: 2 * _NOISE_BYTES] for i in self._ids}
         if noise & {i[: 2 * _NOISE_BYTES] for i in other._ids}:
             raise IncompatibleError(

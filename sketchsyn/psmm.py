@@ -100,7 +100,7 @@ class PSMM(LevelCounts):
         depth = check_int(depth, "depth", "PSMM", minimum=1)
         if depth > MAX_CELLS.bit_length() - 1:
             raise ParameterError(
-                f"The 'depth' parameter of PSMM gives 2**{depth} = {2**depth} cells; the linear "
+                f"The 'depth' parameter of PSMM gives 2**{depth} cells; the linear "
                 f"programme is limited to MAX_CELLS = {MAX_CELLS} cells (about m² variables). "
                 "Use PMM or PrivHP for finer partitions."
             )

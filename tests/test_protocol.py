@@ -110,10 +110,28 @@ def _bad_steps() -> np.ndarray:
     return steps
 
 
+def _strip_lineage(meta: dict) -> dict:
+    """The header without lineages (object identities, not state), nested blobs decoded."""
+    out = {}
+    for key, value in meta.items():
+        if key in ("lineage", "frozen"):
+            continue
+        if isinstance(value, str) and value.startswith(b"SKSY".hex()):
+            blob = bytes.fromhex(value)
+            kind = blob[9 : 9 + blob[8]].decode()
+            _, _, inner, arrays = unpack(blob, kind)
+            value = [_strip_lineage(inner), [a.tobytes().hex() for a in arrays.values()]]
+        out[key] = value
+    return out
+
+
 def _counter_state(c: Any) -> tuple:
     kind, _, meta, arrays = unpack(c.to_bytes(), type(c).__name__)
-    meta.pop("frozen")
-    return (kind, json.dumps(meta, sort_keys=True), *(a.tobytes() for a in arrays.values()))
+    return (
+        kind,
+        json.dumps(_strip_lineage(meta), sort_keys=True),
+        *(a.tobytes() for a in arrays.values()),
+    )
 
 
 def _tape(kind: str, param: Any, n: int, src: Any) -> np.ndarray:
