@@ -51,6 +51,8 @@ _EXPORTS = {
     "PMM": "pmm",
     "PSMM": "psmm",
     "GridHistogram": "baseline",
+    "FixedWindowSynthesizer": "longitudinal",
+    "CumulativeSynthesizer": "cumulative",
     # evaluation
     "wasserstein1": "metrics",
     "w1_floor": "metrics",
