@@ -34,7 +34,6 @@ import numpy as np
 
 from .accounting import zcdp_to_approx_dp
 from .assign import assign_within_groups
-from .counters import BinaryMechanism, SqrtFactorization  # noqa: F401 (names checked below)
 from .errors import (
     InputError,
     ParameterError,
@@ -52,7 +51,14 @@ from .serial import pack, unpack
 __all__ = ["CumulativeSynthesizer", "counter_budgets", "monotonize"]
 
 _VERSION = 1
-_COUNTERS = {"tree": BinaryMechanism, "sqrt": SqrtFactorization}
+_COUNTERS = {"tree": "BinaryMechanism", "sqrt": "SqrtFactorization"}
+
+
+def _counter_class(kind: str) -> Any:
+    """The stream counter class of :mod:`sketchsyn.counters` named by ``counter=``."""
+    from . import counters
+
+    return getattr(counters, _COUNTERS[kind])
 
 
 def counter_budgets(rho: float, horizon: int) -> list[Fraction]:
@@ -187,7 +193,7 @@ class CumulativeSynthesizer:
         }
 
     def _make_counter(self, b: int) -> Any:
-        cls = _COUNTERS[self._counter]
+        cls = _counter_class(self._counter)
         return cls(
             horizon=self._horizon - b + 1,
             rho=float(self._budgets[b - 1]),
@@ -258,13 +264,11 @@ class CumulativeSynthesizer:
             probe = (
                 self._counters[b - 1]
                 if b <= len(self._counters)
-                else _COUNTERS[self._counter](
+                else _counter_class(self._counter)(
                     horizon=self._horizon - b + 1, rho=float(self._budgets[b - 1]), rng=0
                 )
             )
-            worst = max(
-                worst, max(probe.variance(s) for s in range(1, self._horizon - b + 2))
-            )
+            worst = max(worst, max(probe.variance(s) for s in range(1, self._horizon - b + 2)))
         return math.sqrt(2.0 * worst * math.log(pairs / float(beta)))
 
     @property
@@ -414,7 +418,7 @@ class CumulativeSynthesizer:
             t = check_int(meta["t"], "t", cls._kind, minimum=0, maximum=obj._horizon)
             lineage = Lineage.from_meta(meta["lineage"], cls._kind)
             real, synth, s_hat = arrays["real"], arrays["synth"], arrays["s_hat"]
-            kind = _COUNTERS[obj._counter]
+            kind = _counter_class(obj._counter)
             counters = [kind.from_bytes(arrays[f"counter{b}"].tobytes()) for b in range(t)]
             history = [arrays[f"history{i}"] for i in range(t if obj._keep_history else 0)]
         except (KeyError, TypeError, ValueError) as exc:
