@@ -113,19 +113,19 @@ def assign_within_groups(groups: np.ndarray, targets: np.ndarray, src: RandomSou
     n_groups, q = targets.shape
     out_dtype = np.uint8 if q <= 256 else np.uint16
     values = np.full(groups.size, q - 1, dtype=out_dtype)
-    idx = np.arange(groups.size, dtype=np.int64)
-    g = np.asarray(groups, dtype=np.int64)
+    idx: np.ndarray | None = None  # people still without a value (None: everyone)
+    g = np.asarray(groups)
     remaining = targets.sum(axis=1).astype(np.int64)
     for c in range(q - 1):
-        if idx.size == 0:
+        if g.size == 0:
             break
         want = targets[:, c].astype(np.int64)
-        # Coins with probability want/remaining (32-bit resolution; exact counts come next).
+        # Coins with probability want/remaining at 32-bit resolution: a coin's exact law does
+        # not matter, the fix-up below makes the counts exact and the subsets uniform.
         with np.errstate(invalid="ignore", divide="ignore"):
             prob = np.where(remaining > 0, want / np.maximum(remaining, 1), 0.0)
-        threshold = np.floor(prob * 2.0**32).astype(np.uint64)
-        threshold[want == remaining] = 2**32  # certain
-        sel = src.uint32(idx.size).astype(np.uint64) < threshold[g]
+        threshold = np.minimum(np.floor(prob * 2.0**32), 2**32 - 1).astype(np.uint32)
+        sel = src.uint32(g.size) < threshold[g]
         surplus = np.bincount(g[sel], minlength=n_groups) - want
         if (surplus > 0).any():
             drop = choose_in_groups(g[sel], np.maximum(surplus, 0), n_groups, src)
@@ -134,8 +134,15 @@ def assign_within_groups(groups: np.ndarray, targets: np.ndarray, src: RandomSou
             unsel = np.flatnonzero(~sel)
             add = choose_in_groups(g[unsel], np.maximum(-surplus, 0), n_groups, src)
             sel[unsel[add]] = True
-        values[idx[sel]] = c
-        idx = idx[~sel]
-        g = g[~sel]
+        if idx is None:
+            values[sel] = c
+            if c < q - 2:
+                idx = np.flatnonzero(~sel)
+                g = g[idx]
+        else:
+            values[idx[sel]] = c
+            if c < q - 2:
+                idx = idx[~sel]
+                g = g[~sel]
         remaining = remaining - want
     return values

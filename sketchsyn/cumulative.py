@@ -44,7 +44,7 @@ from .errors import (
     check_int,
 )
 from .lineage import Lineage
-from .longitudinal import as_column
+from .longitudinal import _assignment_source, as_column
 from .rng import RNGLike, as_source
 from .serial import pack, unpack
 
@@ -173,7 +173,7 @@ class CumulativeSynthesizer:
         source = as_source(rng)
         self._lineage = Lineage.new(source, self._kind, self._params())
         self._sources = source.spawn(self._horizon + 1)
-        self._assign_src = self._sources[-1]
+        self._assign_src = _assignment_source(self._sources[-1])
         self._counters: list[Any] = []  # counter b is built at period b
         self._t = 0
         dtype = _weight_dtype(self._horizon)

@@ -46,7 +46,7 @@ from .errors import (
 )
 from .lineage import Lineage
 from .noise import discrete_gaussian
-from .rng import RNGLike, as_source
+from .rng import RandomSource, RNGLike, as_source
 from .serial import pack, unpack
 
 __all__ = ["FixedWindowSynthesizer", "as_column"]
@@ -64,8 +64,10 @@ def _code_dtype(size: int) -> type:
     return np.uint64
 
 
-def as_column(column: object, n: int, alphabet: int, owner: str) -> np.ndarray:
-    """Check one period's reports: ``n`` integers in ``[0, alphabet)``; return them as int64.
+def as_column(
+    column: object, n: int, alphabet: int, owner: str, dtype: type = np.int64
+) -> np.ndarray:
+    """Check one period's reports: ``n`` integers in ``[0, alphabet)``; return them as ``dtype``.
 
     Raises :class:`InputError` naming the first bad row (NaN, non-integral, out of range) or the
     wrong length; nothing is changed by a refused column.
@@ -107,7 +109,20 @@ def as_column(column: object, n: int, alphabet: int, owner: str) -> np.ndarray:
             raise InputError(
                 f"{owner}: report {value!r} at row {row} is outside the alphabet [0, {alphabet})"
             )
-    return arr.astype(np.int64)
+    return arr.astype(dtype, copy=False)
+
+
+def _assignment_source(src: RandomSource) -> RandomSource:
+    """Randomness for choosing which synthetic people get which value.
+
+    That choice is post-processing of released counts, so privacy never depends on it; a
+    PCG64 generator seeded with 128 bits from ``src`` (the OS CSPRNG by default) is enough and
+    several times faster than reading ``os.urandom`` for a million people per period.
+    """
+    if not src.secure:
+        return src
+    entropy = [int(w) for w in src.uint64(2)]
+    return RandomSource(np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy))))
 
 
 class FixedWindowSynthesizer:
@@ -242,10 +257,13 @@ class FixedWindowSynthesizer:
             )
         source = as_source(rng)
         self._lineage = Lineage.new(source, self._kind, self._params())
-        self._noise_src, self._assign_src = source.spawn(2)
+        self._noise_src, assign = source.spawn(2)
+        self._assign_src = _assignment_source(assign)
         self._t = 0
-        self._real = np.zeros(self._n, dtype=_code_dtype(self._groups))
-        self._synth = np.zeros(0, dtype=_code_dtype(self._groups))
+        # Codes below q^k (and q itself) fit this dtype, so arithmetic stays in it.
+        self._dtype = _code_dtype(max(self._bins, self._alphabet + 1))
+        self._real = np.zeros(self._n, dtype=self._dtype)
+        self._synth = np.zeros(0, dtype=self._dtype)
         self._p = np.zeros(self._bins, dtype=np.int64)
         self._repairs = 0
         self._history: list[np.ndarray] = []
@@ -371,12 +389,12 @@ class FixedWindowSynthesizer:
             raise InputError(
                 f"{self._kind}: period {self._t + 1} is past the horizon T={self._horizon}"
             )
-        x = as_column(column, self._n, self._alphabet, self._kind)
+        x = as_column(column, self._n, self._alphabet, self._kind, self._dtype)
         q, k = self._alphabet, self._window
-        full = self._real.astype(np.int64) * q + x  # last min(t, k) reports, base q
+        full = self._real * self._dtype(q) + x  # last min(t, k) reports, base q
         t = self._t + 1
         if t < k:
-            self._real = full.astype(self._real.dtype)
+            self._real = full
             self._t = t
             return None
         counts = np.bincount(full, minlength=self._bins)
@@ -385,7 +403,7 @@ class FixedWindowSynthesizer:
             out = self._start(noisy)
         else:
             out = self._extend(noisy)
-        self._real = (full % self._groups).astype(self._real.dtype)
+        self._real = full % self._dtype(self._groups)
         self._t = t
         if self._keep_history:
             self._history.append(out.copy())
@@ -407,7 +425,7 @@ class FixedWindowSynthesizer:
         checked = []
         for i, col in enumerate(cols):
             try:
-                checked.append(as_column(col, self._n, self._alphabet, self._kind))
+                checked.append(as_column(col, self._n, self._alphabet, self._kind, self._dtype))
             except InputError as exc:
                 raise InputError(f"in column {i} of the batch: {exc}") from exc
         return [self.update(c) for c in checked]
@@ -422,7 +440,7 @@ class FixedWindowSynthesizer:
         order = np.argsort(self._assign_src.uint64(codes.size), kind="stable")
         codes = codes[order]
         self._p = p
-        self._synth = (codes % self._groups).astype(self._synth.dtype)
+        self._synth = (codes % self._groups).astype(self._dtype)
         q, k = self._alphabet, self._window
         powers = q ** np.arange(k - 1, -1, -1, dtype=np.int64)
         return ((codes[:, None] // powers) % q).astype(_code_dtype(q))
@@ -465,9 +483,8 @@ class FixedWindowSynthesizer:
         targets = self._targets(noisy)
         values = assign_within_groups(self._synth, targets, self._assign_src)
         self._p = targets.ravel().copy()
-        self._synth = (
-            (self._synth.astype(np.int64) * self._alphabet + values) % self._groups
-        ).astype(self._synth.dtype)
+        q, g = self._dtype(self._alphabet), self._dtype(self._groups)
+        self._synth = (self._synth * q + values.astype(self._dtype, copy=False)) % g
         return values
 
     def _check_writable(self) -> None:
