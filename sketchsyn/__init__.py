@@ -34,6 +34,11 @@ _EXPORTS = {
     "HashFamily": "hashing",
     "CountMinSketch": "sketches",
     "CountSketch": "sketches",
+    # continual counters
+    "BinaryMechanism": "counters",
+    "SparseCounter": "counters",
+    "InhomogeneousSparseCounter": "counters",
+    "online_budgets": "counters",
     # accounting
     "PureDPBudget": "accounting",
     "ZCDPBudget": "accounting",

@@ -1,0 +1,401 @@
+"""Continual counters: exact p-sum layout, unbiasedness and variance, exact skip, sparse vs binary,
+inhomogeneous budgets, bytes, bad values."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from sketchsyn import counters
+from sketchsyn.counters import (
+    BinaryMechanism,
+    InhomogeneousSparseCounter,
+    SparseCounter,
+    online_budgets,
+)
+from sketchsyn.errors import InputError, ParameterError, SerializationError
+
+
+class Tape:
+    """Replaces the noise sampler: draw i (over the whole test) is ``scale_tag + i``."""
+
+    def __init__(self, step: int = 1000) -> None:
+        self.i = 0
+        self.step = step
+
+    def __call__(self, kind, param, n, src):
+        out = self.step * np.arange(self.i + 1, self.i + 1 + n, dtype=np.int64)
+        self.i += n
+        return out
+
+
+# ------------------------------------------------------------------ exact layout
+def _hand_layout(xs: list[int]) -> list[int]:
+    """Horizon 7 (3 levels), noise draw i = 1000·i in time order (construction: levels 0, 1, 2
+    open blocks (0,1], (0,2], (0,4]; step 2 opens (2,3]; step 4 opens (4,5], (4,6]; step 6
+    opens (6,7])."""
+    n = [None] + [1000 * i for i in range(1, 8)]
+    s = np.cumsum(xs).tolist()
+    x = [None, *xs]
+    return [
+        n[1] + x[1],
+        n[2] + s[1],
+        n[2] + s[1] + n[4] + x[3],
+        n[3] + s[3],
+        n[3] + s[3] + n[5] + x[5],
+        n[3] + s[3] + n[6] + x[5] + x[6],
+        n[3] + s[3] + n[6] + x[5] + x[6] + n[7] + x[7],
+    ]
+
+
+@pytest.mark.parametrize("split", [[7], [1] * 7, [3, 4], [2, 2, 3], [5, 2]])
+def test_binary_mechanism_matches_hand_layout(monkeypatch, split):
+    monkeypatch.setattr(counters, "_draw", Tape())
+    xs = [1, 0, 1, 1, 0, 0, 1]
+    c = BinaryMechanism(epsilon=1.0, horizon=7, rng=0)
+    out, pos = [], 0
+    for size in split:
+        out += c.update_many(xs[pos : pos + size]).tolist()
+        pos += size
+    assert out == _hand_layout(xs)
+    assert c.query() == out[-1]
+
+
+def test_binary_mechanism_skip_matches_hand_layout(monkeypatch):
+    monkeypatch.setattr(counters, "_draw", Tape())
+    c = BinaryMechanism(epsilon=1.0, horizon=7, rng=0)
+    c.update_many([1])
+    c.skip(2)  # steps 2, 3: closes (0,2] (opened at construction) and (2,3] (fresh: draw 4)
+    assert c.query() == 2000 + 1 + 4000
+    c.update_many([5])  # step 4 closes (0,4]: construction noise 3000
+    assert c.query() == 3000 + 6
+
+
+def test_skip_cost_does_not_grow_with_s():
+    c = BinaryMechanism(epsilon=1.0, horizon=2**61, rng=1)
+    c.skip(2**60)
+    assert c.t == 2**60
+    u = BinaryMechanism(rho=1.0, rng=1)
+    u.skip(2**50 + 12345)
+    assert u.t == 2**50 + 12345
+    s = SparseCounter(1.0, 2**61, rng=1)
+    s.skip(2**60)
+    assert s.t == 2**60
+
+
+# ------------------------------------------------------------------ unbiased, variance = formula
+def _errors(make, xs, runs):
+    truth = np.cumsum(xs)
+    return np.array([make(i).update_many(xs) - truth for i in range(runs)])
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda i: BinaryMechanism(epsilon=1.0, horizon=24, rng=i),
+        lambda i: BinaryMechanism(rho=0.5, horizon=24, rng=i),
+        lambda i: BinaryMechanism(epsilon=2.0, rng=i),
+        lambda i: BinaryMechanism(rho=2.0, sensitivity=2, rng=i),
+    ],
+    ids=["finite-laplace", "finite-gaussian", "unbounded-laplace", "unbounded-gaussian"],
+)
+def test_release_is_unbiased_with_formula_variance(make):
+    runs = 600
+    xs = np.random.default_rng(0).integers(0, 3, size=24)
+    err = _errors(make, xs, runs)
+    c = make(0)
+    var = np.array([c.variance(t) for t in range(1, 25)])
+    # Mean within 4.5 standard errors; variance within 4.5 sd of its estimate (kurtosis ≤ 6).
+    assert np.all(np.abs(err.mean(axis=0)) < 4.5 * np.sqrt(var / runs))
+    rel = err.var(axis=0) / var - 1
+    assert np.all(np.abs(rel) < 4.5 * math.sqrt(5 / runs)), rel
+
+
+def test_variance_formula_against_known_values():
+    # Finite, horizon 2**20 - 1: 20 levels, p-sum noise Lap_Z(20/ε); t = 2**20 - 1 has 20 bits.
+    c = BinaryMechanism(epsilon=1.0, horizon=2**20 - 1, rng=0)
+    p = math.exp(-1 / 20)
+    assert c.variance(2**20 - 1) == pytest.approx(20 * 2 * p / (1 - p) ** 2)
+    assert c.variance(2**19) == pytest.approx(2 * p / (1 - p) ** 2)
+    # Gaussian: σ² = L·Δ²/(2ρ) per p-sum (nearly exact for large σ²).
+    g = BinaryMechanism(rho=0.5, horizon=1023, rng=0)
+    assert g.variance(1023) == pytest.approx(10 * 10, rel=1e-9)
+
+
+# ------------------------------------------------------------------ skip has the law of stepping
+def _chi2_same(a, b, bins=12):
+    """Two-sample chi-square p-value on quantile bins of the pooled sample."""
+    pooled = np.concatenate([a, b])
+    edges = np.unique(np.quantile(pooled, np.linspace(0, 1, bins + 1)))
+    ca = np.histogram(a, edges)[0]
+    cb = np.histogram(b, edges)[0]
+    keep = (ca + cb) > 0
+    return stats.chi2_contingency(np.vstack([ca[keep], cb[keep]]))[1]
+
+
+@pytest.mark.parametrize("unbounded", [False, True])
+def test_binary_skip_has_the_law_of_stepping(unbounded):
+    runs = 600
+    horizon = None if unbounded else 64
+    a, b, a2, b2 = [], [], [], []
+    for i in range(runs):
+        for method, out, out2 in (("skip", a, a2), ("step", b, b2)):
+            c = BinaryMechanism(epsilon=1.0, horizon=horizon, rng=2 * i + (method == "step"))
+            c.update_many([1, 1, 0, 1, 1])
+            if method == "skip":
+                c.skip(37)
+            else:
+                c.update_many(np.zeros(37, dtype=np.int64))
+            out.append(c.query())
+            out2.append(c.update(1))
+    assert _chi2_same(np.array(a), np.array(b)) > 1e-3
+    assert _chi2_same(np.array(a2), np.array(b2)) > 1e-3
+
+
+def _sparse_after(method, seed, s=30):
+    c = SparseCounter(4.0, 60, rng=seed)  # T0 = floor(9·ln 60/4) = 9; λ ~ Lap_Z(1/2)
+    c.update_many([9])
+    if method == "skip":
+        c.skip(s)
+    else:
+        c.update_many(np.zeros(s, dtype=np.int64))
+    return c.segments, c.query(), c.update(1)
+
+
+def test_sparse_skip_has_the_law_of_stepping():
+    runs = 1000
+    a = np.array([_sparse_after("skip", 2 * i) for i in range(runs)])
+    b = np.array([_sparse_after("step", 2 * i + 1) for i in range(runs)])
+    seg_a = np.bincount(a[:, 0], minlength=8)
+    seg_b = np.bincount(b[:, 0], minlength=8)
+    assert seg_a[1] > runs // 10  # the threshold does trip inside the skip often
+    keep = (seg_a + seg_b) > 0
+    assert stats.chi2_contingency(np.vstack([seg_a[keep], seg_b[keep]]))[1] > 1e-3
+    assert _chi2_same(a[:, 1], b[:, 1]) > 1e-3
+    assert _chi2_same(a[:, 2], b[:, 2]) > 1e-3
+
+
+def test_sparse_skip_releases_match_stepping_in_law():
+    runs = 600
+    first_a, first_b = [], []
+    for i in range(runs):
+        for method, first in (("skip", first_a), ("step", first_b)):
+            c = SparseCounter(4.0, 60, rng=2 * i + (method == "step"))
+            c.update_many([9])
+            before = c.query()
+            zeros = np.zeros(20, dtype=np.int64)
+            out = c.skip(20, releases=True) if method == "skip" else c.update_many(zeros)
+            moved = np.flatnonzero(out != before)
+            first.append(int(moved[0]) + 1 if moved.size else 0)
+    ca = np.bincount(first_a, minlength=21)
+    cb = np.bincount(first_b, minlength=21)
+    keep = (ca + cb) > 0
+    assert stats.chi2_contingency(np.vstack([ca[keep], cb[keep]]))[1] > 1e-3
+
+
+def _trip_pmf(x: float, a: int, s: int) -> np.ndarray:
+    """P(first trip = g) for g = 1..s and P(no trip) at index 0."""
+    q = math.exp(-x)
+    p = q ** (a + 1) / (1 + q) if a >= 0 else 1 - q ** (-a) / (1 + q)
+    pmf = np.array([(1 - p) ** s] + [(1 - p) ** (g - 1) * p for g in range(1, s + 1)])
+    return pmf
+
+
+@pytest.mark.parametrize("a", [0, 2, -1])
+def test_first_trip_is_exactly_geometric(a):
+    """Fails when the geometric draw is off by one (the pmf would shift by one step)."""
+    x, s, runs = Fraction(1, 2), 6, 20_000
+    src = counters.as_source(11 + a)
+    draws = np.array([counters._first_trip(x, a, s, src) for _ in range(runs)])
+    pmf = _trip_pmf(float(x), a, s)
+    observed = np.bincount(draws, minlength=s + 1)
+    expected = pmf * runs
+    stat = ((observed - expected) ** 2 / expected).sum()
+    assert stats.chi2.sf(stat, s) > 1e-3, (observed, expected.round())
+    # Shifted by one step, the same draws would be rejected (the test has power).
+    shifted = np.bincount(np.where(draws > 0, np.minimum(draws + 1, s), 0), minlength=s + 1)
+    stat_shift = ((shifted - expected) ** 2 / expected).sum()
+    assert stats.chi2.sf(stat_shift, s) < 1e-6
+
+
+def test_skip_one_step_trips_with_the_exact_probability():
+    x, runs = Fraction(1, 2), 20_000
+    src = counters.as_source(5)
+    p = _trip_pmf(0.5, 0, 1)[1]
+    hits = sum(counters._first_trip(x, 0, 1, src) == 1 for _ in range(runs))
+    assert abs(hits / runs - p) < 4.5 * math.sqrt(p * (1 - p) / runs)
+
+
+def test_inhomogeneous_skip_has_the_law_of_stepping():
+    runs = 150
+    out = {"skip": [], "step": []}
+    for i in range(runs):
+        for method in out:
+            c = InhomogeneousSparseCounter(
+                2.0, online_budgets(2.0, 1, 0), rng=2 * i + (method == "step")
+            )
+            c.update_many([1, 1, 1])
+            if method == "skip":
+                c.skip(40)  # crosses the levels starting at t = 4, 8, 16 and 32
+            else:
+                c.update_many(np.zeros(40, dtype=np.int64))
+            out[method].append((c.query(), c.update(1)))
+    a, b = np.array(out["skip"]), np.array(out["step"])
+    assert _chi2_same(a[:, 0], b[:, 0]) > 1e-3
+    assert _chi2_same(a[:, 1], b[:, 1]) > 1e-3
+
+
+# ------------------------------------------------------------------ sparse vs binary (Lemma 3.2)
+def _rmse(make, xs, runs):
+    return float(np.sqrt((_errors(make, xs, runs) ** 2).mean()))
+
+
+def test_sparse_beats_binary_on_sparse_streams_and_not_on_dense_ones():
+    horizon, runs = 4096, 30
+    rng = np.random.default_rng(3)
+    sparse = np.zeros(horizon, dtype=np.int64)
+    sparse[rng.choice(horizon, 20, replace=False)] = 1
+    dense = np.ones(horizon, dtype=np.int64)
+    rmse = {
+        (kind, name): _rmse(make, xs, runs)
+        for kind, make in (
+            ("sparse", lambda i: SparseCounter(1.0, horizon, rng=i)),
+            ("binary", lambda i: BinaryMechanism(1.0, horizon, rng=i)),
+        )
+        for name, xs in (("sparse", sparse), ("dense", dense))
+    }
+    assert rmse[("sparse", "sparse")] < 0.5 * rmse[("binary", "sparse")], rmse
+    assert rmse[("binary", "dense")] < rmse[("sparse", "dense")], rmse
+
+
+# ------------------------------------------------------------------ inhomogeneous budgets
+def test_online_budgets_match_the_paper():
+    for d in (2, 3, 5):
+        e = (1 - 1 / d) / 2
+        c1 = (1 - 2**-e) / 2
+        for j in range(5):
+            b = online_budgets(0.7, d, j)
+            for r in range(j, j + 6):
+                assert b(r) == pytest.approx(c1 * 0.7 * 2 ** ((j - r) * e))
+        # (4.2): at each time level, the budgets of the cells' levels sum to at most ε/2.
+        for s in range(1, 30):
+            assert sum(online_budgets(0.7, d, j)(s) for j in range(1, s + 1)) <= 0.35
+    assert online_budgets(1.0, 1, 2)(9) == pytest.approx(3 / (math.pi**2 * 9))
+    assert sum(online_budgets(1.0, 1, j)(0) for j in range(10_000)) <= 0.5
+
+
+def test_inhomogeneous_counter_charges_only_the_records_level():
+    budgets = online_budgets(1.0, 2, 1)
+    c = InhomogeneousSparseCounter(1.0, budgets, start_level=1, rng=0)
+    assert c.t == 1  # t_1 = 2 is the first step
+    c.update_many(np.ones(200, dtype=np.int64))
+    used = [budgets(r) for r in range(1, c.level + 1)]
+    assert c.max_budget == pytest.approx(max(used)) and c.max_budget <= c.epsilon
+    # Level r's sparse counter runs at ε_r/2 and its total gets Lap_Z(2/ε_r).
+    assert c._sparse.epsilon == pytest.approx(budgets(c.level) / 2)
+    # Two streams that differ at one step of level r: releases before it are equal and, once
+    # level r has ended, differ by exactly that step's value (the later levels see nothing else).
+    xs = np.random.default_rng(1).integers(0, 2, size=120)
+    ys = xs.copy()
+    ys[20] += 1  # global step 22, in level 4 = [16, 32)
+    a = InhomogeneousSparseCounter(1.0, budgets, start_level=1, rng=7).update_many(xs)
+    b = InhomogeneousSparseCounter(1.0, budgets, start_level=1, rng=7).update_many(ys)
+    assert np.array_equal(a[:20], b[:20])
+    assert np.all(b[31 - 1 :] - a[31 - 1 :] == 1)  # global step 32 (level 5) on
+
+
+def test_inhomogeneous_custom_budgets_need_passing_back():
+    c = InhomogeneousSparseCounter(1.0, lambda r: 0.1, rng=0)
+    c.update_many([1, 0, 1])
+    with pytest.raises(SerializationError, match="custom budgets"):
+        InhomogeneousSparseCounter.from_bytes(c.to_bytes())
+    back = InhomogeneousSparseCounter.from_bytes(c.to_bytes(), budgets=lambda r: 0.1)
+    assert back.query() == c.query() and back.t == c.t
+    with pytest.raises(ParameterError):
+        InhomogeneousSparseCounter(1.0, lambda r: -1.0, rng=0)
+
+
+# ------------------------------------------------------------------ bytes, sizes, bad values
+ALL = [
+    lambda: BinaryMechanism(epsilon=1.0, horizon=1000, rng=1),
+    lambda: BinaryMechanism(rho=1.0, rng=1),
+    lambda: SparseCounter(1.0, 1000, rng=1),
+    lambda: InhomogeneousSparseCounter(1.0, online_budgets(1.0, 2, 0), rng=1),
+]
+NAMES = ["binary-finite", "binary-unbounded", "sparse", "inhomogeneous"]
+
+
+@pytest.mark.parametrize("make", ALL, ids=NAMES)
+def test_bytes_round_trip_and_continue_identically(make):
+    c = make()
+    c.update_many(np.ones(100, dtype=np.int64))
+    blob = c.to_bytes()
+    back = type(c).from_bytes(blob, rng=5)
+    again = type(c).from_bytes(blob, rng=5)
+    assert back.to_bytes() == blob and back.query() == c.query() and back.t == c.t
+    xs = np.random.default_rng(2).integers(0, 2, size=50)
+    assert np.array_equal(back.update_many(xs), again.update_many(xs))
+    header_exact = b'"exact_state": true' in blob
+    assert header_exact == isinstance(c, (SparseCounter, InhomogeneousSparseCounter))
+    damaged = bytearray(blob)
+    damaged[len(blob) // 2] ^= 1
+    with pytest.raises(SerializationError):
+        type(c).from_bytes(bytes(damaged))
+
+
+def test_nbytes_formulas():
+    assert BinaryMechanism(1.0, 1000, rng=0).nbytes == 16 * 10 + 48
+    assert BinaryMechanism(1.0, rng=0).nbytes == 16 * 64 + 64
+    assert SparseCounter(1.0, 1000, rng=0).nbytes == 40 + 16 * 10 + 48
+    assert InhomogeneousSparseCounter(1.0, lambda r: 0.1, rng=0).nbytes == 56 + 40 + 1024 + 48
+
+
+BAD = [[1, -1, 1], [1, float("nan")], [0.5], ["a", 1], "abc", [[1, 2]], [1, 2**62]]
+
+
+@pytest.mark.parametrize("make", ALL, ids=NAMES)
+def test_bad_values_are_refused_with_the_counter_unchanged(make):
+    c = make()
+    c.update_many([1, 0, 2])
+    blob, before = c.to_bytes(), c.t
+    for bad in BAD:
+        with pytest.raises(InputError):
+            c.update_many(bad)
+        assert c.to_bytes() == blob
+    for bad in (-1, 1.5, float("nan"), "1", None):
+        with pytest.raises(InputError):
+            c.update(bad)
+        assert c.to_bytes() == blob
+    # Booleans are Boolean-stream values 0/1; integral floats and big numpy ints are fine.
+    c.update_many(np.array([True, False]))
+    c.update_many([2.0, np.uint64(3)])
+    assert c.t == before + 4
+
+
+def test_parameters_are_checked():
+    with pytest.raises(ParameterError):
+        BinaryMechanism(horizon=10)  # no budget
+    with pytest.raises(ParameterError):
+        BinaryMechanism(1.0, 10, rho=1.0)  # both
+    with pytest.raises(ParameterError):
+        BinaryMechanism(0.0, 10)
+    with pytest.raises(ParameterError):
+        BinaryMechanism(1.0, 0)
+    with pytest.raises(ParameterError):
+        SparseCounter(1.0, 10, sensitivity=0)
+    with pytest.raises(ParameterError):
+        online_budgets(1.0, 0, 1)
+    with pytest.raises(InputError):
+        BinaryMechanism(1.0, 3, rng=0).update_many([1, 1, 1, 1])  # past the horizon
+    with pytest.raises(ParameterError):
+        BinaryMechanism(1.0, 3, rng=0).skip(-1)
+
+
+def test_floor_t0_is_exact():
+    assert counters._floor_t0(1, Fraction(1), 1) == 0
+    for horizon, eps in ((100, Fraction(1, 3)), (2**40, Fraction(7, 10)), (5, Fraction(2))):
+        assert counters._floor_t0(horizon, eps, 1) == math.floor(9 * math.log(horizon) / eps)
