@@ -48,7 +48,7 @@ from .longitudinal import _assignment_source, as_column
 from .rng import RNGLike, as_source
 from .serial import pack, unpack
 
-__all__ = ["CumulativeSynthesizer", "counter_budgets", "monotonize"]
+__all__ = ["CumulativeSynthesizer", "available_counters", "counter_budgets", "monotonize"]
 
 _VERSION = 1
 _COUNTERS = {"tree": "BinaryMechanism", "sqrt": "SqrtFactorization"}
@@ -59,6 +59,13 @@ def _counter_class(kind: str) -> Any:
     from . import counters
 
     return getattr(counters, _COUNTERS[kind])
+
+
+def available_counters() -> list[str]:
+    """The ``counter=`` values whose stream counter :mod:`sketchsyn.counters` provides."""
+    from . import counters
+
+    return [kind for kind, name in _COUNTERS.items() if hasattr(counters, name)]
 
 
 def counter_budgets(rho: float, horizon: int) -> list[Fraction]:
@@ -162,7 +169,7 @@ class CumulativeSynthesizer:
         self._n = check_int(n, "n", name, minimum=1, maximum=2**40)
         self._horizon = check_int(horizon, "horizon", name, minimum=1, maximum=2**20)
         self._rho = check_epsilon(rho, name, "rho")
-        self._counter = check_choice(counter, "counter", name, tuple(_COUNTERS))
+        self._counter = check_choice(counter, "counter", name, tuple(available_counters()))
         if not isinstance(keep_history, bool):
             raise ParameterError(
                 f"The 'keep_history' parameter of {name} must be a bool. "

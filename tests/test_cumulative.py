@@ -11,8 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sketchsyn.cumulative import CumulativeSynthesizer, counter_budgets, monotonize
+from sketchsyn.cumulative import (
+    CumulativeSynthesizer,
+    available_counters,
+    counter_budgets,
+    monotonize,
+)
 from sketchsyn.errors import InputError, ParameterError, ReleasedError, SerializationError
+
+COUNTERS = available_counters()
 
 
 def _true_counts(panel: np.ndarray) -> np.ndarray:
@@ -73,7 +80,7 @@ def test_lemma_4_2_monotonisation_never_increases_linf_error(case) -> None:
 @given(
     st.integers(1, 30),
     st.integers(1, 10),
-    st.sampled_from(["tree", "sqrt"]),
+    st.sampled_from(COUNTERS),
     st.integers(0, 2**32),
     st.floats(1e-3, 10.0),
 )
@@ -113,7 +120,7 @@ def test_counter_budgets_sum_to_rho(horizon: int) -> None:
     assert math.isclose(math.fsum(synth.rhos), 0.005, rel_tol=1e-12)
 
 
-@pytest.mark.parametrize("counter", ["tree", "sqrt"])
+@pytest.mark.parametrize("counter", COUNTERS)
 def test_error_within_theorem_4_4_bound(counter: str) -> None:
     n, horizon, rho = 5000, 12, 0.005
     worst = []
@@ -159,7 +166,7 @@ def test_bad_input_refused_with_state_unchanged() -> None:
         synth.query(-1)
 
 
-@pytest.mark.parametrize("counter", ["tree", "sqrt"])
+@pytest.mark.parametrize("counter", COUNTERS)
 def test_bytes_pickle_snapshot(counter: str) -> None:
     rng = np.random.default_rng(3)
     synth = CumulativeSynthesizer(50, 6, 0.5, counter=counter, rng=2)
@@ -176,3 +183,27 @@ def test_bytes_pickle_snapshot(counter: str) -> None:
     with pytest.raises(SerializationError):
         CumulativeSynthesizer.from_bytes(blob[:-1])
     assert synth.epsilon_delta(1e-6) == pytest.approx(0.5 + 2 * math.sqrt(0.5 * math.log(1e6)))
+
+
+def test_built_counters_have_corollary_b1_budgets_and_horizons() -> None:
+    horizon, rho = 12, 0.005
+    synth = CumulativeSynthesizer(100, horizon, rho, counter="tree", rng=4)
+    synth.update_many(np.random.default_rng(4).integers(0, 2, (horizon, 100)))
+    counters = synth._counters
+    assert len(counters) == horizon
+    budgets = counter_budgets(rho, horizon)
+    for b, c in enumerate(counters, start=1):
+        assert c.horizon == horizon - b + 1
+        assert c.rho == float(budgets[b - 1])
+        assert c.t == horizon - b + 1  # counter b started at period b
+    assert math.isclose(math.fsum(c.rho for c in counters), rho, rel_tol=1e-12)
+    # Theorem 4.4's bound from the tree's noise, computed independently: counter b has
+    # floor(log2(T−b+1)) + 1 levels, N_Z(0, levels/(2ρ_b)) per node, popcount(s) nodes at s.
+    worst = max(
+        max(bin(s).count("1") for s in range(1, horizon - b + 2))
+        * (horizon - b + 1).bit_length()
+        / (2 * float(budgets[b - 1]))
+        for b in range(1, horizon + 1)
+    )
+    expected = math.sqrt(2 * worst * math.log(horizon * (horizon + 1) / 0.05))
+    assert synth.error_bound(0.05) == pytest.approx(expected, rel=1e-6)
