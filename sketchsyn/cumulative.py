@@ -118,9 +118,10 @@ class CumulativeSynthesizer:
     ones get a one, the rest of them a zero. The synthetic panel has ``n`` people and its counts
     are exactly ``Ŝ``.
 
-    ``counter="tree"`` is the paper's binary tree (:class:`sketchsyn.counters.BinaryMechanism`);
-    ``counter="sqrt"`` the square-root factorization of the counting matrix
-    (:class:`sketchsyn.counters.SqrtFactorization`), whose error is smaller by a constant.
+    ``counter="tree"`` is the paper's binary tree (:class:`sketchsyn.counters.BinaryMechanism`
+    with discrete Gaussian noise); ``counter="sqrt"`` is the square-root factorization of the
+    counting matrix from :mod:`sketchsyn.counters` (smaller error by a constant), available when
+    that module provides it (:func:`available_counters`).
 
     On Algorithm 3's noise: the tree over ``T`` leaves has ``floor(log2 T) + 1`` levels and
     each leaf lies under one node per level, so a neighbouring stream changes
@@ -138,7 +139,7 @@ class CumulativeSynthesizer:
     rho : float
         Total ρ-zCDP budget (user level) over all releases.
     counter : {"tree", "sqrt"}
-        The stream counter.
+        The stream counter (see :func:`available_counters`).
     rng : None, int, SeedSequence, Generator or RandomSource
         ``None`` (default) is the OS CSPRNG; a seed is for tests and **not private**.
     keep_history : bool
