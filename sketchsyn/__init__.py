@@ -36,6 +36,7 @@ _EXPORTS = {
     "CountSketch": "sketches",
     # continual counters
     "BinaryMechanism": "counters",
+    "CounterBank": "counters",
     "SparseCounter": "counters",
     "InhomogeneousSparseCounter": "counters",
     "online_budgets": "counters",

@@ -76,6 +76,7 @@ from .serial import pack, unpack
 
 __all__ = [
     "BinaryMechanism",
+    "CounterBank",
     "InhomogeneousSparseCounter",
     "OnlineBudgets",
     "SparseCounter",
@@ -231,29 +232,40 @@ class _Tree:
     increasing level), so batching does not change which noise goes where.
     """
 
-    __slots__ = ("closed", "levels", "open_", "u")
+    __slots__ = ("closed", "levels", "m", "open_", "u")
 
-    def __init__(self, levels: int, kind: str, param: Fraction, src: RandomSource | None) -> None:
+    def __init__(
+        self, levels: int, kind: str, param: Fraction, src: RandomSource | None, m: int = 1
+    ) -> None:
         self.levels = levels
+        self.m = m  # counters stepped together (a bank); arrays are (levels, m)
         self.u = 0
-        self.closed = np.zeros(levels, dtype=np.int64)
+        self.closed = np.zeros((levels, m), dtype=np.int64)
         self.open_ = (
-            _draw(kind, param, levels, src) if src is not None else np.zeros(levels, np.int64)
+            _draw(kind, param, levels * m, src).reshape(levels, m)
+            if src is not None
+            else np.zeros((levels, m), np.int64)
         )
 
     def mass(self) -> int:
-        return int(np.abs(self.closed).sum() + np.abs(self.open_).sum())
+        return int(np.abs(self.closed).sum(axis=0).max() + np.abs(self.open_).sum(axis=0).max())
+
+    def release(self) -> np.ndarray:
+        """The release at the current step from the closed p-sums, ``(m,)``."""
+        rows = [j for j in range(self.levels) if self.u >> j & 1]
+        return self.closed[rows].sum(axis=0)
 
     def advance(self, cum: np.ndarray, kind: str, param: Fraction, src: RandomSource) -> np.ndarray:
-        """Take ``cum.size`` steps (``cum``: inclusive cumulative sum of their values) and
-        return each step's release: ``P[t] + Σ_{j ∈ bits(t)} base(j, t >> j)``, where the
-        batch's partial sums telescope to ``P[t]`` and ``base`` is the stored value of a block
-        that opened before the batch or the fresh noise of one that opened inside it."""
-        n = cum.size
+        """Take ``len(cum)`` steps (``cum``: ``(n, m)`` inclusive cumulative sums of their
+        values) and return each step's releases ``(n, m)``: ``P[t] + Σ_{j ∈ bits(t)}
+        base(j, t >> j)``, where the batch's partial sums telescope to ``P[t]`` and ``base`` is
+        the stored value of a block that opened before the batch or the fresh noise of one that
+        opened inside it."""
+        n, m = cum.shape
         t0, t1 = self.u + 1, self.u + n
         first = _nu_sum(t0 - 1)
-        eta = _draw(kind, param, _nu_sum(t1) - first, src)
-        g = np.zeros(1, dtype=np.int64)
+        eta = _draw(kind, param, (_nu_sum(t1) - first) * m, src).reshape(-1, m)
+        g = np.zeros((1, m), dtype=np.int64)
         for j in range(self.levels - 1, -1, -1):
             lo, hi = t0 >> j, t1 >> j
             g = g[(np.arange(lo, hi + 1, dtype=np.int64) >> 1) - (t0 >> (j + 1))]
@@ -262,37 +274,34 @@ class _Tree:
             if ks.size == 0:
                 continue
             a = (ks - 1) << j
-            vals = np.empty(ks.size, dtype=np.int64)
             fresh = a >= t0
+            vals = np.empty((ks.size, m), dtype=np.int64)
             vals[fresh] = eta[_nu_sum(a[fresh] - 1) - first + j]
             for i in np.flatnonzero(~fresh).tolist():  # at most the first one
                 vals[i] = self.closed[j] if (int(ks[i]) << j) <= t0 - 1 else self.open_[j]
             g[start::2] += vals
         releases = cum + g
         # New state, level by level (closed first: it may take the old open block).
+        zero = np.zeros(m, dtype=np.int64)
         for j in range(self.levels):
             top = t1 >> j
             kc = top if top & 1 else top - 1
             if kc >= 1 and (kc << j) >= t0:
-                a = (kc - 1) << j
-                b = kc << j
-                if a <= t0 - 1:
-                    base = int(self.open_[j])
-                    part = int(cum[b - t0])
+                a0 = (kc - 1) << j
+                b0 = kc << j
+                if a0 <= t0 - 1:
+                    self.closed[j] = self.open_[j] + cum[b0 - t0]
                 else:
-                    base = int(eta[_nu_sum(a - 1) - first + j])
-                    part = int(cum[b - t0] - cum[a - t0])
-                self.closed[j] = base + part
+                    self.closed[j] = eta[_nu_sum(a0 - 1) - first + j] + cum[b0 - t0] - cum[a0 - t0]
             ko = top + 1
             if ko & 1:
-                a = (ko - 1) << j
-                if a <= t0 - 1:
-                    self.open_[j] += int(cum[-1])
+                a0 = (ko - 1) << j
+                if a0 <= t0 - 1:
+                    self.open_[j] += cum[-1]
                 else:
-                    part = int(cum[-1] - cum[a - t0])
-                    self.open_[j] = int(eta[_nu_sum(a - 1) - first + j]) + part
+                    self.open_[j] = eta[_nu_sum(a0 - 1) - first + j] + cum[-1] - cum[a0 - t0]
             else:
-                self.open_[j] = 0
+                self.open_[j] = zero
         self.u = t1
         return releases
 
@@ -311,7 +320,8 @@ class _Tree:
                     plan.append((j, "open-fresh"))
             else:
                 plan.append((j, "open-idle"))
-        fresh = _draw(kind, param, sum(1 for _, w in plan if w.endswith("fresh")), src)
+        count = sum(1 for _, w in plan if w.endswith("fresh"))
+        fresh = _draw(kind, param, count * self.m, src).reshape(-1, self.m)
         i = 0
         for j, what in plan:
             if what == "closed-open":
@@ -326,10 +336,6 @@ class _Tree:
             elif what == "open-idle":
                 self.open_[j] = 0
         self.u = t1
-
-    def release_noise_terms(self, t: int) -> int:
-        """Number of p-sums in the release at local step ``t``."""
-        return int(t).bit_count()
 
 
 # ------------------------------------------------------------------ shared protocol
@@ -391,7 +397,9 @@ class _Counter:
         return (type(self).from_bytes, (self.to_bytes(),))
 
     def _pack(self, meta: dict, arrays: dict[str, np.ndarray]) -> bytes:
-        meta = dict(meta, frozen=self._frozen, lineage=self._lineage.to_meta(), last=self._last)
+        meta = dict(meta, frozen=self._frozen, lineage=self._lineage.to_meta())
+        if "lasts" not in arrays:
+            meta["last"] = self._last
         return pack(self._kind, _VERSION, meta, arrays)
 
     @classmethod
@@ -407,17 +415,25 @@ class _Counter:
     def _restore_common(self, meta: dict) -> None:
         self._lineage = Lineage.from_meta(meta.get("lineage"), self._kind)
         self._frozen = bool(meta.get("frozen", False))
-        self._last = int(meta["last"])
+        if "last" in meta:
+            self._last = int(meta["last"])
 
 
 def _tree_arrays(tree: _Tree, prefix: str) -> dict[str, np.ndarray]:
     return {f"{prefix}closed": tree.closed.copy(), f"{prefix}open": tree.open_.copy()}
 
 
-def _load_tree(levels: int, u: int, arrays: dict, prefix: str, label: str) -> _Tree:
-    tree = _Tree(levels, "laplace", Fraction(1), None)
+def _row(values: np.ndarray, m: int, label: str) -> np.ndarray:
+    if values.shape != (m,) or values.dtype != np.int64:
+        raise SerializationError(f"{label} blob arrays do not match its parameters")
+    return values.copy()
+
+
+def _load_tree(levels: int, u: int, m: int, arrays: dict, prefix: str, label: str) -> _Tree:
+    tree = _Tree(levels, "laplace", Fraction(1), None, m)
     closed, open_ = arrays[f"{prefix}closed"], arrays[f"{prefix}open"]
-    if closed.shape != (levels,) or open_.shape != (levels,) or closed.dtype != np.int64:
+    shape = (levels, m)
+    if closed.shape != shape or open_.shape != shape or closed.dtype != np.int64:
         raise SerializationError(f"{label} blob arrays do not match its parameters")
     tree.closed[:] = closed
     tree.open_[:] = open_
@@ -493,27 +509,38 @@ class BinaryMechanism(_Counter):
         self._src = as_source(rng)
         self._lineage = Lineage.new(self._src, self._kind, self._params())
         self._frozen = False
-        self._last = 0
+        m = self._m
+        self._lasts = np.zeros(m, dtype=np.int64)
         self._t = 0
         if self._horizon is not None:
             self._levels = self._horizon.bit_length()
             self._param = self._tree_param(self._levels, 1)
-            self._tree = _Tree(self._levels, self._kindn, self._param, self._src)
+            self._tree = _Tree(self._levels, self._kindn, self._param, self._src, m)
         else:
             self._levels = _CAPACITY
             self._segment = 0
-            self._base = 0
+            self._base = np.zeros(m, dtype=np.int64)
             self._seg_param = self._seg_noise_param()
-            self._seg_open = int(_draw(self._kindn, self._seg_param, 1, self._src)[0])
-            self._tree = _Tree(1, self._kindn, self._tree_param(1, 2), self._src)
+            self._seg_open = _draw(self._kindn, self._seg_param, m, self._src)
+            self._tree = _Tree(1, self._kindn, self._tree_param(1, 2), self._src, m)
 
     # -------------------------------------------------------------- parameters
+    _m = 1  # counters stepped together (CounterBank sets its size)
+
     def _params(self) -> dict:
         return {
             self._budget_name: self._budget_value,
             "horizon": self._horizon,
             "sensitivity": self._sensitivity,
         }
+
+    @property
+    def _last(self) -> int:
+        return int(self._lasts[0])
+
+    @_last.setter
+    def _last(self, value: int) -> None:
+        self._lasts[0] = value
 
     def _tree_param(self, levels: int, share: int) -> Fraction:
         """Noise parameter of a tree with ``levels`` levels holding ``1/share`` of the budget."""
@@ -558,10 +585,11 @@ class BinaryMechanism(_Counter):
 
     @property
     def nbytes(self) -> int:
-        """``16·L + 48`` bytes (finite, ``L = floor(log2 T) + 1``), ``16·64 + 64`` (unbounded)."""
+        """``16·L + 48`` bytes (finite, ``L = floor(log2 T) + 1``), ``16·64 + 64`` (unbounded);
+        a bank of ``m`` counters: ``m·(16·L + 8) + 40`` and ``m·(16·64 + 24) + 40``."""
         if self._horizon is not None:
-            return 16 * self._levels + 48
-        return 16 * _CAPACITY + 64
+            return self._m * (16 * self._levels + 8) + 40
+        return self._m * (16 * _CAPACITY + 24) + 40
 
     def variance(self, t: int) -> float:
         """Exact variance of the release at step ``t`` (it is unbiased).
@@ -586,8 +614,10 @@ class BinaryMechanism(_Counter):
 
     # -------------------------------------------------------------- steps
     def _mass(self) -> int:
-        extra = 0 if self._horizon is not None else abs(self._base) + abs(self._seg_open)
-        return self._tree.mass() + extra + abs(self._last)
+        extra = 0
+        if self._horizon is None:
+            extra = int(np.abs(self._base).max() + np.abs(self._seg_open).max())
+        return self._tree.mass() + extra + int(np.abs(self._lasts).max())
 
     def _room(self, n: int) -> None:
         if self._horizon is not None and self._t + n > self._horizon:
@@ -607,38 +637,44 @@ class BinaryMechanism(_Counter):
         """
         self._check_writable()
         steps = _as_steps(xs, type(self).__name__)
-        self._room(steps.size)
-        _check_total(steps, self._mass(), type(self).__name__)
-        if steps.size == 0:
-            return np.zeros(0, dtype=np.int64)
+        return self._advance(steps.reshape(-1, 1))[:, 0]
+
+    def _advance(self, steps: np.ndarray) -> np.ndarray:
+        """``steps``: checked ``(n, m)`` int64 values; returns the ``(n, m)`` releases."""
+        n = steps.shape[0]
+        self._room(n)
+        per_counter = steps.sum(axis=0).max() if n else 0
+        _check_total(np.array([per_counter]), self._mass(), type(self).__name__)
+        if n == 0:
+            return np.zeros((0, self._m), dtype=np.int64)
         if self._horizon is not None:
-            out = self._tree.advance(np.cumsum(steps), self._kindn, self._param, self._src)
+            out = self._tree.advance(np.cumsum(steps, axis=0), self._kindn, self._param, self._src)
         else:
-            out = np.empty(steps.size, dtype=np.int64)
+            out = np.empty(steps.shape, dtype=np.int64)
             done = 0
-            while done < steps.size:
+            while done < n:
                 k = self._segment
                 left = (1 << k) - self._tree.u  # steps left in segment k
-                take = min(left, steps.size - done)
-                cum = np.cumsum(steps[done : done + take])
+                take = min(left, n - done)
+                cum = np.cumsum(steps[done : done + take], axis=0)
                 param = self._tree_param(k + 1, 2)
                 out[done : done + take] = self._base + self._tree.advance(
                     cum, self._kindn, param, self._src
                 )
-                self._seg_open += int(cum[-1])
+                self._seg_open += cum[-1]
                 done += take
                 if take == left:
                     self._next_segment()
-        self._t += steps.size
-        self._last = int(out[-1])
+        self._t += n
+        self._lasts = out[-1].copy()
         return out
 
     def _next_segment(self) -> None:
         self._base += self._seg_open
         self._segment += 1
-        self._seg_open = int(_draw(self._kindn, self._seg_param, 1, self._src)[0])
+        self._seg_open = _draw(self._kindn, self._seg_param, self._m, self._src)
         k = self._segment
-        self._tree = _Tree(k + 1, self._kindn, self._tree_param(k + 1, 2), self._src)
+        self._tree = _Tree(k + 1, self._kindn, self._tree_param(k + 1, 2), self._src, self._m)
 
     def skip(self, s: int, releases: bool = False) -> np.ndarray | None:
         """Advance ``s`` steps of value 0 in ``O(log s)`` time and draws.
@@ -658,13 +694,14 @@ class BinaryMechanism(_Counter):
         self._check_writable()
         s = _check_s(s, type(self).__name__)
         if releases:
-            return self.update_many(np.zeros(s, dtype=np.int64))
+            out = self._advance(np.zeros((s, self._m), dtype=np.int64))
+            return out[:, 0] if self._m == 1 and type(self) is BinaryMechanism else out
         self._room(s)
         if s == 0:
             return None
         if self._horizon is not None:
             self._tree.skip(s, self._kindn, self._param, self._src)
-            self._last = self._tree_release(self._tree.u)
+            self._lasts = self._tree.release()
         else:
             self._skip_unbounded(s)
         self._t += s
@@ -677,7 +714,7 @@ class BinaryMechanism(_Counter):
             param = self._tree_param(k + 1, 2)
             if rest <= left:  # the skip ends inside (or at the end of) this segment
                 self._tree.skip(rest, self._kindn, param, self._src)
-                self._last = self._base + self._tree_release(self._tree.u)
+                self._lasts = self._base + self._tree.release()
                 if rest == left:
                     self._next_segment()
                 return
@@ -690,17 +727,16 @@ class BinaryMechanism(_Counter):
             while rest > 1 << (k + whole):
                 rest -= 1 << (k + whole)
                 whole += 1
-            self._base += int(_draw(self._kindn, self._seg_param, whole, self._src).sum())
+            m = self._m
+            self._base += (
+                _draw(self._kindn, self._seg_param, whole * m, self._src)
+                .reshape(whole, m)
+                .sum(axis=0)
+            )
             self._segment = k + whole
-            self._seg_open = int(_draw(self._kindn, self._seg_param, 1, self._src)[0])
+            self._seg_open = _draw(self._kindn, self._seg_param, m, self._src)
             levels = self._segment + 1
-            self._tree = _Tree(levels, self._kindn, self._tree_param(levels, 2), self._src)
-
-    def _tree_release(self, u: int) -> int:
-        """The release at local step ``u`` from the stored closed p-sums."""
-        if u == 0:
-            return 0
-        return int(sum(int(self._tree.closed[j]) for j in range(self._tree.levels) if u >> j & 1))
+            self._tree = _Tree(levels, self._kindn, self._tree_param(levels, 2), self._src, m)
 
     # -------------------------------------------------------------- bytes
     def to_bytes(self) -> bytes:
@@ -716,53 +752,152 @@ class BinaryMechanism(_Counter):
         meta: dict[str, Any] = {
             **self._params(),
             "t": self._t,
+            "size": self._m,
             "exact_state": False,
         }
+        arrays = _tree_arrays(self._tree, "")
+        arrays["lasts"] = self._lasts.copy()
         if self._horizon is None:
-            meta.update(
-                segment=self._segment,
-                base=self._base,
-                seg_open=self._seg_open,
-                tree_u=self._tree.u,
-            )
-        return self._pack(meta, _tree_arrays(self._tree, ""))
+            meta.update(segment=self._segment, tree_u=self._tree.u)
+            arrays.update(base=self._base.copy(), seg_open=self._seg_open.copy())
+        return self._pack(meta, arrays)
 
     @classmethod
     def from_bytes(cls, blob: bytes, rng: RNGLike = None) -> BinaryMechanism:
         """Load bytes written by :meth:`to_bytes`; ``rng`` draws the noise of later steps."""
         meta, arrays = cls._unpack(blob)
         try:
-            obj = cls(
-                meta.get("epsilon"),
-                meta["horizon"],
-                rho=meta.get("rho"),
-                sensitivity=meta["sensitivity"],
-                rng=rng,
-            )
+            obj = cls._blank(meta, rng)
+            m = obj._m
             obj._restore_common(meta)
             obj._t = check_int(meta["t"], "t", cls._kind, minimum=0)
+            obj._lasts = _row(arrays["lasts"], m, cls._kind)
             if obj._horizon is not None:
                 if obj._t > obj._horizon:
                     raise ValueError("t beyond the horizon")
-                obj._tree = _load_tree(obj._levels, obj._t, arrays, "", cls._kind)
+                obj._tree = _load_tree(obj._levels, obj._t, m, arrays, "", cls._kind)
             else:
                 obj._segment = check_int(meta["segment"], "segment", cls._kind, 0, 61)
-                obj._base = int(meta["base"])
-                obj._seg_open = int(meta["seg_open"])
+                obj._base = _row(arrays["base"], m, cls._kind)
+                obj._seg_open = _row(arrays["seg_open"], m, cls._kind)
                 u = check_int(meta["tree_u"], "tree_u", cls._kind, 0, (1 << obj._segment) - 1)
                 if obj._t != (1 << obj._segment) - 1 + u:
                     raise ValueError("t does not match the segment")
-                obj._tree = _load_tree(obj._segment + 1, u, arrays, "", cls._kind)
+                obj._tree = _load_tree(obj._segment + 1, u, m, arrays, "", cls._kind)
         except SerializationError:
             raise
         except (KeyError, TypeError, ValueError) as exc:
             raise SerializationError(f"{cls._kind} blob has bad contents: {exc}") from exc
         return obj
 
+    @classmethod
+    def _blank(cls, meta: dict, rng: RNGLike) -> Any:
+        if meta.get("size", 1) != 1:
+            raise ValueError("a bank's bytes: load them with CounterBank.from_bytes")
+        return cls(
+            meta.get("epsilon"),
+            meta["horizon"],
+            rho=meta.get("rho"),
+            sensitivity=meta["sensitivity"],
+            rng=rng,
+        )
+
     def __repr__(self) -> str:
         return (
             f"BinaryMechanism({self._budget_name}={self._budget_value}, "
             f"horizon={self._horizon}, sensitivity={self._sensitivity}, t={self._t})"
+        )
+
+
+# ------------------------------------------------------------------ a bank of binary mechanisms
+class CounterBank(BinaryMechanism):
+    """``size`` binary-mechanism counters stepped together: one Python call per batch.
+
+    Same parameters, noise and privacy as :class:`BinaryMechanism` (per counter: each counter
+    is a binary mechanism over its own stream; a record that touches several counters must be
+    accounted for by the caller, e.g. by ``sensitivity`` or parallel composition over disjoint
+    cells). All counters share ``t``. The state is ``(L, size)`` arrays of noisy p-sums.
+
+    ``update(x)`` takes one step with one non-negative integer per counter (shape
+    ``(size,)``) and returns the ``size`` releases; ``update_many(xs)`` takes ``(n, size)`` and
+    returns ``(n, size)``; ``skip(s)`` advances every counter ``s`` steps of 0 in ``O(log s)``
+    vectorised draws; ``query()`` returns all current releases. ``nbytes = size·(16·L + 8) + 40``
+    (finite) or ``size·(16·64 + 24) + 40`` (unbounded).
+
+    Examples
+    --------
+    >>> bank = CounterBank(1000, epsilon=1.0, horizon=2**10, rng=0)
+    >>> bank.update(np.ones(1000, dtype=np.int64)).shape
+    (1000,)
+    >>> bank.update_many(np.zeros((5, 1000), dtype=np.int64)).shape
+    (5, 1000)
+    >>> bank.skip(100); bank.t, bank.query().shape
+    (106, (1000,))
+    """
+
+    _kind = "CounterBank"
+
+    def __init__(
+        self,
+        size: int,
+        epsilon: float | None = None,
+        horizon: int | None = None,
+        *,
+        rho: float | None = None,
+        sensitivity: int = 1,
+        rng: RNGLike = None,
+    ) -> None:
+        self._m = check_int(size, "size", "CounterBank", minimum=1, maximum=2**28)
+        super().__init__(epsilon, horizon, rho=rho, sensitivity=sensitivity, rng=rng)
+
+    def _params(self) -> dict:
+        return {**super()._params(), "size": self._m}
+
+    @property
+    def size(self) -> int:
+        """Number of counters."""
+        return self._m
+
+    def _steps(self, xs: object, ndim: int) -> np.ndarray:
+        arr = np.asarray(xs) if not isinstance(xs, (str, bytes)) else xs
+        shape = (self._m,) if ndim == 1 else (-1, self._m)
+        if not isinstance(arr, np.ndarray) or arr.ndim != ndim or arr.shape[-1] != self._m:
+            got = getattr(arr, "shape", type(arr).__name__)
+            raise InputError(
+                f"xs must have shape {shape} (one value per counter); got {got} (CounterBank)"
+            )
+        flat = _as_steps(arr.reshape(-1), "CounterBank")
+        return flat.reshape(-1, self._m)
+
+    def update(self, x: object) -> np.ndarray:  # type: ignore[override]
+        """One step: ``x`` has one non-negative integer per counter; returns the releases."""
+        self._check_writable()
+        return self._advance(self._steps(x, 1))[0]
+
+    def update_many(self, xs: object) -> np.ndarray:
+        """``n`` steps: ``xs`` is ``(n, size)``; returns the ``(n, size)`` releases."""
+        self._check_writable()
+        return self._advance(self._steps(xs, 2))
+
+    def query(self) -> np.ndarray:  # type: ignore[override]
+        """Every counter's latest release, ``(size,)`` int64."""
+        return self._lasts.copy()
+
+    @classmethod
+    def _blank(cls, meta: dict, rng: RNGLike) -> Any:
+        return cls(
+            meta["size"],
+            meta.get("epsilon"),
+            meta["horizon"],
+            rho=meta.get("rho"),
+            sensitivity=meta["sensitivity"],
+            rng=rng,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"CounterBank(size={self._m}, {self._budget_name}={self._budget_value}, "
+            f"horizon={self._horizon}, t={self._t})"
         )
 
 
@@ -1111,7 +1246,7 @@ class SparseCounter(_Counter):
             sub_t = check_int(meta["sub_t"], "sub_t", cls._kind, 0, obj._t)
             obj._sub._t = sub_t
             obj._sub._last = int(meta["sub_last"])
-            obj._sub._tree = _load_tree(obj._sub._levels, sub_t, arrays, "sub.", cls._kind)
+            obj._sub._tree = _load_tree(obj._sub._levels, sub_t, 1, arrays, "sub.", cls._kind)
         except SerializationError:
             raise
         except (KeyError, TypeError, ValueError) as exc:

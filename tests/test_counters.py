@@ -13,6 +13,7 @@ from scipy import stats
 from sketchsyn import counters
 from sketchsyn.counters import (
     BinaryMechanism,
+    CounterBank,
     InhomogeneousSparseCounter,
     SparseCounter,
     online_budgets,
@@ -94,25 +95,67 @@ def _errors(make, xs, runs):
 
 
 @pytest.mark.parametrize(
-    "make",
+    "kwargs",
     [
-        lambda i: BinaryMechanism(epsilon=1.0, horizon=24, rng=i),
-        lambda i: BinaryMechanism(rho=0.5, horizon=24, rng=i),
-        lambda i: BinaryMechanism(epsilon=2.0, rng=i),
-        lambda i: BinaryMechanism(rho=2.0, sensitivity=2, rng=i),
+        {"epsilon": 1.0, "horizon": 40},
+        {"rho": 0.5, "horizon": 40},
+        {"epsilon": 2.0},
+        {"rho": 2.0, "sensitivity": 2},
     ],
     ids=["finite-laplace", "finite-gaussian", "unbounded-laplace", "unbounded-gaussian"],
 )
-def test_release_is_unbiased_with_formula_variance(make):
-    runs = 600
-    xs = np.random.default_rng(0).integers(0, 3, size=24)
-    err = _errors(make, xs, runs)
-    c = make(0)
-    var = np.array([c.variance(t) for t in range(1, 25)])
-    # Mean within 4.5 standard errors; variance within 4.5 sd of its estimate (kurtosis ≤ 6).
-    assert np.all(np.abs(err.mean(axis=0)) < 4.5 * np.sqrt(var / runs))
-    rel = err.var(axis=0) / var - 1
+def test_bank_of_10k_releases_is_unbiased_with_formula_variance(kwargs):
+    runs = 10_000  # counters of one bank: independent replicates of the same engine
+    xs = np.random.default_rng(0).integers(0, 3, size=40)
+    bank = CounterBank(runs, rng=1, **kwargs)
+    err = bank.update_many(np.repeat(xs[:, None], runs, axis=1)) - np.cumsum(xs)[:, None]
+    var = np.array([bank.variance(t) for t in range(1, 41)])
+    assert np.all(np.abs(err.mean(axis=1)) < 4.5 * np.sqrt(var / runs))
+    rel = err.var(axis=1) / var - 1
     assert np.all(np.abs(rel) < 4.5 * math.sqrt(5 / runs)), rel
+
+
+@pytest.mark.parametrize("horizon", [64, None], ids=["finite", "unbounded"])
+def test_bank_skip_has_the_law_of_stepping_over_10k_runs(horizon):
+    runs = 10_000
+    out = []
+    for method, seed in (("skip", 1), ("step", 2)):
+        bank = CounterBank(runs, epsilon=1.0, horizon=horizon, rng=seed)
+        bank.update_many(np.ones((5, runs), dtype=np.int64))
+        if method == "skip":
+            bank.skip(37)
+        else:
+            bank.update_many(np.zeros((37, runs), dtype=np.int64))
+        out.append((bank.query(), bank.update(np.ones(runs, dtype=np.int64))))
+    (a1, a2), (b1, b2) = out
+    assert _chi2_same(a1, b1) > 1e-3
+    assert _chi2_same(a2, b2) > 1e-3
+
+
+def test_bank_of_one_is_the_scalar_mechanism():
+    xs = np.random.default_rng(4).integers(0, 4, size=100)
+    for kwargs in ({"epsilon": 1.0, "horizon": 300}, {"rho": 1.0}):
+        c, bank = BinaryMechanism(rng=9, **kwargs), CounterBank(1, rng=9, **kwargs)
+        assert np.array_equal(c.update_many(xs), bank.update_many(xs[:, None])[:, 0])
+        c.skip(50)
+        bank.skip(50)
+        assert c.query() == int(bank.query()[0])
+
+
+def test_bank_bytes_and_shapes():
+    bank = CounterBank(7, rho=1.0, rng=2)
+    bank.update_many(np.ones((20, 7), dtype=np.int64))
+    back = CounterBank.from_bytes(bank.to_bytes())
+    assert np.array_equal(back.query(), bank.query()) and back.size == 7 and back.t == 20
+    assert bank.nbytes == 7 * (16 * 64 + 24) + 40
+    assert CounterBank(5, 1.0, 1000, rng=0).nbytes == 5 * (16 * 10 + 8) + 40
+    with pytest.raises(InputError):
+        bank.update(np.ones(6, dtype=np.int64))
+    with pytest.raises(InputError):
+        bank.update_many(np.ones((3, 7)) * -1)
+    with pytest.raises(SerializationError):
+        BinaryMechanism.from_bytes(bank.to_bytes())
+    assert bank.t == 20
 
 
 def test_variance_formula_against_known_values():
@@ -135,25 +178,6 @@ def _chi2_same(a, b, bins=12):
     cb = np.histogram(b, edges)[0]
     keep = (ca + cb) > 0
     return stats.chi2_contingency(np.vstack([ca[keep], cb[keep]]))[1]
-
-
-@pytest.mark.parametrize("unbounded", [False, True])
-def test_binary_skip_has_the_law_of_stepping(unbounded):
-    runs = 600
-    horizon = None if unbounded else 64
-    a, b, a2, b2 = [], [], [], []
-    for i in range(runs):
-        for method, out, out2 in (("skip", a, a2), ("step", b, b2)):
-            c = BinaryMechanism(epsilon=1.0, horizon=horizon, rng=2 * i + (method == "step"))
-            c.update_many([1, 1, 0, 1, 1])
-            if method == "skip":
-                c.skip(37)
-            else:
-                c.update_many(np.zeros(37, dtype=np.int64))
-            out.append(c.query())
-            out2.append(c.update(1))
-    assert _chi2_same(np.array(a), np.array(b)) > 1e-3
-    assert _chi2_same(np.array(a2), np.array(b2)) > 1e-3
 
 
 def _sparse_after(method, seed, s=30):

@@ -26,6 +26,7 @@ import pytest
 from sketchsyn import Box, CountMinSketch, CountSketch, PrivHP, counters
 from sketchsyn.counters import (
     BinaryMechanism,
+    CounterBank,
     InhomogeneousSparseCounter,
     SparseCounter,
     online_budgets,
@@ -137,10 +138,31 @@ def _counter_entries() -> list[Entry]:
             0.5, online_budgets(0.5, 2, 1), start_level=1, rng=4
         ),
     }
-    return [
+    entries = [
         Entry(name, make, _steps, _bad_steps, _counter_state, mergeable_raw=False, taped=True)
         for name, make in makers.items()
     ]
+
+    def bank_steps(rng: np.random.Generator) -> np.ndarray:
+        return rng.integers(0, 3, size=(300, 3))
+
+    def bad_bank_steps() -> np.ndarray:
+        steps = bank_steps(np.random.default_rng(99))
+        steps[150, 1] = -1
+        return steps
+
+    entries.append(
+        Entry(
+            "CounterBank",
+            lambda: CounterBank(3, epsilon=1.0, horizon=1000, rng=4),
+            bank_steps,
+            bad_bank_steps,
+            _counter_state,
+            mergeable_raw=False,
+            taped=True,
+        )
+    )
+    return entries
 
 
 SUMMARIES = [
