@@ -38,6 +38,7 @@ _EXPORTS = {
     "BinaryMechanism": "counters",
     "CounterBank": "counters",
     "SparseCounter": "counters",
+    "SqrtFactorizationCounter": "counters",
     "InhomogeneousSparseCounter": "counters",
     "online_budgets": "counters",
     # accounting

@@ -2,18 +2,27 @@
 
 API summary (every counter speaks the same protocol)::
 
-    BinaryMechanism(epsilon=None, horizon=None, *, rho=None, sensitivity=1, rng=None)
+    BinaryMechanism(epsilon=None, horizon=None, *, rho=None, sensitivity=1,
+                    estimator="tree", rng=None)        # estimator="honaker": finite horizon
+    CounterBank(size, epsilon=None, horizon=None, *, rho=None, sensitivity=1,
+                estimator="tree", rng=None)            # size binary mechanisms stepped together
     SparseCounter(epsilon, horizon, *, sensitivity=1, rng=None)
     InhomogeneousSparseCounter(epsilon, budgets, start_level=0, *, sensitivity=1, rng=None)
     online_budgets(epsilon, d, j) -> OnlineBudgets      # callable r -> epsilon_r, (4.1) / (5.1)
+    SqrtFactorizationCounter(rho, horizon, *, sensitivity=1, rng=None)   # T <= 2**20, O(T) state
 
     c.update(x) -> int              one step of value x (a non-negative integer), its release
     c.update_many(xs) -> ndarray    len(xs) steps, the release of every step (int64)
     c.skip(s, releases=False)       s steps of value 0 in O(log s) (releases=True: their values)
     c.query() -> int                the latest release (0 before the first step)
     c.t                             steps taken (the inhomogeneous counter: global time)
-    c.epsilon / c.rho, c.sensitivity, c.horizon, c.nbytes, c.variance(t) (binary mechanism)
+    c.epsilon / c.rho, c.sensitivity, c.horizon, c.nbytes, c.variance(t) (tree, factorization)
     c.snapshot(), c.to_bytes(), Cls.from_bytes(blob, rng=None), pickle via to_bytes
+    bank.update(x[size]) -> [size]; bank.update_many(xs[n, size]) -> [n, size]; bank.query()
+    BinaryMechanism / CounterBank .merge(other)   # same parameters and t; shared noise refused
+
+Releases are int64, except Honaker's estimator and the factorization (float64 estimates,
+post-processing of integer noisy values).
 
 **Privacy unit.** Neighbouring streams differ by at most ``sensitivity`` (default 1) in ℓ1 over
 all steps: one event, or one person whose events the caller has bounded. Exactly one of
@@ -62,7 +71,15 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError, ParameterError, ReleasedError, SerializationError, check_int
+from .errors import (
+    IncompatibleError,
+    InputError,
+    ParameterError,
+    ReleasedError,
+    SerializationError,
+    check_choice,
+    check_int,
+)
 from .exactexp import Real, exp_neg_bracket
 from .lineage import Lineage
 from .noise import (
@@ -80,7 +97,9 @@ __all__ = [
     "InhomogeneousSparseCounter",
     "OnlineBudgets",
     "SparseCounter",
+    "SqrtFactorizationCounter",
     "online_budgets",
+    "sqrt_coefficients",
 ]
 
 _VERSION = 1
@@ -209,7 +228,15 @@ def _budget(epsilon: object, rho: object, owner: str, allow_rho: bool = True) ->
 
 
 def _popcount(values: np.ndarray) -> np.ndarray:
-    return np.bitwise_count(values.astype(np.uint64)).astype(np.int64)
+    """Set bits of non-negative int64 values (uint8)."""
+    return np.bitwise_count(values)
+
+
+def _cumsum(steps: np.ndarray) -> np.ndarray:
+    """Cumulative sums down the steps of an ``(n, m)`` array (1-D fast path for ``m = 1``)."""
+    if steps.shape[1] == 1:
+        return np.cumsum(steps[:, 0]).reshape(-1, 1)
+    return np.cumsum(steps, axis=0)
 
 
 def _nu_sum(m: Any) -> Any:
@@ -268,17 +295,21 @@ class _Tree:
         g = np.zeros((1, m), dtype=np.int64)
         for j in range(self.levels - 1, -1, -1):
             lo, hi = t0 >> j, t1 >> j
-            g = g[(np.arange(lo, hi + 1, dtype=np.int64) >> 1) - (t0 >> (j + 1))]
+            # Level j's blocks k = lo … hi: each parent block (k >> 1) covers two of them.
+            off = lo - ((t0 >> (j + 1)) << 1)
+            g = np.repeat(g, 2, axis=0)[off : off + hi - lo + 1]
             start = 1 - (lo & 1)  # position of the first odd k
             ks = np.arange(lo + start, hi + 1, 2, dtype=np.int64)
             if ks.size == 0:
                 continue
             a = (ks - 1) << j
-            fresh = a >= t0
-            vals = np.empty((ks.size, m), dtype=np.int64)
-            vals[fresh] = eta[_nu_sum(a[fresh] - 1) - first + j]
-            for i in np.flatnonzero(~fresh).tolist():  # at most the first one
-                vals[i] = self.closed[j] if (int(ks[i]) << j) <= t0 - 1 else self.open_[j]
+            if eta.shape[0]:  # fresh blocks (a ≥ t0); the first index is clipped, see below
+                idx = _nu_sum(np.maximum(a - 1, 0)) - first + j
+                vals = eta[np.clip(idx, 0, eta.shape[0] - 1)]
+            else:
+                vals = np.empty((ks.size, m), dtype=np.int64)
+            if a[0] < t0:  # only the first block can have opened before the batch
+                vals[0] = self.closed[j] if (int(ks[0]) << j) <= t0 - 1 else self.open_[j]
             g[start::2] += vals
         releases = cum + g
         # New state, level by level (closed first: it may take the old open block).
@@ -338,6 +369,132 @@ class _Tree:
         self.u = t1
 
 
+class _HonakerTree:
+    """The binary tree with every node released and Honaker's estimator (finite horizon).
+
+    Every dyadic block ``((k−1)·2^j, k·2^j]`` of every level gets its own noise (drawn when it
+    opens, the data accumulating into it): each step still changes one node per level, so the
+    noise scale and the privacy are those of the textbook tree, but right children are no
+    longer thrown away. A closed node's estimate is the variance-optimal combination of its own
+    noisy sum and its children's estimates (Honaker 2015, bottom-up pass):
+    ``est = w_j·y + (1 − w_j)·(est_left + est_right)``, ``w_j = 2V_{j−1}/(v + 2V_{j−1})``,
+    ``V_j = w_j·v`` (``V_0 = v``, the noise variance). Only nodes inside ``(0, t]`` are used;
+    the release at ``t`` sums the estimates of ``t``'s dyadic decomposition, with variance
+    ``Σ_{j ∈ bits(t)} V_j`` (about half the textbook tree's at large ``t``).
+
+    State: ``open_`` (noisy partial sums, int64) and ``est`` (the latest closed node's
+    estimate per level, float64: post-processing of noisy values).
+    """
+
+    __slots__ = ("est", "levels", "m", "open_", "u", "weights", "vj")
+
+    def __init__(
+        self,
+        levels: int,
+        kind: str,
+        param: Fraction,
+        src: RandomSource | None,
+        m: int = 1,
+    ) -> None:
+        self.levels = levels
+        self.m = m
+        self.u = 0
+        self.est = np.zeros((levels, m), dtype=np.float64)
+        self.open_ = (
+            _draw(kind, param, levels * m, src).reshape(levels, m)
+            if src is not None
+            else np.zeros((levels, m), np.int64)
+        )
+        v = _noise_variance(kind, param)
+        self.weights = [1.0]
+        self.vj = [v]
+        for _ in range(1, levels):
+            w = 2 * self.vj[-1] / (v + 2 * self.vj[-1])
+            self.weights.append(w)
+            self.vj.append(w * v)
+
+    def mass(self) -> int:
+        return int(np.abs(self.open_).sum(axis=0).max() + np.abs(self.est).sum(axis=0).max()) + 1
+
+    def release(self) -> np.ndarray:
+        rows = [j for j in range(self.levels) if self.u >> j & 1]
+        return self.est[rows].sum(axis=0)
+
+    @staticmethod
+    def _opened(a: Any) -> Any:
+        """Nodes opened by the end of step ``a`` (after construction): ``Σ_{s ≤ a} (ν(s)+1)``."""
+        return _nu_sum(a) + a
+
+    def advance(self, cum: np.ndarray, kind: str, param: Fraction, src: RandomSource) -> np.ndarray:
+        n, m = cum.shape
+        t0, t1 = self.u + 1, self.u + n
+        first = self._opened(t0 - 1)
+        eta = _draw(kind, param, (self._opened(t1) - first) * m, src).reshape(-1, m)
+        zero = np.zeros((1, m), dtype=np.int64)
+        levels: list[tuple[int, np.ndarray]] = []
+        for j in range(self.levels):
+            k_lo, k_hi = ((t0 - 1) >> j) + 1, t1 >> j
+            if k_hi < k_lo:
+                break
+            ks = np.arange(k_lo, k_hi + 1, dtype=np.int64)
+            a = (ks - 1) << j
+            fresh = a >= t0
+            start_sum = np.where(fresh[:, None], cum[np.maximum(a - t0, 0)], zero)
+            noisy = cum[(ks << j) - t0] - start_sum
+            base = np.empty((ks.size, m), dtype=np.int64)
+            base[fresh] = eta[self._opened(a[fresh] - 1) - first + j]
+            if not fresh[0]:
+                base[0] = self.open_[j]
+            noisy = (noisy + base).astype(np.float64)
+            if j == 0:
+                est = noisy
+            else:
+                lo_prev, prev = levels[j - 1]
+                ext = np.vstack([self.est[j - 1][None, :], prev])
+                left = ext[2 * ks - 1 - (lo_prev - 1)]
+                right = ext[2 * ks - (lo_prev - 1)]
+                w = self.weights[j]
+                est = w * noisy + (1.0 - w) * (left + right)
+            levels.append((k_lo, est))
+        g = np.zeros((1, m), dtype=np.float64)
+        for j in range(self.levels - 1, -1, -1):
+            lo, hi = t0 >> j, t1 >> j
+            ks = np.arange(lo, hi + 1, dtype=np.int64)
+            g = g[(ks >> 1) - (t0 >> (j + 1))]
+            odd = (ks & 1) == 1
+            if not odd.any():
+                continue
+            k_odd = ks[odd]
+            vals = np.empty((k_odd.size, m), dtype=np.float64)
+            if j < len(levels):
+                k_lo, est = levels[j]
+                inside = k_odd >= k_lo
+                vals[inside] = est[k_odd[inside] - k_lo]
+                vals[~inside] = self.est[j]
+            else:
+                vals[:] = self.est[j]
+            g[odd] += vals
+        releases = g  # the estimates hold their blocks' data: no telescoped partial sums here
+        for j in range(self.levels):
+            if j < len(levels):
+                self.est[j] = levels[j][1][-1]
+            a0 = (t1 >> j) << j  # the open node at level j after step t1 opened at a0
+            if a0 <= t0 - 1:
+                self.open_[j] += cum[-1]
+            else:
+                self.open_[j] = eta[self._opened(a0 - 1) - first + j] + cum[-1] - cum[a0 - t0]
+        self.u = t1
+        return releases
+
+    def skip(self, s: int, kind: str, param: Fraction, src: RandomSource) -> None:
+        """``s`` zero steps, in ``O(s)``: a closed node's estimate depends on its whole subtree,
+        whose noise must be drawn (done in chunks of ``2**16`` steps to bound memory)."""
+        while s:
+            take = min(s, 1 << 16)
+            self.advance(np.zeros((take, self.m), dtype=np.int64), kind, param, src)
+            s -= take
+
+
 # ------------------------------------------------------------------ shared protocol
 class _Counter:
     """Shared machinery: bytes, pickling, snapshots, the step protocol."""
@@ -362,7 +519,7 @@ class _Counter:
         True
         """
         v = _as_step(x, type(self).__name__)
-        return int(self.update_many(np.array([v], dtype=np.int64))[0])
+        return self.update_many(np.array([v], dtype=np.int64))[0].item()
 
     def update_many(self, xs: object) -> np.ndarray:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -416,15 +573,16 @@ class _Counter:
         self._lineage = Lineage.from_meta(meta.get("lineage"), self._kind)
         self._frozen = bool(meta.get("frozen", False))
         if "last" in meta:
-            self._last = int(meta["last"])
+            last = meta["last"]
+            self._last = float(last) if isinstance(last, float) else int(last)
 
 
 def _tree_arrays(tree: _Tree, prefix: str) -> dict[str, np.ndarray]:
     return {f"{prefix}closed": tree.closed.copy(), f"{prefix}open": tree.open_.copy()}
 
 
-def _row(values: np.ndarray, m: int, label: str) -> np.ndarray:
-    if values.shape != (m,) or values.dtype != np.int64:
+def _row(values: np.ndarray, m: int, label: str, dtype: Any = np.int64) -> np.ndarray:
+    if values.shape != (m,) or values.dtype != dtype:
         raise SerializationError(f"{label} blob arrays do not match its parameters")
     return values.copy()
 
@@ -497,10 +655,17 @@ class BinaryMechanism(_Counter):
         *,
         rho: float | None = None,
         sensitivity: int = 1,
+        estimator: str = "tree",
         rng: RNGLike = None,
     ) -> None:
         name = type(self).__name__
         self._budget_name, self._budget_value = _budget(epsilon, rho, name)
+        self._estimator = check_choice(estimator, "estimator", name, ("tree", "honaker"))
+        if estimator == "honaker" and horizon is None:
+            raise ParameterError(
+                f"The 'estimator' parameter of {name} can be 'honaker' only with a finite "
+                f"horizon. Got {estimator!r} instead."
+            )
         self._horizon = (
             None if horizon is None else check_int(horizon, "horizon", name, 1, 2**62 - 1)
         )
@@ -510,12 +675,14 @@ class BinaryMechanism(_Counter):
         self._lineage = Lineage.new(self._src, self._kind, self._params())
         self._frozen = False
         m = self._m
-        self._lasts = np.zeros(m, dtype=np.int64)
+        honaker = self._estimator == "honaker"
+        self._lasts = np.zeros(m, dtype=np.float64 if honaker else np.int64)
         self._t = 0
         if self._horizon is not None:
             self._levels = self._horizon.bit_length()
             self._param = self._tree_param(self._levels, 1)
-            self._tree = _Tree(self._levels, self._kindn, self._param, self._src, m)
+            engine = _HonakerTree if honaker else _Tree
+            self._tree = engine(self._levels, self._kindn, self._param, self._src, m)
         else:
             self._levels = _CAPACITY
             self._segment = 0
@@ -532,11 +699,12 @@ class BinaryMechanism(_Counter):
             self._budget_name: self._budget_value,
             "horizon": self._horizon,
             "sensitivity": self._sensitivity,
+            "estimator": self._estimator,
         }
 
     @property
-    def _last(self) -> int:
-        return int(self._lasts[0])
+    def _last(self) -> Any:
+        return self._lasts[0].item()
 
     @_last.setter
     def _last(self, value: int) -> None:
@@ -605,6 +773,8 @@ class BinaryMechanism(_Counter):
                     f"The 't' parameter of BinaryMechanism.variance must be <= horizon "
                     f"{self._horizon}. Got {t!r} instead."
                 )
+            if self._estimator == "honaker":
+                return float(sum(v for j, v in enumerate(self._tree.vj) if t >> j & 1))
             return t.bit_count() * _noise_variance(self._kindn, self._param)
         k = t.bit_length() - 1
         inner = _noise_variance(self._kindn, self._tree_param(k + 1, 2))
@@ -648,7 +818,7 @@ class BinaryMechanism(_Counter):
         if n == 0:
             return np.zeros((0, self._m), dtype=np.int64)
         if self._horizon is not None:
-            out = self._tree.advance(np.cumsum(steps, axis=0), self._kindn, self._param, self._src)
+            out = self._tree.advance(_cumsum(steps), self._kindn, self._param, self._src)
         else:
             out = np.empty(steps.shape, dtype=np.int64)
             done = 0
@@ -656,7 +826,7 @@ class BinaryMechanism(_Counter):
                 k = self._segment
                 left = (1 << k) - self._tree.u  # steps left in segment k
                 take = min(left, n - done)
-                cum = np.cumsum(steps[done : done + take], axis=0)
+                cum = _cumsum(steps[done : done + take])
                 param = self._tree_param(k + 1, 2)
                 out[done : done + take] = self._base + self._tree.advance(
                     cum, self._kindn, param, self._src
@@ -738,6 +908,47 @@ class BinaryMechanism(_Counter):
             levels = self._segment + 1
             self._tree = _Tree(levels, self._kindn, self._tree_param(levels, 2), self._src, m)
 
+    def merge(self, other: BinaryMechanism) -> None:
+        """Add ``other``'s state into this one (the tree is linear): afterwards the releases are
+        those of the summed streams, with both noises (variances add).
+
+        Both must have the same class, parameters and ``t``; counters that share a noise draw
+        (same lineage: a copy, or the same seed) are refused with
+        :class:`~sketchsyn.errors.IncompatibleError`. Privacy of the sum: over disjoint streams
+        (each event in one of them) the merged counter keeps the budget (parallel composition);
+        over overlapping streams the caller accounts for both.
+
+        >>> a, b = BinaryMechanism(1.0, 8, rng=1), BinaryMechanism(1.0, 8, rng=2)
+        >>> _ = a.update_many([1, 0, 1]); _ = b.update_many([0, 1, 1])
+        >>> a.merge(b); a.t
+        3
+        """
+        self._check_writable()
+        name = type(self).__name__
+        if type(other) is not type(self):
+            raise IncompatibleError(f"cannot merge a {type(other).__name__} into a {name}")
+        for attr in ("_params", "_t"):
+            mine = getattr(self, attr)() if attr == "_params" else getattr(self, attr)
+            theirs = getattr(other, attr)() if attr == "_params" else getattr(other, attr)
+            if mine != theirs:
+                raise IncompatibleError(
+                    f"cannot merge two {name} objects with different {attr.strip('_')}: "
+                    f"{mine} != {theirs}"
+                )
+        lineage = self._lineage.union(other._lineage, name)
+        if self._mass() + other._mass() >= 2**61:
+            raise IncompatibleError(f"the merged {name} could overflow int64")
+        self._tree.open_ += other._tree.open_
+        if self._estimator == "honaker":
+            self._tree.est += other._tree.est
+        else:
+            self._tree.closed += other._tree.closed
+        if self._horizon is None:
+            self._base += other._base
+            self._seg_open += other._seg_open
+        self._lasts += other._lasts
+        self._lineage = lineage
+
     # -------------------------------------------------------------- bytes
     def to_bytes(self) -> bytes:
         """Versioned, checksummed bytes: public parameters, lineage, the noisy p-sums.
@@ -755,7 +966,10 @@ class BinaryMechanism(_Counter):
             "size": self._m,
             "exact_state": False,
         }
-        arrays = _tree_arrays(self._tree, "")
+        if self._estimator == "honaker":
+            arrays = {"open": self._tree.open_.copy(), "est": self._tree.est.copy()}
+        else:
+            arrays = _tree_arrays(self._tree, "")
         arrays["lasts"] = self._lasts.copy()
         if self._horizon is None:
             meta.update(segment=self._segment, tree_u=self._tree.u)
@@ -771,11 +985,21 @@ class BinaryMechanism(_Counter):
             m = obj._m
             obj._restore_common(meta)
             obj._t = check_int(meta["t"], "t", cls._kind, minimum=0)
-            obj._lasts = _row(arrays["lasts"], m, cls._kind)
+            obj._lasts = _row(arrays["lasts"], m, cls._kind, obj._lasts.dtype)
             if obj._horizon is not None:
                 if obj._t > obj._horizon:
                     raise ValueError("t beyond the horizon")
-                obj._tree = _load_tree(obj._levels, obj._t, m, arrays, "", cls._kind)
+                if obj._estimator == "honaker":
+                    tree = obj._tree
+                    if arrays["open"].shape != tree.open_.shape or arrays["est"].shape != (
+                        tree.est.shape
+                    ):
+                        raise ValueError("arrays do not match the parameters")
+                    tree.open_[...] = arrays["open"]
+                    tree.est[...] = arrays["est"]
+                    tree.u = obj._t
+                else:
+                    obj._tree = _load_tree(obj._levels, obj._t, m, arrays, "", cls._kind)
             else:
                 obj._segment = check_int(meta["segment"], "segment", cls._kind, 0, 61)
                 obj._base = _row(arrays["base"], m, cls._kind)
@@ -799,6 +1023,7 @@ class BinaryMechanism(_Counter):
             meta["horizon"],
             rho=meta.get("rho"),
             sensitivity=meta["sensitivity"],
+            estimator=meta.get("estimator", "tree"),
             rng=rng,
         )
 
@@ -845,10 +1070,13 @@ class CounterBank(BinaryMechanism):
         *,
         rho: float | None = None,
         sensitivity: int = 1,
+        estimator: str = "tree",
         rng: RNGLike = None,
     ) -> None:
         self._m = check_int(size, "size", "CounterBank", minimum=1, maximum=2**28)
-        super().__init__(epsilon, horizon, rho=rho, sensitivity=sensitivity, rng=rng)
+        super().__init__(
+            epsilon, horizon, rho=rho, sensitivity=sensitivity, estimator=estimator, rng=rng
+        )
 
     def _params(self) -> dict:
         return {**super()._params(), "size": self._m}
@@ -891,6 +1119,7 @@ class CounterBank(BinaryMechanism):
             meta["horizon"],
             rho=meta.get("rho"),
             sensitivity=meta["sensitivity"],
+            estimator=meta.get("estimator", "tree"),
             rng=rng,
         )
 
@@ -901,7 +1130,222 @@ class CounterBank(BinaryMechanism):
         )
 
 
+# ------------------------------------------------------------------ square-root factorization
+def sqrt_coefficients(horizon: int) -> np.ndarray:
+    """``c_k = C(2k, k)/4^k`` for ``k < horizon``: the Toeplitz square root of the prefix-sum
+    matrix (``(1 − z)^{−1/2}``; Fichtenberger, Henzinger and Upadhyay 2023).
+
+    >>> sqrt_coefficients(4).tolist()
+    [1.0, 0.5, 0.375, 0.3125]
+    """
+    k = np.arange(1, horizon, dtype=np.float64)
+    return np.concatenate([[1.0], np.cumprod((2 * k - 1) / (2 * k))])
+
+
+class SqrtFactorizationCounter(_Counter):
+    """Continual counting by the square-root factorization ``A = C·C`` of the prefix-sum matrix
+    (ρ-zCDP; Fichtenberger, Henzinger and Upadhyay, ICML 2023).
+
+    The mechanism releases ``y = C'x + z`` with ``C'`` the lower-triangular Toeplitz matrix of
+    ``c'_k = round(2^b·c_k)`` (integers; ``c_k = C(2k,k)/4^k``) and ``z`` discrete Gaussian
+    with ``σ² = sensitivity²·Σ_k c'_k²/(2ρ)``: the ℓ2 sensitivity of ``C'x`` to an ℓ1 change of
+    ``sensitivity`` is at most ``sensitivity`` times ``C'``'s largest column norm (its first
+    column), computed exactly in integers. The prefix sums are recovered by floating-point
+    post-processing, ``Ŝ = A·C'^{-1}·y``: unbiased, with variance ``σ_Z²·Σ_{i<t} b_i²`` at step
+    ``t`` (``b`` the coefficients of ``A·C'^{-1}``, ``σ_Z²`` the exact discrete Gaussian
+    variance). ``b`` is the largest number of bits in ``[4, 32]`` that keeps ``σ² ≤ 2**30``.
+    Max variance in units of ``1/(2ρ)``: 10.7 at ``T = 2^10`` against 110 for the tree.
+
+    **Memory O(T)**, acceptable for longitudinal horizons (``T ≤ 10^4``): the state keeps the
+    stream so far (``C'x`` needs all of it) and the noisy releases; it is a trusted curator's
+    state (``"exact_state": true``). ``nbytes = 16·T + 48``. Batches are streamed with one
+    integer convolution each; ``skip(s)`` is ``O(s)`` here (every step gets fresh noise).
+
+    Parameters
+    ----------
+    rho : float
+        ρ-zCDP over all steps.
+    horizon : int
+        ``T`` (at most ``2**20``).
+    sensitivity : int
+        ℓ1 bound on what neighbouring streams differ by (default 1).
+    rng : None, int, SeedSequence, Generator or RandomSource
+
+    Examples
+    --------
+    >>> c = SqrtFactorizationCounter(1.0, 1024, rng=0)
+    >>> est = c.update_many(np.ones(1000, dtype=np.int64))
+    >>> bool(abs(est[-1] - 1000) < 30), round(c.variance(1024) * 2, 1)  # ρ = 1: units 1/(2ρ)
+    (True, 10.7)
+    """
+
+    _kind = "SqrtFactorizationCounter"
+
+    def __init__(
+        self, rho: float, horizon: int, *, sensitivity: int = 1, rng: RNGLike = None
+    ) -> None:
+        name = type(self).__name__
+        _, self._rho = _budget(None, rho, name)
+        self._horizon = check_int(horizon, "horizon", name, 1, 2**20)
+        self._sensitivity = check_int(sensitivity, "sensitivity", name, minimum=1, maximum=2**30)
+        self._src = as_source(rng)
+        self._lineage = Lineage.new(self._src, self._kind, self._params())
+        c = sqrt_coefficients(self._horizon)
+        for bits in range(32, 3, -1):
+            coef = np.rint(c * 2.0**bits).astype(np.int64)
+            norm2 = sum(int(v) * int(v) for v in coef.tolist())
+            sigma2 = Fraction(self._sensitivity**2 * norm2) / (2 * Fraction(self._rho))
+            if sigma2 <= 2**30:
+                break
+        else:
+            raise ParameterError(
+                f"The 'rho' parameter of {name} is too small for this horizon and sensitivity "
+                f"(the noise variance would pass 2**30). Got {rho!r} instead."
+            )
+        self._bits = bits
+        self._coef = coef
+        self._sigma2 = sigma2
+        inv = np.zeros(self._horizon, dtype=np.float64)
+        cf = coef.astype(np.float64)
+        inv[0] = 1.0 / cf[0]
+        for n in range(1, self._horizon):  # 1/C'(z) as a power series
+            inv[n] = -np.dot(cf[1 : n + 1], inv[n - 1 :: -1]) / cf[0]
+        self._b = np.cumsum(inv)  # A·C'^{-1}: prefix sums of the inverse's coefficients
+        self._x = np.zeros(self._horizon, dtype=np.int64)
+        self._y = np.zeros(self._horizon, dtype=np.int64)
+        self._t = 0
+        self._total = 0
+        self._frozen = False
+        self._lastf = 0.0
+        self._zvar: float | None = None
+
+    def _params(self) -> dict:
+        return {"rho": self._rho, "horizon": self._horizon, "sensitivity": self._sensitivity}
+
+    @property
+    def _last(self) -> Any:
+        return self._lastf
+
+    @_last.setter
+    def _last(self, value: Any) -> None:
+        self._lastf = float(value)
+
+    @property
+    def rho(self) -> float:
+        return self._rho
+
+    @property
+    def epsilon(self) -> None:
+        return None
+
+    @property
+    def horizon(self) -> int:
+        return self._horizon
+
+    @property
+    def sensitivity(self) -> int:
+        return self._sensitivity
+
+    @property
+    def t(self) -> int:
+        return self._t
+
+    @property
+    def bits(self) -> int:
+        """``b``: the factor is scaled by ``2^b`` before rounding to integers."""
+        return self._bits
+
+    @property
+    def sigma2(self) -> Fraction:
+        """The discrete Gaussian's ``σ²`` (exact), in units of the scaled factor."""
+        return self._sigma2
+
+    @property
+    def releases(self) -> np.ndarray:
+        """The mechanism's integer outputs ``y_1 … y_t`` (the estimates post-process them)."""
+        return self._y[: self._t].copy()
+
+    @property
+    def nbytes(self) -> int:
+        """``16·T + 48`` bytes: the stream and the noisy outputs, plus scalars."""
+        return 16 * self._horizon + 48
+
+    def variance(self, t: int) -> float:
+        """Exact variance of the estimate at step ``t``: ``σ_Z²·Σ_{i<t} b_i²``."""
+        t = check_int(t, "t", f"{self._kind}.variance", 1, self._horizon)
+        if self._zvar is None:
+            self._zvar = discrete_gaussian_variance(float(self._sigma2))
+        return self._zvar * float(np.dot(self._b[:t], self._b[:t]))
+
+    def update_many(self, xs: object) -> np.ndarray:
+        """Advance ``len(xs)`` steps; return every step's prefix-sum estimate (float64).
+
+        >>> SqrtFactorizationCounter(2.0, 16, rng=0).update_many([1, 0, 1]).dtype
+        dtype('float64')
+        """
+        self._check_writable()
+        steps = _as_steps(xs, self._kind)
+        n = steps.size
+        if self._t + n > self._horizon:
+            raise InputError(
+                f"xs: {n} more steps would pass the horizon {self._horizon} "
+                f"(t = {self._t}) ({self._kind})"
+            )
+        total = self._total + float(steps.sum(dtype=np.float64))
+        if total * 2.0**self._bits * 2 >= 2.0**62:
+            raise InputError(
+                f"xs: the stream's total would overflow the integer factor ({self._kind})"
+            )
+        if n == 0:
+            return np.zeros(0, dtype=np.float64)
+        t0, t1 = self._t, self._t + n
+        self._x[t0:t1] = steps
+        z = _draw("gaussian", self._sigma2, n, self._src)
+        cx = np.convolve(self._x[:t1], self._coef[:t1])[t0:t1]
+        self._y[t0:t1] = cx + z
+        est = np.convolve(self._y[:t1].astype(np.float64), self._b[:t1])[t0:t1]
+        self._t = t1
+        self._total = int(total)
+        self._lastf = float(est[-1])
+        return est
+
+    def skip(self, s: int, releases: bool = False) -> np.ndarray | None:
+        """``s`` steps of 0 (``O(s)``: each step's output gets its own noise)."""
+        s = _check_s(s, self._kind)
+        out = self.update_many(np.zeros(s, dtype=np.int64))
+        return out if releases else None
+
+    def to_bytes(self) -> bytes:
+        """Versioned, checksummed bytes. **Trusted-curator state** (``"exact_state": true``):
+        the stream so far is inside (the factor needs all of it), with the noisy outputs."""
+        meta = {**self._params(), "t": self._t, "exact_state": True}
+        return self._pack(meta, {"x": self._x[: self._t].copy(), "y": self._y[: self._t].copy()})
+
+    @classmethod
+    def from_bytes(cls, blob: bytes, rng: RNGLike = None) -> SqrtFactorizationCounter:
+        """Load bytes written by :meth:`to_bytes`."""
+        meta, arrays = cls._unpack(blob)
+        try:
+            obj = cls(meta["rho"], meta["horizon"], sensitivity=meta["sensitivity"], rng=rng)
+            obj._restore_common(meta)
+            t = check_int(meta["t"], "t", cls._kind, 0, obj._horizon)
+            x, y = arrays["x"], arrays["y"]
+            if x.shape != (t,) or y.shape != (t,) or x.dtype != np.int64 or (x < 0).any():
+                raise ValueError("arrays do not match t")
+            obj._x[:t], obj._y[:t], obj._t = x, y, t
+            obj._total = int(x.sum())
+        except SerializationError:
+            raise
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SerializationError(f"{cls._kind} blob has bad contents: {exc}") from exc
+        return obj
+
+    def __repr__(self) -> str:
+        return f"SqrtFactorizationCounter(rho={self._rho}, horizon={self._horizon}, t={self._t})"
+
+
 # ------------------------------------------------------------------ exact trip times
+@lru_cache(maxsize=256)
 def _floor_t0(horizon: int, epsilon: Fraction, sensitivity: int) -> int:
     """``floor(9·ln(T)·sensitivity/ε)``, exactly (ln T is irrational for T ≥ 2)."""
     if horizon == 1:

@@ -16,9 +16,11 @@ from sketchsyn.counters import (
     CounterBank,
     InhomogeneousSparseCounter,
     SparseCounter,
+    SqrtFactorizationCounter,
     online_budgets,
+    sqrt_coefficients,
 )
-from sketchsyn.errors import InputError, ParameterError, SerializationError
+from sketchsyn.errors import IncompatibleError, InputError, ParameterError, SerializationError
 
 
 class Tape:
@@ -158,6 +160,44 @@ def test_bank_bytes_and_shapes():
     assert bank.t == 20
 
 
+@pytest.mark.parametrize("split", [[63], [10, 30, 23], [1] * 63, [32, 31]])
+def test_honaker_estimates_are_exact_without_noise(monkeypatch, split):
+    monkeypatch.setattr(counters, "_draw", lambda kind, param, n, src: np.zeros(n, np.int64))
+    xs = np.arange(1, 64) % 3
+    c = BinaryMechanism(epsilon=1.0, horizon=64, estimator="honaker", rng=0)
+    out, pos = [], 0
+    for size in split:
+        out += c.update_many(xs[pos : pos + size]).tolist()
+        pos += size
+    assert np.allclose(out, np.cumsum(xs), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("kwargs", [{"epsilon": 1.0}, {"rho": 0.5}], ids=["laplace", "gaussian"])
+def test_honaker_bank_is_unbiased_with_formula_variance(kwargs):
+    runs = 10_000
+    xs = np.random.default_rng(0).integers(0, 3, size=63)
+    bank = CounterBank(runs, horizon=64, estimator="honaker", rng=3, **kwargs)
+    steps = np.repeat(xs[:, None], runs, axis=1)
+    out = np.vstack([bank.update_many(steps[:20]), bank.update_many(steps[20:])])
+    err = out - np.cumsum(xs)[:, None]
+    var = np.array([bank.variance(t) for t in range(1, 64)])
+    assert np.all(np.abs(err.mean(axis=1)) < 4.5 * np.sqrt(var / runs))
+    rel = err.var(axis=1) / var - 1
+    assert np.all(np.abs(rel) < 4.5 * math.sqrt(5 / runs)), rel
+    tree = BinaryMechanism(horizon=64, rng=0, **kwargs)
+    assert var[62] < 0.75 * tree.variance(63)  # same noise, lower variance
+
+
+def test_honaker_max_variance_at_two_to_the_twenty():
+    # The reference figures (units 1/ε²): about 9 500 against 17 640 for the tree.
+    t = 2**20
+    honaker = BinaryMechanism(epsilon=1.0, horizon=t, estimator="honaker", rng=0)
+    tree = BinaryMechanism(epsilon=1.0, horizon=t, rng=0)
+    worst = honaker.variance(t - 1)
+    assert 9400 < worst < 9600 and 17600 < tree.variance(t - 1) < 17700
+    assert tree.variance(t - 1) / worst > 1.7
+
+
 def test_variance_formula_against_known_values():
     # Finite, horizon 2**20 - 1: 20 levels, p-sum noise Lap_Z(20/ε); t = 2**20 - 1 has 20 bits.
     c = BinaryMechanism(epsilon=1.0, horizon=2**20 - 1, rng=0)
@@ -191,7 +231,7 @@ def _sparse_after(method, seed, s=30):
 
 
 def test_sparse_skip_has_the_law_of_stepping():
-    runs = 1000
+    runs = 2500  # 1.6 ms per run and method: 10^4 runs would take the file past its CPU budget
     a = np.array([_sparse_after("skip", 2 * i) for i in range(runs)])
     b = np.array([_sparse_after("step", 2 * i + 1) for i in range(runs)])
     seg_a = np.bincount(a[:, 0], minlength=8)
@@ -255,7 +295,7 @@ def test_skip_one_step_trips_with_the_exact_probability():
 
 
 def test_inhomogeneous_skip_has_the_law_of_stepping():
-    runs = 150
+    runs = 800  # each run builds ~8 sparse counters (about 5 ms per run and method)
     out = {"skip": [], "step": []}
     for i in range(runs):
         for method in out:
@@ -423,3 +463,86 @@ def test_floor_t0_is_exact():
     assert counters._floor_t0(1, Fraction(1), 1) == 0
     for horizon, eps in ((100, Fraction(1, 3)), (2**40, Fraction(7, 10)), (5, Fraction(2))):
         assert counters._floor_t0(horizon, eps, 1) == math.floor(9 * math.log(horizon) / eps)
+
+
+# ------------------------------------------------------------------ square-root factorization
+def test_sqrt_coefficients_square_to_the_prefix_sum_matrix():
+    c = sqrt_coefficients(200)
+    assert np.allclose(np.convolve(c, c)[:200], 1.0, atol=1e-12)  # (1 − z)^{-1/2} squared
+    assert c[3] == 0.3125
+
+
+def test_sqrt_factorization_noise_is_calibrated_exactly():
+    c = SqrtFactorizationCounter(0.5, 1000, sensitivity=3, rng=0)
+    coef = np.rint(sqrt_coefficients(1000) * 2.0**c.bits).astype(np.int64)
+    norm2 = sum(int(v) ** 2 for v in coef.tolist())  # the first column: the largest norm
+    assert c.sigma2 == Fraction(9 * norm2, 1)  # Δ²·‖C'e_1‖²/(2ρ) with 2ρ = 1
+    assert c.sigma2 <= 2**30 and c.bits >= 8
+
+
+@pytest.mark.parametrize("split", [[40], [1] * 40, [13, 27]])
+def test_sqrt_factorization_is_exact_without_noise(monkeypatch, split):
+    monkeypatch.setattr(counters, "_draw", lambda kind, param, n, src: np.zeros(n, np.int64))
+    xs = np.arange(40) % 4
+    c = SqrtFactorizationCounter(1.0, 40, rng=0)
+    out, pos = [], 0
+    for size in split:
+        out += c.update_many(xs[pos : pos + size]).tolist()
+        pos += size
+    assert np.allclose(out, np.cumsum(xs), rtol=0, atol=1e-6)
+
+
+def test_sqrt_factorization_is_unbiased_with_formula_variance_and_beats_the_tree():
+    runs, horizon = 400, 32
+    xs = np.random.default_rng(0).integers(0, 3, size=horizon)
+    err = np.array(
+        [SqrtFactorizationCounter(0.5, horizon, rng=i).update_many(xs) for i in range(runs)]
+    ) - np.cumsum(xs)
+    c = SqrtFactorizationCounter(0.5, horizon, rng=0)
+    var = np.array([c.variance(t) for t in range(1, horizon + 1)])
+    assert np.all(np.abs(err.mean(axis=0)) < 4.5 * np.sqrt(var / runs))
+    rel = err.var(axis=0) / var - 1
+    assert np.all(np.abs(rel) < 4.5 * math.sqrt(2 / runs)), rel
+    # The reference figures, units 1/(2ρ): 10.7 at T = 2^10 against 110 for the tree.
+    big = SqrtFactorizationCounter(1.0, 1024, rng=0)
+    assert 10.5 < 2 * big.variance(1024) < 11.5
+    assert 2 * BinaryMechanism(rho=1.0, horizon=1024, rng=0).variance(1023) == pytest.approx(110)
+
+
+def test_sqrt_factorization_bytes_and_bad_values():
+    c = SqrtFactorizationCounter(1.0, 100, rng=0)
+    c.update_many([1, 2, 0])
+    blob = c.to_bytes()
+    assert b'"exact_state": true' in blob
+    back = SqrtFactorizationCounter.from_bytes(blob)
+    assert back.t == 3 and np.array_equal(back.releases, c.releases)
+    assert back.query() == c.query() and c.nbytes == 16 * 100 + 48
+    with pytest.raises(InputError):
+        c.update_many([1, -1])
+    assert c.to_bytes() == blob
+
+
+# ------------------------------------------------------------------ merge (binary mechanism)
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"epsilon": 1.0, "horizon": 100},
+        {"rho": 1.0},
+        {"epsilon": 1.0, "horizon": 100, "estimator": "honaker"},
+    ],
+    ids=["finite", "unbounded", "honaker"],
+)
+def test_merge_adds_states_and_refuses_shared_noise(monkeypatch, kwargs):
+    monkeypatch.setattr(counters, "_draw", lambda kind, param, n, src: np.zeros(n, np.int64))
+    xs, ys = np.arange(30) % 2, np.arange(30) % 3
+    a, b = BinaryMechanism(rng=1, **kwargs), BinaryMechanism(rng=2, **kwargs)
+    a.update_many(xs)
+    b.update_many(ys)
+    a.merge(b)
+    assert a.query() == pytest.approx(float((xs + ys).sum()))  # noise-free: exact sums
+    more = np.ones(20, dtype=np.int64)
+    assert np.allclose(a.update_many(more), (xs + ys).sum() + np.cumsum(more))
+    with pytest.raises(IncompatibleError):
+        a.merge(BinaryMechanism.from_bytes(a.to_bytes()))  # same lineage
+    with pytest.raises(IncompatibleError):
+        a.merge(BinaryMechanism(rng=3, **kwargs))  # different t

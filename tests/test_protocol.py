@@ -29,6 +29,7 @@ from sketchsyn.counters import (
     CounterBank,
     InhomogeneousSparseCounter,
     SparseCounter,
+    SqrtFactorizationCounter,
     online_budgets,
 )
 from sketchsyn.distribution import PrivateDistribution
@@ -133,7 +134,11 @@ def _counter_entries() -> list[Entry]:
     makers = {
         "BinaryMechanism-finite": lambda: BinaryMechanism(epsilon=1.0, horizon=2000, rng=4),
         "BinaryMechanism-unbounded-rho": lambda: BinaryMechanism(rho=0.5, rng=4),
+        "BinaryMechanism-honaker": lambda: BinaryMechanism(
+            epsilon=1.0, horizon=2000, estimator="honaker", rng=4
+        ),
         "SparseCounter": lambda: SparseCounter(2.0, 2000, rng=4),
+        "SqrtFactorizationCounter": lambda: SqrtFactorizationCounter(1.0, 2000, rng=4),
         "InhomogeneousSparseCounter": lambda: InhomogeneousSparseCounter(
             0.5, online_budgets(0.5, 2, 1), start_level=1, rng=4
         ),
