@@ -51,7 +51,7 @@ from .serial import pack, unpack
 __all__ = ["CumulativeSynthesizer", "available_counters", "counter_budgets", "monotonize"]
 
 _VERSION = 1
-_COUNTERS = {"tree": "BinaryMechanism", "sqrt": "SqrtFactorization"}
+_COUNTERS = {"tree": "BinaryMechanism", "sqrt": "SqrtFactorizationCounter"}
 
 
 def _counter_class(kind: str) -> Any:
@@ -120,8 +120,8 @@ class CumulativeSynthesizer:
 
     ``counter="tree"`` is the paper's binary tree (:class:`sketchsyn.counters.BinaryMechanism`
     with discrete Gaussian noise); ``counter="sqrt"`` is the square-root factorization of the
-    counting matrix from :mod:`sketchsyn.counters` (smaller error by a constant), available when
-    that module provides it (:func:`available_counters`).
+    counting matrix (:class:`sketchsyn.counters.SqrtFactorizationCounter`: smaller error by a
+    constant, ``O(T)`` state per counter; its float estimates are rounded, post-processing).
 
     On Algorithm 3's noise: the tree over ``T`` leaves has ``floor(log2 T) + 1`` levels and
     each leaf lies under one node per level, so a neighbouring stream changes
@@ -307,7 +307,9 @@ class CumulativeSynthesizer:
         z = np.bincount(self._real[x == 1], minlength=t)[:t]
         self._counters.append(self._make_counter(t))
         noisy = np.array(
-            [int(self._counters[b].update(int(z[b]))) for b in range(t)], dtype=np.int64
+            # The factorization releases float estimates: rounded (post-processing).
+            [round(float(self._counters[b].update(int(z[b])))) for b in range(t)],
+            dtype=np.int64,
         )
         s_hat = monotonize(noisy, self._s_hat)
         ones = s_hat[1:] - np.append(self._s_hat[1:], 0)  # ẑ_b^t, b = 1 … t
