@@ -63,6 +63,8 @@ _EXPORTS = {
     "OnlineSynthesizer": "online",
     "AdaptiveGrid": "baseline",
     "PrivTree": "baseline",
+    "FixedWindowSynthesizer": "longitudinal",
+    "CumulativeSynthesizer": "cumulative",
     # evaluation
     "wasserstein1": "metrics",
     "w1_floor": "metrics",
