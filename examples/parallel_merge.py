@@ -10,6 +10,10 @@ shard with the same public parameters and hash seed. Objects travel as their ver
   so the result is as accurate as one summary over all the data;
 * the default (noise at construction) on untrusted collectors: every shipped state is already
   ε-DP, and the merged state is ε-DP for the union with the noise of all workers added up.
+
+Shipped states hold no exact row count (``n_seen`` stays on the worker), so the driver counts the
+rows it assigned. A worker ships its state once: to report again later, it would keep a
+``raw=True`` summary and ship ``flush()`` deltas instead.
 """
 
 from __future__ import annotations
@@ -23,11 +27,12 @@ from sketchsyn.datasets import TAXI_BOX, taxi_pickups
 from sketchsyn.metrics import wasserstein1
 
 PARAMS = dict(epsilon=1.0, k=64, width=512, depth=18, seed=7)
+ROWS_PER_SHARD = 100_000
 
 
 def summarise(shard: int, raw: bool) -> PrivHP:
     php = PrivHP(Box(*TAXI_BOX), raw=raw, **PARAMS)
-    php.consume(taxi_pickups(100_000, seed=shard))
+    php.consume(taxi_pickups(ROWS_PER_SHARD, seed=shard))
     return php  # pickled through to_bytes on the way back
 
 
@@ -44,7 +49,7 @@ def main() -> None:
         w1 = wasserstein1(check, release, domain, method="ot", rng=1)
         mode = "raw, noise at release" if raw else "private at every worker"
         print(
-            f"{mode}: {merged.n_seen:,} rows from 4 workers, state {merged.nbytes:,} bytes, "
+            f"{mode}: {4 * ROWS_PER_SHARD:,} rows from 4 workers, state {merged.nbytes:,} bytes, "
             f"released total {release.total:,.0f}, W1 to fresh data {w1.value:.4f} ({w1.method})"
         )
 
