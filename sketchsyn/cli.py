@@ -384,11 +384,16 @@ def _privhp_plan(args: argparse.Namespace, domain: Any) -> tuple[PrivHP, str]:
     k = 64 if args.k is None else args.k
     j = 3 if args.sketch_depth is None else args.sketch_depth
     depth = min(accounting.privhp_depth(args.epsilon, n, domain.d, k), domain.max_depth)
+    # The plain rule keeps the paper's layout (counters down to L_k = floor(log2 k)), so the
+    # memory grows with the width and the search ends.
+    L_k = min(k.bit_length() - 1, depth)
     width = 0
-    while PrivHP.memory_bytes(k, 2 * max(width, 1) if width else 1, j, depth) <= budget:
+    while width < 2**31 and (
+        PrivHP.memory_bytes(k, 2 * width if width else 1, j, depth, counter_depth=L_k) <= budget
+    ):
         width = 2 * width if width else 1
     if width == 0:
-        need = PrivHP.memory_bytes(k, 1, j, depth)
+        need = PrivHP.memory_bytes(k, 1, j, depth, counter_depth=L_k)
         raise _fail(
             f"--memory {args.memory} is too small: PrivHP with k={k}, sketch_depth={j}, "
             f"depth={depth} needs at least {need:,} bytes; give more memory or a smaller --k"
@@ -402,6 +407,7 @@ def _privhp_plan(args: argparse.Namespace, domain: Any) -> tuple[PrivHP, str]:
         depth=depth,
         sketch=args.sketch,
         rng=args.noise_seed,
+        counter_depth=L_k,
     )
     return php, (
         f"plain memory rule: depth from expected_n={n:,}, k={k}, sketch_depth={j}, largest "

@@ -235,7 +235,8 @@ def test_bad_arguments_are_named(data, tmp_path):
     user_error(run("fit", data, "--columns", "lon,lat", BOUNDS, "-o", m), "--epsilon is required")
     user_error(fit(data, m, "--epsilon", "0"), "'epsilon'")
     user_error(fit(data, m, "--memory", "lots"), "--memory 'lots' is not a size")
-    user_error(fit(data, m, "--memory", "1KB"), "--memory 1KB is too small")
+    user_error(fit(data, m, "--memory", "100B"), "memory_bytes")  # PrivHP.for_memory refuses
+    user_error(fit(data, m, "--memory", "1KB", "--k", "64"), "--memory 1KB is too small")
     user_error(fit(data, m, "--memory", "1MB", "--width", "8"), "give --memory or --width")
     user_error(fit(tmp_path / "missing.csv", m), "cannot open", "missing.csv")
     user_error(run("sample", data, "-n", "5", "-o", tmp_path / "x.csv"), "not a file written")
