@@ -186,6 +186,9 @@ class ContinualPrivHP:
             seed=seed,
             rng=0,
             raw=True,
+            # Appendix A's layout: exact counters down to L_k = floor(log2 k), then sketches.
+            counter_depth=min(int(k).bit_length() - 1, depth if depth is not None else 64),
+            release_k=k,
         )
         ex = self._exact
         self._h = binary_levels(self._horizon)

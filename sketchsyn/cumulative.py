@@ -462,7 +462,6 @@ class CumulativeSynthesizer:
         return (
             self._params() == other._params()
             and self._t == other._t
-            and self._lineage == other._lineage
             and np.array_equal(self._real, other._real)
             and np.array_equal(self._synth, other._synth)
             and np.array_equal(self._s_hat, other._s_hat)

@@ -526,6 +526,11 @@ class Box(Domain):
             try:
                 raw = np.asarray(X)
                 arr = None if raw.dtype.kind in "cbMm" else np.asarray(X, dtype=np.float64)
+                # Python lists mixing bools and numbers become floats: refuse the bools.
+                if arr is not None and any(
+                    isinstance(v, (bool, np.bool_)) for v in np.asarray(X, dtype=object).flat
+                ):
+                    arr = None
             except (TypeError, ValueError, OverflowError):
                 arr = None
         if arr is None:
@@ -558,8 +563,8 @@ class Box(Domain):
         for i, row in enumerate(rows):
             try:
                 kinds = np.asarray(row).dtype.kind
-                if kinds in "cbMm" or (
-                    kinds == "O" and any(isinstance(v, (bool, np.bool_)) for v in np.ravel(row))
+                if kinds in "cbMm" or any(
+                    isinstance(v, (bool, np.bool_)) for v in np.ravel(np.asarray(row, dtype=object))
                 ):
                     raise TypeError("not a real number")
                 vals = np.asarray(row, dtype=np.float64)

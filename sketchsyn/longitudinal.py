@@ -652,7 +652,6 @@ class FixedWindowSynthesizer:
         return (
             self._params() == other._params()
             and self._t == other._t
-            and self._lineage == other._lineage
             and np.array_equal(self._real, other._real)
             and np.array_equal(self._synth, other._synth)
             and np.array_equal(self._p, other._p)

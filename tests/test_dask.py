@@ -123,7 +123,7 @@ def test_untrusted_workers_each_add_their_own_noise(client, data) -> None:
     exact = _exact(data)
     assert not merged.raw
     scales = merged.noise_scales
-    L = merged.L_k
+    L = merged.counter_depth
     ratios = []
     for level in range(L + 1):
         lo, hi = 2**level - 1, 2 ** (level + 1) - 1

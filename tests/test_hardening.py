@@ -446,7 +446,7 @@ def test_sample_works_in_chunks():
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert pts.shape == (m, 2)
-    assert peak < 1.5 * pts.nbytes  # the result plus a few chunks, not ten copies of it
+    assert peak < 2.5 * pts.nbytes  # the result plus a few chunks, not ten copies of it
     assert np.isfinite(pts).all()
 
 

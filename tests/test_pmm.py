@@ -76,7 +76,11 @@ def test_scales_spend_exactly_epsilon_and_release_once():
 
 
 def test_full_tree_privhp_agrees_with_pmm():
-    """Both are full-tree mechanisms with the same allocation shape: W1 within 30%."""
+    """Both are full-tree mechanisms with the same allocation shape: W1 within 50%.
+
+    (Within 30% before PrivHP's release gained Hay-style least squares on its counter levels
+    and the tree bound was halved; the two now differ in post-processing.)
+    """
     dom, n = Box.unit(2), 2**16
     for s in range(3):
         X = multifractal(n, 2, 0.8, 24, seed=s)
@@ -86,4 +90,4 @@ def test_full_tree_privhp_agrees_with_pmm():
         php.update_many(X)
         w_pmm = wasserstein1(X, pmm.release(), dom, method="tree").value
         w_php = wasserstein1(X, php.release(), dom, method="tree").value
-        assert abs(w_php / w_pmm - 1) < 0.30, (w_pmm, w_php)
+        assert abs(w_php / w_pmm - 1) < 0.50, (w_pmm, w_php)
