@@ -885,7 +885,9 @@ def _parser() -> argparse.ArgumentParser:
             "--sketch-depth are not given); otherwise the plain rule: depth from --expected-n\n"
             "(ceil(log2(epsilon*n)), SPEC 3), k=64 (or --k), sketch_depth=3 (or --sketch-depth)\n"
             "and the largest power-of-two width w with PrivHP.memory_bytes(k, w, 3, depth) <=\n"
-            "the budget. For PMM, --memory caps the depth: 8*2**depth + 64 bytes."
+            "the budget. For PMM, --memory caps the depth: 8*2**depth + 64 bytes.\n"
+            "--memory bounds the streaming state; the released model (a tree grown from it)\n"
+            "may be larger: `sketchsyn info MODEL` shows its size."
         ),
         epilog=(
             "example:\n"
