@@ -23,8 +23,8 @@ import numpy as np
 
 from .accounting import fit_to_budget, laplace_scale
 from .distribution import PrivateDistribution
-from .errors import ParameterError, check_epsilon, check_int
-from .histogram import LevelCounts, check_domain
+from .errors import ParameterError, check_domain, check_epsilon, check_int
+from .histogram import LevelCounts
 from .noise import discrete_laplace, discrete_laplace_variance
 from .rng import RNGLike
 

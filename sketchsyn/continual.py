@@ -81,6 +81,7 @@ from .errors import (
     ReleasedError,
     SerializationError,
     check_choice,
+    check_domain,
     check_epsilon,
     check_int,
     check_memory,
@@ -156,11 +157,7 @@ class ContinualPrivHP:
     ) -> None:
         owner = "ContinualPrivHP"
         self._horizon = check_int(horizon, "horizon", owner, minimum=1, maximum=2**62)
-        if not hasattr(domain, "encode") or not hasattr(domain, "max_depth"):
-            raise ParameterError(
-                f"The 'domain' parameter of {owner} must be a sketchsyn domain (Box, BitDomain). "
-                f"Got {domain!r} instead."
-            )
+        check_domain(domain, owner)
         check_epsilon(epsilon, owner)
         check_int(k, "k", owner, minimum=1)
         check_int(width, "width", owner, minimum=1)

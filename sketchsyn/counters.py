@@ -61,6 +61,7 @@ changes an outcome's probability.
 
 from __future__ import annotations
 
+import abc
 import math
 import numbers
 from collections.abc import Callable
@@ -496,7 +497,7 @@ class _HonakerTree:
 
 
 # ------------------------------------------------------------------ shared protocol
-class _Counter:
+class _Counter(abc.ABC):
     """Shared machinery: bytes, pickling, snapshots, the step protocol."""
 
     _kind = "Counter"
@@ -521,8 +522,9 @@ class _Counter:
         v = _as_step(x, type(self).__name__)
         return self.update_many(np.array([v], dtype=np.int64))[0].item()
 
-    def update_many(self, xs: object) -> np.ndarray:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abc.abstractmethod
+    def update_many(self, xs: object) -> np.ndarray:
+        """Advance ``len(xs)`` steps; the released count of every step."""
 
     def query(self) -> int:
         """The latest released count (0 before the first step).
@@ -543,12 +545,14 @@ class _Counter:
         snap._frozen = True
         return snap
 
-    def to_bytes(self) -> bytes:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abc.abstractmethod
+    def to_bytes(self) -> bytes:
+        """Versioned, checksummed bytes of the counter's state."""
 
     @classmethod
-    def from_bytes(cls, blob: bytes, rng: RNGLike = None) -> Any:  # pragma: no cover
-        raise NotImplementedError
+    @abc.abstractmethod
+    def from_bytes(cls, blob: bytes, rng: RNGLike = None) -> Any:
+        """Load a counter written by :meth:`to_bytes`."""
 
     def __reduce__(self) -> tuple:
         return (type(self).from_bytes, (self.to_bytes(),))

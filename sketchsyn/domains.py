@@ -32,6 +32,7 @@ True
 
 from __future__ import annotations
 
+import abc
 import math
 from typing import Any
 
@@ -148,7 +149,7 @@ def _row_text(value: Any) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-class Domain:
+class Domain(abc.ABC):
     """Common interface of :class:`Box` and :class:`BitDomain` (see ``docs/architecture.md``).
 
     A domain has a dimension ``d``, a ``max_depth`` (≤ 64), an out-of-bounds policy, and maps
@@ -165,31 +166,31 @@ class Domain:
 
     # ------------------------------------------------------------------ interface (subclasses)
     @property
+    @abc.abstractmethod
     def d(self) -> int:
         """Dimension of the domain."""
-        raise NotImplementedError
 
     @property
+    @abc.abstractmethod
     def max_depth(self) -> int:
         """Deepest level a code can name (64 for a Box, ``bits`` for a BitDomain)."""
-        raise NotImplementedError
 
     @property
     def out_of_bounds(self) -> str:
         """Policy for points outside the domain: ``"raise"``, ``"clip"`` or ``"drop"``."""
         return self._out_of_bounds  # type: ignore[attr-defined]
 
+    @abc.abstractmethod
     def encode(self, X: Any, depth: int, return_dropped: bool = False) -> Any:
         """Morton codes of a batch; see :meth:`Box.encode` and :meth:`BitDomain.encode`."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def cell_bounds(self, levels: Any, prefixes: Any) -> tuple[np.ndarray, np.ndarray]:
         """Corners of the given cells in user units; see the subclasses."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def to_dict(self) -> dict[str, Any]:
         """JSON-able description with a ``"type"`` key; see the subclasses."""
-        raise NotImplementedError
 
     @property
     def columns(self) -> tuple[str, ...] | None:
@@ -290,9 +291,9 @@ class Domain:
         level = max(self._check_level(level, "Gamma"), 0)
         return math.ldexp(self.gamma(level), level)
 
+    @abc.abstractmethod
     def gamma(self, level: int) -> float:
         """Diameter of a level-``level`` cell in the normalised metric; see the subclasses."""
-        raise NotImplementedError
 
     def _check_level(self, level: Any, method: str) -> int:
         return check_int(level, "level", f"{self._owner}.{method}", -1, self.max_depth)
@@ -377,8 +378,9 @@ class Domain:
         return kinds[kind]._from_fields(data)
 
     @classmethod
+    @abc.abstractmethod
     def _from_fields(cls, data: dict[str, Any]) -> Domain:
-        raise NotImplementedError
+        """Build the subclass from its validated ``to_dict`` fields."""
 
     @classmethod
     def _fields(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import numbers
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +30,7 @@ __all__ = [
     "MAX_STATE_BYTES",
     "check_bool",
     "check_choice",
+    "check_domain",
     "check_memory",
     "check_epsilon",
     "check_int",
@@ -130,6 +132,16 @@ def check_memory(nbytes: int, owner: str, what: str) -> None:
             f"{MAX_STATE_BYTES // 2**30} GiB (sketchsyn.errors.MAX_STATE_BYTES). Choose smaller "
             "parameters."
         )
+
+
+def check_domain(domain: Any, owner: str) -> Any:
+    """Refuse anything that is not a sketchsyn domain, naming the owner's parameter."""
+    if not hasattr(domain, "encode") or not hasattr(domain, "max_depth"):
+        raise ParameterError(
+            f"The 'domain' parameter of {owner} must be a sketchsyn domain (Box, BitDomain). "
+            f"Got {domain!r} instead."
+        )
+    return domain
 
 
 def check_bool(value: object, name: str, owner: str) -> bool:

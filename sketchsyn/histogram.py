@@ -8,7 +8,6 @@ private**: keep it with the data holder.
 from __future__ import annotations
 
 import abc
-import hashlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -23,6 +22,7 @@ from .errors import (
     ReleasedError,
     SerializationError,
     check_bool,
+    check_domain,
     check_int,
     check_memory,
 )
@@ -36,16 +36,6 @@ __all__ = ["LevelCounts"]
 _MAX_LEVEL = 30  # 2**30 int64 counters = 8 GiB: beyond that no machine here holds the state
 _VERSION = 2  # 2: lineage, released flag and the release in the blob; diagnostics on request
 _STATE_FIELDS = ("frozen", "lineage", "released", "diagnostics")
-
-
-def check_domain(domain: Any, owner: str) -> Any:
-    """Refuse anything that is not a sketchsyn domain, naming the owner's parameter."""
-    if not hasattr(domain, "encode") or not hasattr(domain, "max_depth"):
-        raise ParameterError(
-            f"The 'domain' parameter of {owner} must be a sketchsyn domain (Box, BitDomain). "
-            f"Got {domain!r} instead."
-        )
-    return domain
 
 
 class LevelCounts(Checkpointable, abc.ABC):
@@ -274,7 +264,7 @@ class LevelCounts(Checkpointable, abc.ABC):
         if version == 1:
             meta["diagnostics"] = {"n_seen": meta.pop("n_seen"), "n_dropped": meta.pop("n_dropped")}
             meta |= {"frozen": False, "released": False}
-            meta["lineage"] = [hashlib.blake2b(bytes(blob), digest_size=16).hexdigest()]
+            meta["lineage"] = Lineage.of_legacy_blob(blob).to_meta()
         r = MetaReader(meta, cls._kind)
         depth = r.int("depth", minimum=1, maximum=_MAX_LEVEL)
         counts = r.array(arrays, "counts", np.int64, (2**depth,))

@@ -133,6 +133,12 @@ class Lineage:
         return cls([h.hexdigest() + os.urandom(_ID_BYTES - _NOISE_BYTES).hex()])
 
     @classmethod
+    def of_legacy_blob(cls, blob: bytes) -> Lineage:
+        """The lineage of a blob written before lineages existed: a digest of its bytes, so
+        every copy of that blob loads with the same identity."""
+        return cls([hashlib.blake2b(bytes(blob), digest_size=_ID_BYTES).hexdigest()])
+
+    @classmethod
     def from_meta(cls, value: object, label: str) -> Lineage:
         """Read the ``lineage`` field of a blob's header (a non-empty list of hex strings)."""
         if not isinstance(value, list) or not value or len(value) > 1_000_000:

@@ -65,7 +65,14 @@ from typing import Any
 import numpy as np
 
 from .distribution import PrivateDistribution
-from .errors import InputError, ParameterError, ReleasedError, SerializationError, check_epsilon
+from .errors import (
+    InputError,
+    ParameterError,
+    ReleasedError,
+    SerializationError,
+    check_domain,
+    check_epsilon,
+)
 from .lineage import Lineage, UsageGuard
 from .rng import RNGLike, as_source
 from .serial import pack, unpack
@@ -157,11 +164,7 @@ class OnlineSynthesizer:
     _counter_class: Any = None
 
     def __init__(self, domain: Any, epsilon: float, *, rng: RNGLike = None) -> None:
-        if not hasattr(domain, "encode") or not hasattr(domain, "max_depth"):
-            raise ParameterError(
-                f"The 'domain' parameter of {_KIND} must be a sketchsyn domain (Box, BitDomain). "
-                f"Got {domain!r} instead."
-            )
+        check_domain(domain, _KIND)
         self._domain = domain
         self._epsilon = check_epsilon(epsilon, _KIND)
         self._eps = Fraction(self._epsilon)

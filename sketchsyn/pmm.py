@@ -28,8 +28,8 @@ import numpy as np
 
 from . import accounting
 from .distribution import PrivateDistribution
-from .errors import ParameterError, check_choice, check_epsilon, check_int
-from .histogram import LevelCounts, check_domain
+from .errors import ParameterError, check_choice, check_domain, check_epsilon, check_int
+from .histogram import LevelCounts
 from .noise import discrete_laplace
 from .rng import RNGLike, as_source
 from .tree import PartitionTree, consistent_levels_integer

@@ -49,7 +49,6 @@ between): to report periodically, keep a ``raw=True`` summary and ship :meth:`Pr
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -68,6 +67,7 @@ from .errors import (
     SerializationError,
     check_bool,
     check_choice,
+    check_domain,
     check_epsilon,
     check_int,
     check_memory,
@@ -216,11 +216,7 @@ class PrivHP(Checkpointable):
         counter_depth: int | None = None,
         release_k: int | None = None,
     ) -> None:
-        if not hasattr(domain, "encode") or not hasattr(domain, "max_depth"):
-            raise ParameterError(
-                f"The 'domain' parameter of PrivHP must be a sketchsyn domain (Box, BitDomain). "
-                f"Got {domain!r} instead."
-            )
+        check_domain(domain, "PrivHP")
         self._domain = domain
         self._epsilon = check_epsilon(epsilon, "PrivHP")
         self._k = check_int(k, "k", "PrivHP", minimum=1)
@@ -948,7 +944,7 @@ class PrivHP(Checkpointable):
             meta = dict(meta)
             meta["diagnostics"] = {"n_seen": meta.pop("n_seen"), "n_dropped": meta.pop("n_dropped")}
             meta["released"] = meta.pop("released_at") is not None
-            meta["lineage"] = [hashlib.blake2b(bytes(blob), digest_size=16).hexdigest()]
+            meta["lineage"] = Lineage.of_legacy_blob(blob).to_meta()
             # Version 1 blobs have the paper's layout: counters down to L_k, release_k = k.
             meta["counter_depth"] = min(int(meta["k"]).bit_length() - 1, int(meta["depth"]))
             meta["release_k"] = meta["k"]

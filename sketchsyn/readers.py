@@ -32,6 +32,7 @@ with ``on_bad="skip"`` (the first line numbers are kept in ``bad_lines``); never
 
 from __future__ import annotations
 
+import abc
 import csv
 import gzip
 import io
@@ -111,7 +112,7 @@ def _open_binary(source: Any) -> tuple[Any, Callable[[], None], str]:
     )
 
 
-class BatchReader:
+class BatchReader(abc.ABC):
     """Common part of the readers: batching of lines, line numbers, the bad-line policy.
 
     Attributes
@@ -187,9 +188,9 @@ class BatchReader:
         lines = self._next_lines()
         return lines, len(lines)
 
+    @abc.abstractmethod
     def _parse(self, chunk: Any, first: int) -> tuple[np.ndarray, np.ndarray]:
         """(rows, line numbers) of a block of lines whose first line is line ``first``."""
-        raise NotImplementedError
 
     def __iter__(self) -> Iterator[np.ndarray]:
         try:

@@ -36,7 +36,7 @@ True
 
 from __future__ import annotations
 
-import hashlib
+import abc
 import math
 import numbers
 from fractions import Fraction
@@ -147,7 +147,7 @@ def _check_unit_interval(value: object, name: str, owner: str) -> float:
 
 
 # ------------------------------------------------------------------ shared machinery
-class _Sketch(Checkpointable):
+class _Sketch(Checkpointable, abc.ABC):
     """Shared machinery of :class:`CountMinSketch` and :class:`CountSketch`."""
 
     _kind = "Sketch"
@@ -387,8 +387,9 @@ class _Sketch(Checkpointable):
             raise InputError(f"key must be a single key (use query_many for batches); got {key!r}")
         return self.query_many([key])[0].item()
 
-    def query_many(self, keys: object) -> np.ndarray:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abc.abstractmethod
+    def query_many(self, keys: object) -> np.ndarray:
+        """Estimated counts of a batch of keys (Count-Min: min of rows; Count Sketch: median)."""
 
     # -------------------------------------------------------------- combine, copy, save
     def merge(self, other: _Sketch) -> None:
@@ -564,7 +565,7 @@ class _Sketch(Checkpointable):
         if version >= 2:
             lineage = Lineage.from_meta(meta.get("lineage"), cls._kind)
         else:
-            lineage = Lineage([hashlib.blake2b(bytes(blob), digest_size=16).hexdigest()])
+            lineage = Lineage.of_legacy_blob(blob)
         try:
             obj = cls(width, depth, None, seed)
             if epsilon is not None:
