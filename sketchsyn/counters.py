@@ -1407,9 +1407,9 @@ class _LazyUniform:
 
     __slots__ = ("_src", "_words")
 
-    def __init__(self, src: RandomSource) -> None:
+    def __init__(self, src: RandomSource, words: list[int] | None = None) -> None:
         self._src = src
-        self._words: list[int] = []
+        self._words: list[int] = [] if words is None else list(words)
 
     def below(self, c: Real) -> bool:
         """``U < c``, exactly (``c`` irrational, so the comparison ends with probability 1)."""
@@ -1425,14 +1425,18 @@ class _LazyUniform:
                 return prefix < digits
 
 
-def _first_trip(x: Fraction, a: int, s: int, src: RandomSource) -> int:
+def _first_trip(
+    x: Fraction, a: int, s: int, src: RandomSource, words: list[int] | None = None
+) -> int:
     """The first of ``s`` checks that trips (1-based), or 0 if none does, exactly.
 
     Each check trips independently with probability ``p = P(λ > a)``; the first trip ``G`` is
     geometric, ``P(G > g) = (1 − p)^g``. One uniform ``U`` decides it by inversion:
     ``G = min{g : U ≥ (1 − p)^g}``; ``U < (1 − p)^s`` means no trip within ``s`` checks.
+    ``words``: the first 32-bit words of ``U`` when they were already drawn (the vectorised
+    path of :mod:`sketchsyn.sparsebank` hands over the draws it could not decide).
     """
-    u = _LazyUniform(src)
+    u = _LazyUniform(src, words)
     if u.below(_stay_real(x, a, s)):
         return 0
     lo, hi = 1, s  # U ≥ (1 − p)^hi

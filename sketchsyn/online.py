@@ -82,19 +82,12 @@ from .tree import consistent_levels_integer
 __all__ = ["OnlineSynthesizer", "depth_at", "level_start"]
 
 _KIND = "OnlineSynthesizer"
-_VERSION = 1
+_VERSION = 2
 _U64 = np.uint64
-# Per-cell bookkeeping counted in nbytes beside the counter's own state: its level, its prefix
-# and the reference to its counter.
-_CELL_OVERHEAD = 24
 _HEADER_BYTES = 64
 # Deepest level of the partition: the counters take start levels up to 60; the depth reaches it
 # only when ε t ≥ 2^60 (and a domain with fewer levels stops at its max_depth).
 _MAX_LEVEL = 60
-# A cell whose ones in a batch fill at least 1/_DENSE_SPAN of the steps they span takes them as
-# one dense ``update_many`` call; sparser cells take ``skip(gap)`` + ``update(1)`` per record.
-# (A counter call costs about as much as a few dozen dense steps.)
-_DENSE_SPAN = 32
 
 
 def level_start(epsilon: float | Fraction, j: int) -> int:
@@ -123,6 +116,7 @@ def depth_at(epsilon: float | Fraction, t: int) -> int:
 
 
 _COUNTERS: Any = None
+_SPARSEBANK: Any = None
 
 
 def _counters_module() -> Any:
@@ -132,6 +126,15 @@ def _counters_module() -> Any:
 
         _COUNTERS = counters
     return _COUNTERS
+
+
+def _sparsebank_module() -> Any:
+    global _SPARSEBANK
+    if _SPARSEBANK is None:
+        from . import sparsebank
+
+        _SPARSEBANK = sparsebank
+    return _SPARSEBANK
 
 
 class OnlineSynthesizer:
@@ -159,9 +162,10 @@ class OnlineSynthesizer:
         ``r(t)``, the depth of the partition (and of the releases) at step ``t``.
     """
 
-    #: The counter class each cell runs; its constructor takes
-    #: ``(epsilon, budgets, start_level, rng=...)`` (None: ``counters.InhomogeneousSparseCounter``).
-    _counter_class: Any = None
+    #: The bank class each level runs; its constructor takes
+    #: ``(size, epsilon, budgets, start_level, rng=...)`` (None:
+    #: :class:`sketchsyn.sparsebank.InhomogeneousSparseBank`).
+    _bank_class: Any = None
 
     def __init__(self, domain: Any, epsilon: float, *, rng: RNGLike = None) -> None:
         check_domain(domain, _KIND)
@@ -180,7 +184,7 @@ class OnlineSynthesizer:
     def _init_state(self) -> None:
         self._t = 0
         self._n_dropped = 0
-        self._cells: list[dict[int, Any]] = [{} for _ in range(self._H + 1)]
+        self._banks: list[Any] = [None] * (self._H + 1)
         self._budgets: dict[int, Callable[[int], float]] = {}
         self._made = 0  # deepest level whose start (d = 1: history replay) has been handled
         self._history = np.empty(0, dtype=_U64)
@@ -212,8 +216,8 @@ class OnlineSynthesizer:
 
     @property
     def n_cells(self) -> int:
-        """Cells whose counter exists (a cell's counter is made when first touched or read)."""
-        return sum(len(c) for c in self._cells)
+        """Cells with a counter: the ``2**j`` cells of every level ``j`` that has started."""
+        return sum(b.size for b in self._banks if b is not None)
 
     @property
     def n_dropped(self) -> int:
@@ -227,16 +231,15 @@ class OnlineSynthesizer:
 
     @property
     def nbytes(self) -> int:
-        """State size: ``Σ counter.nbytes + 24·n_cells + 8·t (d = 1 history) + 64``.
+        """State size: ``Σ bank.nbytes + 8·t (d = 1 history) + 64``.
 
-        It grows like ``ε t`` cells (``d ≥ 2``, the paper's partition); for ``d = 1`` the
-        replayed history adds 8 bytes per record.
+        A bank holds 64 bytes per cell (see :class:`~sketchsyn.sparsebank.InhomogeneousSparseBank`)
+        and the level ``j`` bank has ``2**j`` cells, so the state grows like ``ε t`` cells
+        (``d ≥ 2``, the paper's partition); for ``d = 1`` the replayed history adds 8 bytes per
+        record.
         """
         total = _HEADER_BYTES + 8 * self._n_history
-        for level in self._cells:
-            total += _CELL_OVERHEAD * len(level)
-            total += sum(int(c.nbytes) for c in level.values())
-        return total
+        return total + sum(int(b.nbytes) for b in self._banks if b is not None)
 
     def _depth_at(self, t: int) -> int:
         return min(depth_at(self._eps, t), self._H)
@@ -280,78 +283,44 @@ class OnlineSynthesizer:
         top = min(r, self._H) if self._d >= 2 else self._H
         return float(math.fsum(self._budget(j)(r) for j in range(1, top + 1)))
 
-    # ------------------------------------------------------------------ cells and their counters
-    def _counter(self, j: int, prefix: int) -> Any:
-        """The counter of cell ``(j, prefix)``, made on first use (it has seen only zeros)."""
-        level = self._cells[j]
-        c = level.get(prefix)
-        if c is None:
-            cls = self._counter_class or _counters_module().InhomogeneousSparseCounter
+    # ------------------------------------------------------------------ the banks of cells
+    def _bank(self, j: int) -> Any:
+        """The bank of level ``j``'s ``2**j`` cells, made when level ``j`` starts."""
+        bank = self._banks[j]
+        if bank is None:
+            cls = self._bank_class or _sparsebank_module().InhomogeneousSparseBank
             start = j if self._d >= 2 else 0
-            c = cls(self._epsilon, self._budget(j), start, rng=self._level_sources[j])
-            level[prefix] = c
-        return c
+            bank = cls(2**j, self._epsilon, self._budget(j), start, rng=self._level_sources[j])
+            self._banks[j] = bank
+        return bank
 
-    @staticmethod
-    def _feed(c: Any, times: np.ndarray) -> None:
-        """Give counter ``c`` a 1 at each global step in ``times`` (sorted) and 0 in between."""
-        first, last, n = int(times[0]), int(times[-1]), times.size
-        gap = first - 1 - int(c.t)
-        if gap > 0:
-            c.skip(gap)
-        if n == 1:
-            c.update(1)
-        elif last - first + 1 <= _DENSE_SPAN * n:
-            xs = np.zeros(last - first + 1, dtype=np.int64)
-            xs[times - first] = 1
-            c.update_many(xs)
-        else:
-            pos = first - 1
-            for tm in times.tolist():
-                if tm - 1 > pos:
-                    c.skip(tm - 1 - pos)
-                c.update(1)
-                pos = tm
-
-    def _touch(self, j: int, times: np.ndarray, prefixes: np.ndarray) -> None:
-        """Feed the level-``j`` cells: record at global step ``times[i]`` is in ``prefixes[i]``."""
-        if times.size == 0:
-            return
-        order = np.argsort(prefixes, kind="stable")  # stable: steps stay ascending per cell
-        p = prefixes[order]
-        tm = times[order]
-        cuts = np.flatnonzero(p[1:] != p[:-1]) + 1
-        starts = np.concatenate(([0], cuts)).tolist()
-        ends = np.concatenate((cuts, [p.size])).tolist()
-        for s, e in zip(starts, ends, strict=True):
-            self._feed(self._counter(j, int(p[s])), tm[s:e])
+    def _touch(self, j: int, until: int, times: np.ndarray, prefixes: np.ndarray) -> None:
+        """Level ``j``'s cells to step ``until``: record at step ``times[i]`` is in cell
+        ``prefixes[i]`` (one 1 per record; idle cells only move the bank's clock)."""
+        self._bank(j).update_events(until, prefixes.astype(np.int64), times)
 
     def _start_levels(self, r: int) -> None:
         """Handle the start of levels ``made+1 … r``: for d = 1 replay the history into them."""
         while self._made < r:
             j = self._made + 1
+            bank = self._bank(j)
             if self._d == 1 and self._n_history:
                 # Steps before t_0 are ignored by every counter (Algorithm 3's first time level).
                 first = self._starts[0]
                 hist = self._history[first - 1 : self._n_history]
                 times = np.arange(first, self._n_history + 1, dtype=np.int64)
-                self._touch(j, times, hist >> _U64(self._H - j))
+                self._touch(j, self._n_history, times, hist >> _U64(self._H - j))
+            elif self._t > bank.t:
+                bank.skip(self._t - bank.t)
             self._made = j
 
     def _catch_up(self) -> None:
-        """Bring every cell of levels 1 … r(t) to the current step (making the missing ones)."""
-        t, r = self._t, self.depth
-        self._start_levels(r)
-        for j in range(1, r + 1):
-            level = self._cells[j]
-            if len(level) < 2**j:
-                for prefix in range(2**j):
-                    if prefix not in level:
-                        self._counter(j, prefix)
-            for c in level.values():
-                gap = t - int(c.t)
-                if gap > 0:
-                    c.skip(gap)
+        """Bring every level 1 … r(t) to the current step (the banks draw their idle checks)."""
+        self._start_levels(self.depth)
+        for j in range(1, self.depth + 1):
+            bank = self._bank(j)
+            if self._t > bank.t:
+                bank.skip(self._t - bank.t)
 
     # ------------------------------------------------------------------ updates
     def _check_open(self) -> None:
@@ -402,7 +371,7 @@ class OnlineSynthesizer:
             seg = codes[cur - t0 - 1 : end - t0]
             times = np.arange(cur, end + 1, dtype=np.int64)
             for j in range(1, r + 1):
-                self._touch(j, times, seg >> _U64(self._H - j))
+                self._touch(j, end, times, seg >> _U64(self._H - j))
             self._t = end
             if self._d == 1:
                 self._append_history(seg)
@@ -437,10 +406,7 @@ class OnlineSynthesizer:
             self._catch_up()
             levels = [np.array([self._t], dtype=np.int64)]
             for j in range(1, self.depth + 1):
-                arr = np.zeros(2**j, dtype=np.int64)
-                for prefix, c in self._cells[j].items():
-                    arr[prefix] = int(c.query())
-                levels.append(arr)
+                levels.append(np.asarray(self._bank(j).query(), dtype=np.int64))
         return levels
 
     def _released(self) -> tuple[PrivateDistribution, np.ndarray]:
@@ -515,25 +481,24 @@ class OnlineSynthesizer:
         """
         with self._usage.enter(_KIND):
             self._catch_up()
-        levels, prefixes, offsets, blobs = [], [], [0], []
+        levels, offsets, blobs = [], [0], []
         for j in range(1, self._H + 1):
-            for prefix in sorted(self._cells[j]):
-                b = self._cells[j][prefix].to_bytes()
+            bank = self._banks[j]
+            if bank is not None:
+                blob = bank.to_bytes()
                 levels.append(j)
-                prefixes.append(prefix)
-                blobs.append(b)
-                offsets.append(offsets[-1] + len(b))
+                blobs.append(blob)
+                offsets.append(offsets[-1] + len(blob))
         meta = self._params() | {
             "t": self._t,
             "n_dropped": self._n_dropped,
             "made": self._made,
             "frozen": self._frozen,
             "lineage": self._lineage.to_meta(),
-            "counter": None if self._counter_class is None else self._counter_class.__name__,
+            "bank": None if self._bank_class is None else self._bank_class.__name__,
         }
         arrays = {
             "levels": np.asarray(levels, dtype=np.int64),
-            "prefixes": np.asarray(prefixes, dtype=_U64),
             "offsets": np.asarray(offsets, dtype=np.int64),
             "blob": np.frombuffer(b"".join(blobs), dtype=np.uint8),
             "history": self._history[: self._n_history],
@@ -545,7 +510,12 @@ class OnlineSynthesizer:
         """Load a state written by :meth:`to_bytes` (its later noise comes from the OS CSPRNG)."""
         from .domains import domain_from_dict
 
-        _, _, meta, arrays = unpack(blob, _KIND)
+        _, version, meta, arrays = unpack(blob, _KIND)
+        if version != _VERSION:
+            raise SerializationError(
+                f"{_KIND} format version {version} is not readable by this sketchsyn (it reads "
+                f"version {_VERSION}; version 1 held one counter per cell, before the banks)"
+            )
         obj = object.__new__(cls)
         try:
             obj._domain = domain_from_dict(meta["domain"])
@@ -562,27 +532,29 @@ class OnlineSynthesizer:
             obj._n_dropped = int(meta["n_dropped"])
             obj._made = int(meta["made"])
             obj._frozen = bool(meta["frozen"])
-            levels, prefixes = arrays["levels"], arrays["prefixes"]
+            levels = arrays["levels"]
             offsets, data = arrays["offsets"], arrays["blob"]
             ok = (
-                levels.shape == prefixes.shape
+                levels.ndim == 1
                 and offsets.shape == (levels.size + 1,)
                 and int(offsets[0]) == 0
                 and int(offsets[-1]) == data.size
                 and bool(np.all(np.diff(offsets) > 0))
+                and bool(np.all(np.diff(levels) > 0))
                 and (levels.size == 0 or (levels.min() >= 1 and levels.max() <= obj._H))
                 and obj._t >= 0
                 and 0 <= obj._made <= obj._H
             )
             if not ok:
                 raise SerializationError(f"{_KIND} blob arrays do not match its parameters")
-            counter_cls = cls._counter_class or _counters_module().InhomogeneousSparseCounter
+            bank_cls = cls._bank_class or _sparsebank_module().InhomogeneousSparseBank
             raw = data.tobytes()
-            for i, (j, prefix) in enumerate(zip(levels.tolist(), prefixes.tolist(), strict=True)):
-                if prefix >> j:
-                    raise SerializationError(f"{_KIND} blob has prefix {prefix} at level {j}")
-                c = counter_cls.from_bytes(raw[int(offsets[i]) : int(offsets[i + 1])])
-                obj._cells[j][prefix] = c
+            for i, j in enumerate(levels.tolist()):
+                bank = bank_cls.from_bytes(raw[int(offsets[i]) : int(offsets[i + 1])])
+                start = j if obj._d >= 2 else 0
+                if bank.size != 2**j or bank.start_level != start or bank.t != obj._t:
+                    raise SerializationError(f"{_KIND} blob has a bad bank at level {j}")
+                obj._banks[j] = bank
             history = np.asarray(arrays["history"], dtype=_U64)
             if obj._d == 1 and history.size != obj._t:
                 raise SerializationError(f"{_KIND} blob history does not match its step count")

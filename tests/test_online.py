@@ -1,11 +1,13 @@
 """OnlineSynthesizer (seed 000, Algorithm 1): partition schedule, lazy catch-up, privacy
 accounting, utility trend, drift, bytes.
 
-Two kinds of counters are used. ``_Recorder`` (a test double, exact and noiseless) records the
-global steps at which its cell saw a 1 and how far it was stepped: with it the scheduling of the
-lazy synthesizer is compared exactly with a straightforward per-step reference. The real
-``sketchsyn.counters.InhomogeneousSparseCounter`` is used for the accounting, the distribution of
-the released counts, the utility trend and drift.
+Two kinds of counters are used. ``_RecorderBank`` (a test double, exact and noiseless) records
+the global steps at which each cell of a level saw a 1 and how far its clock went: with it the
+scheduling of the lazy synthesizer is compared exactly with a straightforward per-step reference
+of ``_Recorder`` objects, one per cell. The real counters (the synthesizer's
+``sketchsyn.sparsebank.InhomogeneousSparseBank``, and per-cell
+``sketchsyn.counters.InhomogeneousSparseCounter`` objects in the reference) are used for the
+accounting, the distribution of the released counts, the utility trend and drift.
 """
 
 from __future__ import annotations
@@ -63,8 +65,54 @@ class _Recorder:
         return obj
 
 
+class _RecorderBank:
+    """Exact bank double: the ``_Recorder`` of every cell of one level, on the bank protocol."""
+
+    def __init__(self, size, epsilon, budgets, start_level=0, *, rng=None):
+        self.size, self.start_level = size, start_level
+        self.start = level_start(epsilon, start_level)
+        self.t = self.start - 1
+        self.ones: dict[int, list[int]] = {}
+
+    def update_events(self, until, cells, times, values=None):
+        assert values is None and until >= self.t
+        for c, tm in zip(np.asarray(cells).tolist(), np.asarray(times).tolist(), strict=True):
+            assert self.t < tm <= until and 0 <= c < self.size
+            if tm >= self.start:
+                self.ones.setdefault(c, []).append(tm)
+        self.t = until
+
+    def skip(self, s):
+        assert s > 0
+        self.t += int(s)
+
+    def query(self):
+        return np.array([len(self.ones.get(c, ())) for c in range(self.size)], dtype=np.int64)
+
+    @property
+    def nbytes(self):
+        return 16 + 8 * sum(len(v) for v in self.ones.values())
+
+    def to_bytes(self):
+        flat = [x for c, v in sorted(self.ones.items()) for x in (c, len(v), *v)]
+        head = [self.size, self.start_level, self.start, self.t]
+        return np.array(head + flat, dtype="<i8").tobytes()
+
+    @classmethod
+    def from_bytes(cls, blob):
+        a = np.frombuffer(blob, dtype="<i8").tolist()
+        obj = object.__new__(cls)
+        obj.size, obj.start_level, obj.start, obj.t = a[:4]
+        obj.ones, i = {}, 4
+        while i < len(a):
+            c, n = a[i], a[i + 1]
+            obj.ones[c] = a[i + 2 : i + 2 + n]
+            i += 2 + n
+        return obj
+
+
 class _ExactOnline(OnlineSynthesizer):
-    _counter_class = _Recorder
+    _bank_class = _RecorderBank
 
     def _budget(self, j):  # the double ignores budgets; keep the accounting out of these tests
         return lambda r: 0.0
@@ -94,7 +142,12 @@ def _eager(domain, epsilon, X, counter=_Recorder, budgets=None):
 
 def _lazy_state(syn):
     syn.noisy_levels()  # catch every cell up
-    return {(j, p): (c.t, c.ones) for j, level in enumerate(syn._cells) for p, c in level.items()}
+    return {
+        (j, p): (bank.t, bank.ones.get(p, []))
+        for j, bank in enumerate(syn._banks)
+        if bank is not None
+        for p in range(bank.size)
+    }
 
 
 # ------------------------------------------------------------------------------- the schedule
@@ -163,9 +216,9 @@ def test_batches_equal_steps_and_touch_one_cell_per_level():
     probe = _ExactOnline(Box.unit(2), 1.0, rng=0)
     probe.update_many(X[:-1])
     probe.noisy_levels()
-    before = {(j, p): len(c.ones) for j, lv in enumerate(probe._cells) for p, c in lv.items()}
+    before = {key: len(ones) for key, (_, ones) in _lazy_state(probe).items()}
     probe.update(X[-1])
-    after = {(j, p): len(c.ones) for j, lv in enumerate(probe._cells) for p, c in lv.items()}
+    after = {key: len(ones) for key, (_, ones) in _lazy_state(probe).items()}
     changed = sorted(key for key, n in after.items() if n != before.get(key, 0))
     assert [j for j, _ in changed] == list(range(1, probe.depth + 1))
     codes = Box.unit(2).encode(X[-1:], 64)
