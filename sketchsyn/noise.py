@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from functools import lru_cache
 
 import numpy as np
 
@@ -117,6 +118,7 @@ _STEPS = 256
 _K_MAX = 23  # e^{−23} < 2**-32: rows k ≥ 23 of the table are all zero thresholds
 
 
+@lru_cache(maxsize=4096)
 def _table_size(x: Fraction) -> int:
     m = 1
     while m < _M_MAX and x * m < _TAIL:

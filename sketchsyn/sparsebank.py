@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -191,6 +192,12 @@ class _Level:
         # Closed segments: a binary mechanism at ε_r/4, horizon = the level's length.
         self.sub_levels = self.length.bit_length()
         self.sub_param = _check_param(sens * self.sub_levels / Fraction(eps_s / 2), "scale", "tree")
+
+
+@lru_cache(maxsize=1024)
+def _level(r: int, eps_r: float, eps_frac: Fraction, sensitivity: int, owner: str) -> _Level:
+    """:class:`_Level`, shared by the banks of one synthesizer (its fields are read-only)."""
+    return _Level(r, eps_r, eps_frac, sensitivity, owner)
 
 
 class InhomogeneousSparseBank(_Counter):
@@ -374,7 +381,7 @@ class InhomogeneousSparseBank(_Counter):
             r += 1
         eps_r = self.budget(r)
         self._max_budget = max(self._max_budget, eps_r)
-        return _Level(r, eps_r, self._eps_frac, self._sensitivity, type(self).__name__)
+        return _level(r, eps_r, self._eps_frac, self._sensitivity, type(self).__name__)
 
     def _enter(self, lv: _Level) -> None:
         """Open level ``lv``: draw every counter's level-total noise; thresholds come lazily."""

@@ -1,0 +1,350 @@
+"""InhomogeneousSparseBank: exact trip draws, the scalar counter's law, exact bookkeeping, bytes,
+bad input, and a privacy audit of its releases and noisy state on neighbouring streams."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import sketchsyn.counters as counters
+import sketchsyn.sparsebank as sb
+from sketchsyn.counters import InhomogeneousSparseCounter, online_budgets
+from sketchsyn.errors import InputError, ParameterError, SerializationError
+from sketchsyn.rng import as_source
+from sketchsyn.serial import unpack
+from sketchsyn.sparsebank import InhomogeneousSparseBank, first_trips
+
+
+# ------------------------------------------------------------------ exact trip draws
+def test_first_trips_equal_the_exact_routine_on_the_same_bits(monkeypatch):
+    """With the float margin made useless every draw goes to the exact big-rational routine with
+    the same words of U: the outcomes must be identical to the fast path's, draw by draw."""
+    rng = np.random.default_rng(0)
+    x = Fraction(1, 40)
+    a = np.concatenate([rng.integers(-300, 3000, 1500), [0, -1, 10**6, -(10**6)]])
+    s = np.concatenate([rng.integers(1, 10**7, 1500), [1, 1, 2**40, 5]])
+    fast = first_trips(x, a, s, as_source(5))
+    assert 0.05 < (fast > 0).mean() < 0.95  # both outcomes are well represented
+    monkeypatch.setattr(sb, "_REL", 1e30)
+    exact = first_trips(x, a, s, as_source(5))
+    np.testing.assert_array_equal(fast, exact)
+
+
+@pytest.mark.parametrize(
+    ("a", "x"), [(3, Fraction(1, 2)), (-2, Fraction(1, 3)), (40, Fraction(1, 8))]
+)
+def test_first_trips_are_geometric(a, x):
+    """G has P(G > g) = (1 − p)^g with p = P(Lap_Z(1/x) > a): a chi-square over 40 000 draws
+    (g = 1 … 12 and the tail, then 'no trip in s')."""
+    q = math.exp(-float(x))
+    p = q ** (a + 1) / (1 + q) if a >= 0 else 1 - q ** (-a) / (1 + q)
+    s = max(12, int(3 / p))
+    n = 40_000
+    g = first_trips(x, np.full(n, a), np.full(n, s), as_source(11))
+    edges = list(range(1, 13))
+    probs = [(1 - p) ** (k - 1) * p for k in edges]
+    probs.append((1 - p) ** 12 - (1 - p) ** s)  # 13 … s
+    probs.append((1 - p) ** s)  # no trip
+    counts = [int((g == k).sum()) for k in edges]
+    counts.append(int(((g > 12) & (g <= s)).sum()))
+    counts.append(int((g == 0).sum()))
+    obs, exp = np.array(counts, float), n * np.array(probs)
+    keep = exp >= 5
+    obs = np.append(obs[keep], obs[~keep].sum())
+    exp = np.append(exp[keep], exp[~keep].sum())
+    if exp[-1] < 5:
+        obs, exp = obs[:-1], exp[:-1]
+    chi2 = float(((obs - exp) ** 2 / exp).sum())
+    assert stats.chi2.sf(chi2, obs.size - 1) > 1e-4, (chi2, obs, exp)
+
+
+def test_first_trips_fail_when_off_by_one(monkeypatch):
+    """The law test above has the power to see a geometric shifted by one."""
+    x, a, n = Fraction(1, 2), 3, 40_000
+    q = math.exp(-0.5)
+    p = q ** (a + 1) / (1 + q)
+    g = first_trips(x, np.full(n, a), np.full(n, 10**6), as_source(3)) + 1
+    probs = np.array([(1 - p) ** (k - 1) * p for k in range(1, 13)])
+    obs = np.array([(g == k).sum() for k in range(1, 13)], float)
+    chi2 = float(((obs - n * probs) ** 2 / (n * probs)).sum())
+    assert stats.chi2.sf(chi2, 11) < 1e-10
+
+
+# ------------------------------------------------------------------ the scalar counter's law
+def _stream(n, seed, density=0.6):
+    rng = np.random.default_rng(seed)
+    xs = (rng.random(n) < density).astype(np.int64) * rng.integers(1, 4, n)
+    return xs
+
+
+def _bank_events(bank, xs, t_from, t_to):
+    """Give every counter of the bank the steps t_from+1 … t_to of xs (xs[t-1] at step t)."""
+    steps = np.arange(t_from + 1, t_to + 1)
+    hot = steps[xs[steps - 1] > 0]
+    m = bank.size
+    bank.update_events(
+        t_to, np.tile(np.arange(m), hot.size), np.repeat(hot, m), np.repeat(xs[hot - 1], m)
+    )
+
+
+@pytest.mark.parametrize("window", [4096, 7])
+def test_bank_has_the_law_of_scalar_counters(monkeypatch, window):
+    """Counter by counter the bank has the law of InhomogeneousSparseCounter: 1 200 counters of a
+    bank against 1 200 seeded scalar counters on one stream with many segment closings (large
+    budgets, small thresholds), read inside a time level and after level ends; two-sample KS.
+    ``window`` = 7 forces many rounds of the batched checks."""
+    monkeypatch.setattr(sb, "_WINDOW", window)
+    eps, budgets, runs = 1.0, (lambda r: 3.0), 1200
+    xs = _stream(300, 1)
+    bank = InhomogeneousSparseBank(runs, eps, budgets, rng=2)
+    _bank_events(bank, xs, 0, 200)
+    mid = bank.query().astype(float)
+    _bank_events(bank, xs, 200, 300)
+    end = bank.query().astype(float)
+    assert bank._segs.max() > 0  # segments did close inside the level
+    s_mid, s_end = [], []
+    for i in range(runs):
+        c = InhomogeneousSparseCounter(eps, budgets, 0, rng=10_000 + i)
+        c.update_many(xs[:200])
+        s_mid.append(c.query())
+        c.update_many(xs[200:300])
+        s_end.append(c.query())
+    for got, want in ((mid, np.array(s_mid, float)), (end, np.array(s_end, float))):
+        assert stats.ks_2samp(got, want).pvalue > 1e-4
+        assert abs(got.mean() - want.mean()) < 5 * math.sqrt(2 * want.var() / runs)
+
+
+def test_events_and_dense_steps_have_one_law():
+    """update_events (idle steps skipped) and update_many (every step checked) agree in law at
+    every step read: 2 000 counters each, KS at four steps."""
+    eps, budgets, m = 1.0, online_budgets(1.0, 2, 0), 2000
+    xs = _stream(150, 4, density=0.3)
+    dense = InhomogeneousSparseBank(m, eps, budgets, rng=5)
+    out = dense.update_many(np.repeat(xs[:, None], m, axis=1))
+    for t in (20, 64, 100, 150):
+        lazy = InhomogeneousSparseBank(m, eps, budgets, rng=100 + t)
+        _bank_events(lazy, xs, 0, t)
+        assert stats.ks_2samp(lazy.query(), out[t - 1]).pvalue > 1e-4, t
+
+
+def test_skip_equals_steps_of_zero_in_law():
+    eps, budgets, m = 0.5, online_budgets(0.5, 2, 1), 4000
+    a = InhomogeneousSparseBank(m, eps, budgets, start_level=1, rng=7)
+    b = InhomogeneousSparseBank(m, eps, budgets, start_level=1, rng=8)
+    a.skip(300)
+    b.update_many(np.zeros((300, m), dtype=np.int64))
+    assert a.t == b.t == 303
+    assert stats.ks_2samp(a.query(), b.query()).pvalue > 1e-4
+
+
+# ------------------------------------------------------------------ exact bookkeeping
+def test_huge_budgets_release_the_exact_counts():
+    """With ε_r = 10^6 every noise is 0 with overwhelming probability (Lap_Z(2·10^-6)) and a
+    segment closes at each value > 0: the release is the exact count of the steps from
+    t_{start_level} on, at every step, across level ends, in both paths."""
+    eps = 0.5  # t_r = 2^(r+1): levels end at 3, 7, 15, 31, 63 …
+    m, n = 5, 90
+    rng = np.random.default_rng(9)
+    xs = rng.integers(0, 3, (n, m)) * (rng.random((n, m)) < 0.4)
+    start = 2  # t_2 = 8: steps 1 … 7 are not counted
+    want = np.cumsum(np.where(np.arange(1, n + 1)[:, None] >= 8, xs, 0), axis=0)
+    dense = InhomogeneousSparseBank(m, eps, lambda r: 1e6, start_level=start, rng=1)
+    assert dense.t == 7
+    out = dense.update_many(xs[7:])
+    np.testing.assert_array_equal(out, want[7:])
+    lazy = InhomogeneousSparseBank(m, eps, lambda r: 1e6, start_level=start, rng=2)
+    for lo, hi in ((7, 20), (20, 21), (21, 64), (64, 90)):
+        cells, steps = np.nonzero(xs[lo:hi].T)
+        # events in arbitrary order, one pair split in two (repeated pairs add up)
+        order = np.random.default_rng(lo).permutation(cells.size)
+        c, tm = cells[order], steps[order] + lo + 1
+        v = xs[tm - 1, c]
+        if c.size:
+            c = np.append(c, c[0])
+            tm = np.append(tm, tm[0])
+            v = np.append(v, 0)
+        lazy.update_events(hi, c, tm, v)
+        np.testing.assert_array_equal(lazy.query(), want[hi - 1])
+
+
+def test_level_totals_carry_their_noise_into_later_releases():
+    """After a level ends its total's noise stays in every later release; the sparse part
+    restarts at 0. Noise only at the level totals (huge sparse budgets are impossible to split
+    from the totals' ones, so the check is on the variance): 20 000 counters, idle, read after
+    levels 0 … 4 ended: variance = Σ_r Var Lap_Z(2/ε_r)."""
+    from sketchsyn.noise import discrete_laplace_variance
+
+    eps, m = 1.0, 20_000
+    budgets = online_budgets(eps, 1, 0)  # (5.1): ε_r constant in r
+    bank = InhomogeneousSparseBank(m, eps, budgets, rng=3)
+    bank.skip(16)  # t = 16 = t_4: levels 0 … 3 ended (their totals are in), level 4 open
+    var = sum(discrete_laplace_variance(2 / budgets(r)) for r in range(4))
+    got = bank.query().astype(float)
+    assert abs(got.mean()) < 5 * math.sqrt(var / m)
+    assert abs(got.var() / var - 1) < 0.06  # sd of the ratio ≈ sqrt(2/m)·kurtosis term ≈ 0.015
+
+
+def test_max_budget_is_the_largest_level_budget_used():
+    b = online_budgets(1.0, 2, 3)
+    bank = InhomogeneousSparseBank(4, 1.0, b, start_level=3, rng=0)
+    bank.skip(100)
+    assert bank.max_budget == pytest.approx(max(b(r) for r in range(3, bank.level + 1)))
+    assert bank.max_budget <= 1.0
+
+
+# ------------------------------------------------------------------ bytes, size, bad input
+def test_bytes_round_trip_and_loaded_copies_continue_alike():
+    b = InhomogeneousSparseBank(6, 1.0, online_budgets(1.0, 2, 1), start_level=1, rng=4)
+    b.update_events(50, [0, 0, 5, 3], [2, 9, 9, 40])
+    blob = b.to_bytes()
+    kind, _, meta, _ = unpack(blob, "InhomogeneousSparseBank")
+    assert meta["exact_state"] is True and "lineage" in meta
+    x, y = (InhomogeneousSparseBank.from_bytes(blob, rng=9) for _ in range(2))
+    np.testing.assert_array_equal(x.query(), b.query())
+    assert x.lineage == b.lineage and x.t == b.t == 50
+    for c in (x, y):
+        c.update_events(400, [1, 2], [60, 300])
+    np.testing.assert_array_equal(x.query(), y.query())
+    assert x.to_bytes() == y.to_bytes()
+    bad = bytearray(blob)
+    bad[len(bad) // 2] ^= 4
+    with pytest.raises(SerializationError):
+        InhomogeneousSparseBank.from_bytes(bytes(bad))
+    custom = InhomogeneousSparseBank(2, 1.0, lambda r: 0.5, rng=1)
+    with pytest.raises(SerializationError, match="budgets"):
+        InhomogeneousSparseBank.from_bytes(custom.to_bytes())
+    back = InhomogeneousSparseBank.from_bytes(custom.to_bytes(), budgets=lambda r: 0.5)
+    assert back.size == 2
+
+
+def test_nbytes_formula_and_trees_only_for_closing_counters():
+    b = InhomogeneousSparseBank(100, 1.0, lambda r: 3.0, rng=0)
+    assert b.nbytes == 64 * 100 + 64
+    _bank_events(b, np.ones(200, dtype=np.int64), 0, 120)
+    b.query()
+    levels = b._acc.shape[1]
+    assert b._rows == int((b._segs > 0).sum()) > 0
+    assert b.nbytes == 64 * 100 + 16 * levels * b._rows + 64
+
+
+def test_bad_input_refused_with_the_bank_unchanged():
+    b = InhomogeneousSparseBank(4, 1.0, online_budgets(1.0, 2, 0), rng=0)
+    b.update_events(10, [1, 2], [3, 4])
+    before = b.to_bytes()
+    bad_calls = [
+        lambda: b.update_events(20, [1, 4], [11, 12]),  # cell out of range
+        lambda: b.update_events(20, [1, 2], [11, 25]),  # time after until
+        lambda: b.update_events(20, [1, 2], [10, 12]),  # time not after t
+        lambda: b.update_events(5, [], []),  # until before t
+        lambda: b.update_events(20, [1, 2], [11, 12], [1, -1]),  # negative value
+        lambda: b.update_events(20, [1, 2], [11, 12], [1, 0.5]),  # not an integer
+        lambda: b.update_events(20, [1.0, 2.0], [11, 12]),  # float cells
+        lambda: b.update_events(20, [1, 2], [11]),  # lengths differ
+        lambda: b.update_many(np.array([[0, 1, 0, -1]])),
+        lambda: b.update_many(np.zeros((3, 5), dtype=np.int64)),  # wrong width
+        lambda: b.update(["a", 0, 0, 0]),
+    ]
+    for call in bad_calls:
+        with pytest.raises((InputError, ParameterError)):
+            call()
+        assert b.to_bytes() == before
+    with pytest.raises(ParameterError):
+        b.skip(-1)
+    with pytest.raises(ParameterError):
+        InhomogeneousSparseBank(0, 1.0, online_budgets(1.0, 2, 0))
+    with pytest.raises(ParameterError):
+        InhomogeneousSparseBank(3, 1.0, 0.5)
+    with pytest.raises(ParameterError):
+        InhomogeneousSparseBank(3, 1.0, lambda r: -1.0)
+
+
+# ------------------------------------------------------------------ privacy audit
+def _cp(k: int, n: int, alpha: float = 1e-3) -> tuple[float, float]:
+    lo = 0.0 if k == 0 else stats.beta.ppf(alpha, k, n - k + 1)
+    hi = 1.0 if k == n else stats.beta.ppf(1 - alpha, k + 1, n - k)
+    return float(lo), float(hi)
+
+
+def _eps_hat(y: np.ndarray, y2: np.ndarray) -> float:
+    """Lower confidence bound on the privacy loss of events {y ≥ τ} and {y ≤ τ} between two
+    samples (D' has one more event than D, so its outputs lean up)."""
+    best = -np.inf
+    n = y.size
+    for tau in np.unique(np.quantile(np.concatenate([y, y2]), np.linspace(0.02, 0.98, 25))):
+        for ev, ev2 in ((y >= tau, y2 >= tau), (y <= tau, y2 <= tau)):
+            k, k2 = int(ev.sum()), int(ev2.sum())
+            for num, den in ((k2, k), (k, k2)):
+                lo, _ = _cp(num, n)
+                _, hi = _cp(den, n)
+                if lo > 0:
+                    best = max(best, math.log(lo / hi))
+    return best
+
+
+def _audit_runs(eps_r: float, m: int, seed: int) -> tuple[np.ndarray, ...]:
+    """Neighbours D (an idle stream) and D' (one event at step 5, time level 2 of t_r = 2^r;
+    the counters start at level 2). Returned: releases at step 8 (level 2 ended: S̃ is its
+    noisy total) and the shipped noisy total of level 2 read from the bytes at step 7, under D
+    and D'."""
+    out = []
+    for k, with_event in enumerate((False, True)):
+        b = InhomogeneousSparseBank(m, 1.0, lambda r: eps_r, start_level=2, rng=seed + k)
+        if with_event:
+            b.update_events(7, np.arange(m), np.full(m, 5))
+        else:
+            b.skip(4)
+        _, _, _, arrays = unpack(b.to_bytes(), "InhomogeneousSparseBank")
+        opened = arrays["open"].astype(float)
+        b.skip(1)
+        out += [b.query().astype(float), opened]
+    rel, opened, rel2, opened2 = out
+    return rel, rel2, opened, opened2
+
+
+def test_privacy_audit_on_neighbouring_streams(monkeypatch):
+    """A record at a step of level r costs ε_r/2 in the level's total (Lemma 3.3's other half is
+    the sparse counter's): events on the release after the level and on the shipped noisy total
+    have ε̂ ≤ ε_r/2 (Clopper–Pearson lower bounds, 30 000 counters per side). With the totals'
+    noise halved (2× the budget) the same audit finds ε̂ > ε_r/2: it has the power to see it."""
+    eps_r, m = 1.0, 30_000
+    rel, rel2, op, op2 = _audit_runs(eps_r, m, 100)
+    for a, b in ((rel, rel2), (op, op2)):
+        got = _eps_hat(a, b)
+        assert got <= eps_r / 2, got
+        assert got > 0.35  # the pair does leak (up to 0.5): the audit is not blind
+    real = sb._Level.__init__
+
+    def halved(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        self.scale = self.scale / 2
+
+    monkeypatch.setattr(sb._Level, "__init__", halved)
+    sb._level.cache_clear()
+    try:
+        rel, rel2, op, op2 = _audit_runs(eps_r, m, 200)
+        assert _eps_hat(rel, rel2) > 0.75 * eps_r
+        assert _eps_hat(op, op2) > 0.75 * eps_r
+    finally:
+        sb._level.cache_clear()
+
+
+def test_draws_use_the_counters_exact_samplers():
+    """The bank's noise is the exact integer Laplace of sketchsyn.noise (through counters._draw),
+    never a float sampler: its level totals fit Lap_Z(2/ε_r) by a chi-square."""
+    from sketchsyn.noise import discrete_laplace_pmf
+
+    m = 40_000
+    b = InhomogeneousSparseBank(m, 1.0, lambda r: 0.8, rng=6)
+    _, _, _, arrays = unpack(b.to_bytes(), "InhomogeneousSparseBank")
+    z = arrays["open"]
+    ks = np.arange(-12, 13)
+    probs = discrete_laplace_pmf(ks, 2 / 0.8)
+    obs = np.array([(z == k).sum() for k in ks] + [(np.abs(z) > 12).sum()], float)
+    exp = m * np.append(probs, 1 - probs.sum())
+    chi2 = float(((obs - exp) ** 2 / exp).sum())
+    assert stats.chi2.sf(chi2, ks.size) > 1e-4
+    assert counters._draw is sb._draw
