@@ -3,8 +3,9 @@
     python examples/online_sensor.py [--records 500000] [--every 100000] [--epsilon 1.0]
     python examples/online_sensor.py --records 4000 --every 1000     # a quick look
 
-With the continual counters as they are now, the synthesizer takes tens of records per second
-(docs/online.md, "Measured"), so the default run takes hours; the quick look takes minutes.
+The synthesizer takes over 10^5 records per second (docs/online.md, "Measured"): the default
+run (five releases over 500 000 readings) takes well under a minute of updates, plus the W1
+evaluations.
 
 A sensor reports (temperature °C, relative humidity %) once per time step, forever; its readings
 drift over a simulated day (warm and dry at noon, cool and humid at night). The

@@ -40,6 +40,7 @@ _EXPORTS = {
     "SparseCounter": "counters",
     "SqrtFactorizationCounter": "counters",
     "InhomogeneousSparseCounter": "counters",
+    "InhomogeneousSparseBank": "sparsebank",
     "online_budgets": "counters",
     # accounting
     "PureDPBudget": "accounting",

@@ -84,9 +84,9 @@ from .errors import (
 from .exactexp import Real, exp_neg_bracket
 from .lineage import Lineage
 from .noise import (
+    _laplace_core,
     discrete_gaussian,
     discrete_gaussian_variance,
-    discrete_laplace,
     discrete_laplace_variance,
 )
 from .rng import RandomSource, RNGLike, as_source
@@ -114,7 +114,7 @@ def _draw(kind: str, param: Fraction, n: int, src: RandomSource) -> np.ndarray:
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     if kind == "laplace":
-        return discrete_laplace(param, n, src)
+        return _laplace_core(param, n, src)  # param: an exact Fraction, checked by _check_param
     return discrete_gaussian(param, n, src)
 
 

@@ -161,7 +161,7 @@ class ThresholdTable:
     given: thresholds ``T_v = floor(2**32·c_v)`` decide it unless the word equals some ``T_v``,
     which is then settled by :func:`resolve_ties`. A guide table on the top 12 bits of the word
     makes the lookup a few vectorised steps. A table of ``m`` entries takes about ``16·m + 16 KiB``;
-    the table builders below keep the tables of the last 64 parameters.
+    the table builders below keep the tables of the last 256 parameters.
     """
 
     __slots__ = ("_guide", "_padded", "_real", "_reals", "_thresholds")
@@ -187,6 +187,17 @@ class ThresholdTable:
         if v not in self._reals:
             self._reals[v] = self._real(v)
         return self._reals[v]
+
+    def sample_one(self, word: int, src: RandomSource) -> int:
+        """:meth:`sample` of one uniform (plain Python: one draw costs microseconds, not the
+        dozen numpy calls of the vectorised path); the same outcome for the same word."""
+        t = self._padded
+        idx = int(self._guide[word >> (32 - self._GUIDE_BITS)])
+        while t[idx] < word:
+            idx += 1
+        if t[idx] == word:  # a tie: settled exactly, as in the vectorised path
+            return int(self.sample(np.array([word], dtype=np.uint32), src)[0])
+        return idx
 
     def sample(self, words: np.ndarray, src: RandomSource) -> np.ndarray:
         """``#{v : c_v ≤ U}`` (int64) for uniform ``U`` with first words ``words`` (uint32)."""
@@ -229,7 +240,7 @@ def _floors(lo: list[int], hi: list[int], shift: int, exact: Callable[[int], int
     return out
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=256)
 def geometric_table(x: Fraction, m: int, truncated: bool) -> ThresholdTable:
     """Inversion table for ``Y`` with ``P(Y ≥ y) = e^{−x·y}``.
 
@@ -273,7 +284,7 @@ def _laplace_magnitude_real(x: Fraction, o: int) -> Real:
     return Real(bracket)
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=256)
 def laplace_magnitude_table(x: Fraction, m: int) -> ThresholdTable:
     """Inversion table for ``|Z|``, ``Z ~ Lap_Z(1/x)``: ``c_o = 1 − 2e^{−x·o}/(1 + e^{−x})``
     (``o = 1 … m``); the outcome is ``|Z|`` when below ``m`` and ``m`` when ``|Z| ≥ m`` (then

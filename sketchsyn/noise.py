@@ -135,6 +135,8 @@ def _geometric(x: Fraction, n: int, src: RandomSource) -> np.ndarray:
     ``[0, m)`` and ``Z`` geometric with parameter ``x·m``, independent: the law of ``Y``
     factorises over its base-``m`` digits.
     """
+    if n == 1:
+        return np.array([_geometric_one(x, src)], dtype=np.int64)
     out = np.zeros(n, dtype=np.int64)
     if n == 0:
         return out
@@ -154,6 +156,21 @@ def _geometric(x: Fraction, n: int, src: RandomSource) -> np.ndarray:
     return out
 
 
+def _geometric_one(x: Fraction, src: RandomSource) -> int:
+    """One draw of :func:`_geometric`: the same words in the same order, in plain Python."""
+    m = _table_size(x)
+    if x * m >= _TAIL:
+        table = geometric_table(x, m, False)
+        total = 0
+        while True:
+            o = table.sample_one(int(src.uint32(1)[0]), src)
+            total += o
+            if o != m:
+                return total
+    low = geometric_table(x, m, True).sample_one(int(src.uint32(1)[0]), src)
+    return _geometric_one(x * m, src) * m + low
+
+
 # ----------------------------------------------------------------------------- samplers
 def _laplace_core(scale: Fraction, n: int, src: RandomSource) -> np.ndarray:
     """``Lap_Z(scale)``: the magnitude by inversion of ``P(|Z| < o) = 1 − 2p^o/(1 + p)``
@@ -161,7 +178,13 @@ def _laplace_core(scale: Fraction, n: int, src: RandomSource) -> np.ndarray:
     no sign: its probability ``(1 − p)/(1 + p)`` is already the whole mass at 0)."""
     x = 1 / scale
     m = _table_size(x)
-    z = laplace_magnitude_table(x, m).sample(src.uint32(n), src)
+    table = laplace_magnitude_table(x, m)
+    if n == 1:  # the same draws in the same order, without the vectorised overhead
+        one = table.sample_one(int(src.uint32(1)[0]), src)
+        if one == m:
+            one += _geometric_one(x, src)
+        return np.array([-one if src.bits(1)[0] else one], dtype=np.int64)
+    z = table.sample(src.uint32(n), src)
     over = np.flatnonzero(z == m)
     if over.size:
         z[over] += _geometric(x, over.size, src)

@@ -17,14 +17,18 @@ comparable splits (seed 003, Algorithm 3, as in PMM) and places the consistent c
 depth-``r(t)`` cell uniformly in the cell.
 
 Cost (beyond the paper, which steps every counter at every step: ``O(ε t log t)`` per record).
+The ``2**j`` cells of level ``j`` are one :class:`~sketchsyn.sparsebank.InhomogeneousSparseBank`
+(their counters share ε, budgets and start level): a batch costs one vectorised call per level.
 A record at step ``t`` lies in one cell per level, so only the ``r(t)`` counters whose stream
-holds a 1 do work; every other counter stays behind and catches up with one ``skip(s)`` (``O(log
-s)``) when it is next touched, read by a release, saved or copied. ``update_many`` encodes the
-whole batch once and groups its records per cell, level by level. State: ``O(ε t)`` cells for
-``d ≥ 2`` (the paper's; ``nbytes`` reports it). For ``d = 1`` the history must be replayed into
-the cells of each new level, so the synthesizer also keeps one ``uint64`` code per record
-(``8 t`` bytes) and, when level ``j`` starts, replays the ``t_j`` past records into its cells
-(``O(t_j)`` counter steps, ``O(log t)`` per record amortised).
+holds a 1 do work; every other counter stays behind on its own clock and catches up in ``O(log)``
+draws (the number of idle checks before its noisy threshold trips is geometric) when it is next
+touched or read by a release, a save or a copy. A time level that ends closes every counter of a
+bank at once (one vectorised noise draw per cell). ``update_many`` encodes the batch once and
+hands each level its records' cells. State: ``O(ε t)`` cells for ``d ≥ 2`` (the paper's; 64
+bytes per cell, ``nbytes`` reports it). For ``d = 1`` the history must be replayed into the cells
+of each new level, so the synthesizer also keeps one ``uint64`` code per record (``8 t`` bytes)
+and, when level ``j`` starts, replays the ``t_j`` past records into its bank (``O(t_j)``
+vectorised work, ``O(log t)`` per record amortised).
 
 Privacy: pure ε-DP for the whole sequence of releases, event level, **replace one record**
 (neighbouring streams differ in the record of one step; ``t`` is public). A record at step ``t``
