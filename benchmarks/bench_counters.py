@@ -1,6 +1,7 @@
 """Continual counters: throughput, skip time, banks, and error against t.
 
 Run:  PYTHONPATH=. python3 benchmarks/bench_counters.py [--quick] [--full-bank] [--no-figure]
+          [--parts throughput,skip,bank,sparse-bank,error]
 
 Prints (timings are wall clock on a shared machine: noisy, read them as orders of magnitude):
 * steps/s of ``BinaryMechanism.update_many`` on a dense Boolean stream of 10^7 steps, beside the
@@ -8,6 +9,9 @@ Prints (timings are wall clock on a shared machine: noisy, read them as orders o
 * the time of ``skip(10^9)`` for each counter kind (cold: first noise scale; warm: repeated);
 * a ``CounterBank`` of 10^4 counters taking one batch (10^3 steps by default; ``--full-bank``
   runs the issue's 10^5 steps, i.e. 10^9 exact draws);
+* an ``InhomogeneousSparseBank`` of 10^4 counters taking one batch of 10^5 steps through
+  ``update_events`` (each counter sees a 1 with probability 10^-3 per step: the online
+  synthesizer's sparse cells), then ``query()`` (every idle counter caught up);
 * RMSE of the released prefix sum against t (pure ε = 1: binary tree, Honaker, sparse; ρ = 1/2:
   tree, square-root factorization) on a dense and a sparse stream, with the closed-form
   curves, written to docs/counters.png and printed as a table (docs/counters.md quotes it).
@@ -31,6 +35,7 @@ from sketchsyn.counters import (
     sqrt_coefficients,
 )
 from sketchsyn.noise import discrete_laplace
+from sketchsyn.sparsebank import InhomogeneousSparseBank
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -76,13 +81,17 @@ def skip_times(s: int = 10**9, repeats: int = 5) -> None:
         "InhomogeneousSparseCounter(d=2, j=0)": lambda i: InhomogeneousSparseCounter(
             1.0, online_budgets(1.0, 2, 0), rng=i
         ),
+        "InhomogeneousSparseBank(size=1, d=2, j=0)": lambda i: InhomogeneousSparseBank(
+            1, 1.0, online_budgets(1.0, 2, 0), rng=i
+        ),
     }
     print(f"skip({s:.0e}) from t = 10 (median of {repeats}; cold = first call with new scales):")
     for name, make in makers.items():
         times = []
         for i in range(repeats + 1):
             c = make(i)
-            c.update_many(np.ones(10, dtype=np.int64))
+            ones = np.ones(10, dtype=np.int64)
+            c.update_many(ones if not isinstance(c, InhomogeneousSparseBank) else ones[:, None])
             start = time.perf_counter()
             c.skip(s)
             times.append(time.perf_counter() - start)
@@ -109,6 +118,25 @@ def bank(size: int, steps: int) -> None:
     b.skip(10**4)
     b.query()
     print(f"  bank.skip(10^4) + query(): {1e3 * (time.perf_counter() - start):.2f} ms")
+
+
+def sparse_bank(size: int, steps: int, density: float = 1e-3) -> None:
+    b = InhomogeneousSparseBank(size, 1.0, online_budgets(1.0, 2, 4), start_level=4, rng=1)
+    rng = np.random.default_rng(0)
+    n = rng.binomial(size * steps, density)
+    flat = rng.choice(size * steps, size=n, replace=False)
+    times = b.t + 1 + flat // size
+    cells = flat % size
+    start = time.perf_counter()
+    b.update_events(b.t + steps, cells, times)
+    mid = time.perf_counter()
+    b.query()
+    end = time.perf_counter()
+    print(
+        f"InhomogeneousSparseBank of {size} counters x {steps} steps ({n:,} ones, density "
+        f"{density:g}): update_events {mid - start:.2f} s ({size * steps / (mid - start):,.0f} "
+        f"counter-steps/s), then query() {1e3 * (end - mid):.0f} ms; nbytes {b.nbytes:,}"
+    )
 
 
 # ------------------------------------------------------------------ error against t
@@ -250,11 +278,24 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     parser.add_argument("--full-bank", action="store_true", help="bank batch of 10^5 steps")
     parser.add_argument("--no-figure", action="store_true")
+    parser.add_argument(
+        "--parts",
+        default="throughput,skip,bank,sparse-bank,error",
+        help="comma-separated parts to run (default: all)",
+    )
     args = parser.parse_args()
     quick = args.quick
-    throughput(10**5 if quick else 10**7)
-    skip_times(repeats=2 if quick else 5)
-    bank(10**4, 10**5 if args.full_bank else (10 if quick else 10**3))
+    parts = set(args.parts.split(","))
+    if "throughput" in parts:
+        throughput(10**5 if quick else 10**7)
+    if "skip" in parts:
+        skip_times(repeats=2 if quick else 5)
+    if "bank" in parts:
+        bank(10**4, 10**5 if args.full_bank else (10 if quick else 10**3))
+    if "sparse-bank" in parts:
+        sparse_bank(10**4, 10**3 if quick else 10**5)
+    if "error" not in parts:
+        return
     results = error_curves(
         n=2**12 - 1 if quick else 2**20 - 1,
         runs=4 if quick else 16,
