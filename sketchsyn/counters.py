@@ -1091,15 +1091,7 @@ class CounterBank(BinaryMechanism):
         return self._m
 
     def _steps(self, xs: object, ndim: int) -> np.ndarray:
-        arr = np.asarray(xs) if not isinstance(xs, (str, bytes)) else xs
-        shape = (self._m,) if ndim == 1 else (-1, self._m)
-        if not isinstance(arr, np.ndarray) or arr.ndim != ndim or arr.shape[-1] != self._m:
-            got = getattr(arr, "shape", type(arr).__name__)
-            raise InputError(
-                f"xs must have shape {shape} (one value per counter); got {got} (CounterBank)"
-            )
-        flat = _as_steps(arr.reshape(-1), "CounterBank")
-        return flat.reshape(-1, self._m)
+        return _bank_steps(xs, ndim, self._m, "CounterBank")
 
     def update(self, x: object) -> np.ndarray:  # type: ignore[override]
         """One step: ``x`` has one non-negative integer per counter; returns the releases."""
@@ -1776,7 +1768,101 @@ def _level_start(r: int, epsilon: Fraction) -> int:
     return -((-num) // epsilon.numerator)
 
 
-class InhomogeneousSparseCounter(_Counter):
+def _bank_steps(xs: object, ndim: int, size: int, owner: str) -> np.ndarray:
+    """Checked ``(n, size)`` step values of a bank (``ndim = 1``: one step of ``(size,)``)."""
+    arr = np.asarray(xs) if not isinstance(xs, (str, bytes)) else xs
+    shape = (size,) if ndim == 1 else (-1, size)
+    if not isinstance(arr, np.ndarray) or arr.ndim != ndim or arr.shape[-1] != size:
+        got = getattr(arr, "shape", type(arr).__name__)
+        raise InputError(f"xs must have shape {shape} (one value per counter); got {got} ({owner})")
+    return _as_steps(arr.reshape(-1), owner).reshape(-1, size)
+
+
+class _InhomogeneousParams:
+    """The public parameters of inhomogeneous sparse counting, shared by
+    :class:`InhomogeneousSparseCounter` and the bank of :mod:`sketchsyn.sparsebank`."""
+
+    _epsilon: float
+    _budgets: Callable[[int], float]
+    _start: int
+    _sensitivity: int
+    _max_budget: float
+
+    def _set_params(
+        self, epsilon: float, budgets: object, start_level: int, sensitivity: int, name: str
+    ) -> None:
+        _, self._epsilon = _budget(epsilon, None, name)
+        if not callable(budgets):
+            raise ParameterError(
+                f"The 'budgets' parameter of {name} must be a callable r -> epsilon_r. "
+                f"Got {budgets!r} instead."
+            )
+        self._budgets = budgets
+        self._start = check_int(start_level, "start_level", name, minimum=0, maximum=60)
+        self._sensitivity = check_int(sensitivity, "sensitivity", name, minimum=1, maximum=2**30)
+        self._max_budget = 0.0
+
+    def _budget_meta(self) -> dict:
+        b = self._budgets
+        return {
+            "epsilon": self._epsilon,
+            "start_level": self._start,
+            "sensitivity": self._sensitivity,
+            "budgets": b.to_meta() if isinstance(b, OnlineBudgets) else None,
+        }
+
+    @staticmethod
+    def _stored_budgets(
+        meta: dict, budgets: Callable[[int], float] | None, kind: str
+    ) -> Callable[[int], float]:
+        """``budgets`` if given, else the :func:`online_budgets` stored in a blob's ``meta``."""
+        if budgets is not None:
+            return budgets
+        stored = meta["budgets"]
+        if stored is None:
+            raise SerializationError(
+                f"{kind} blob was built with a custom budgets callable: pass it again as "
+                "from_bytes(blob, budgets=...)"
+            )
+        return online_budgets(stored["epsilon"], stored["d"], stored["j"])
+
+    def budget(self, r: int) -> float:
+        """``ε_r``, checked (a finite real number > 0)."""
+        _, value = _budget(self._budgets(r), None, f"{type(self).__name__} budgets({r})")
+        return value
+
+    @property
+    def epsilon(self) -> float:
+        """The ε that defines the time levels ``t_r = ceil(2^r/ε)``."""
+        return self._epsilon
+
+    @property
+    def rho(self) -> None:
+        """Inhomogeneous sparse counting is pure DP: always ``None``."""
+        return None
+
+    @property
+    def max_budget(self) -> float:
+        """The largest ``ε_r`` of the levels entered so far: what one record can cost."""
+        return self._max_budget
+
+    @property
+    def start_level(self) -> int:
+        """``r_0``: steps before ``t_{r_0}`` are not counted."""
+        return self._start
+
+    @property
+    def sensitivity(self) -> int:
+        """ℓ1 bound on what neighbouring streams differ by."""
+        return self._sensitivity
+
+    @property
+    def budgets(self) -> Callable[[int], float]:
+        """``r ↦ ε_r``."""
+        return self._budgets
+
+
+class InhomogeneousSparseCounter(_InhomogeneousParams, _Counter):
     """Inhomogeneous sparse counting (seed 000, Algorithm 3).
 
     Time level ``r`` is ``[t_r, t_{r+1})`` with ``t_r = ceil(2^r/ε)`` (global steps, from 1).
@@ -1833,16 +1919,7 @@ class InhomogeneousSparseCounter(_Counter):
         sensitivity: int = 1,
         rng: RNGLike = None,
     ) -> None:
-        name = type(self).__name__
-        _, self._epsilon = _budget(epsilon, None, name)
-        if not callable(budgets):
-            raise ParameterError(
-                f"The 'budgets' parameter of {name} must be a callable r -> epsilon_r. "
-                f"Got {budgets!r} instead."
-            )
-        self._budgets = budgets
-        self._start = check_int(start_level, "start_level", name, minimum=0, maximum=60)
-        self._sensitivity = check_int(sensitivity, "sensitivity", name, minimum=1, maximum=2**30)
+        self._set_params(epsilon, budgets, start_level, sensitivity, type(self).__name__)
         self._eps_frac = Fraction(self._epsilon)
         src = as_source(rng)
         self._lineage = Lineage.new(src, self._kind, self._params())
@@ -1850,7 +1927,6 @@ class InhomogeneousSparseCounter(_Counter):
         self._frozen = False
         self._last = 0
         self._t = _level_start(self._start, self._eps_frac) - 1
-        self._max_budget = 0.0
         self._base = 0
         self._level = self._start - 1
         self._level_open = 0
@@ -1859,18 +1935,7 @@ class InhomogeneousSparseCounter(_Counter):
         self._enter_next_level()
 
     def _params(self) -> dict:
-        b = self._budgets
-        return {
-            "epsilon": self._epsilon,
-            "start_level": self._start,
-            "sensitivity": self._sensitivity,
-            "budgets": b.to_meta() if isinstance(b, OnlineBudgets) else None,
-        }
-
-    def budget(self, r: int) -> float:
-        """``ε_r``, checked (a finite real number > 0)."""
-        _, value = _budget(self._budgets(r), None, f"{type(self).__name__} budgets({r})")
-        return value
+        return self._budget_meta()
 
     def _enter_next_level(self, skip_ahead: int = 0) -> None:
         """Start the next non-empty level: draw its total's noise, build its sparse counter
@@ -1898,35 +1963,9 @@ class InhomogeneousSparseCounter(_Counter):
         self._base += self._level_open
 
     @property
-    def epsilon(self) -> float:
-        """The ε that defines the time levels ``t_r = ceil(2^r/ε)``."""
-        return self._epsilon
-
-    @property
-    def rho(self) -> None:
-        return None
-
-    @property
-    def max_budget(self) -> float:
-        """The largest ``ε_r`` of the levels entered so far: what one record can cost."""
-        return self._max_budget
-
-    @property
     def level(self) -> int:
         """The current time level ``r``."""
         return self._level
-
-    @property
-    def start_level(self) -> int:
-        return self._start
-
-    @property
-    def sensitivity(self) -> int:
-        return self._sensitivity
-
-    @property
-    def budgets(self) -> Callable[[int], float]:
-        return self._budgets
 
     @property
     def t(self) -> int:
@@ -2021,14 +2060,7 @@ class InhomogeneousSparseCounter(_Counter):
         """Load bytes written by :meth:`to_bytes` (``budgets`` if it was not serialisable)."""
         meta, _ = cls._unpack(blob)
         try:
-            if budgets is None:
-                stored = meta["budgets"]
-                if stored is None:
-                    raise SerializationError(
-                        f"{cls._kind} blob was built with a custom budgets callable: pass it "
-                        "again as from_bytes(blob, budgets=...)"
-                    )
-                budgets = online_budgets(stored["epsilon"], stored["d"], stored["j"])
+            budgets = cls._stored_budgets(meta, budgets, cls._kind)
             src = as_source(rng)
             obj = cls(
                 meta["epsilon"],

@@ -48,19 +48,18 @@ from .counters import (
     _CAPACITY,
     _LIMIT,
     _VERSION,
-    OnlineBudgets,
     _as_steps,
-    _budget,
+    _bank_steps,
     _check_param,
     _check_s,
     _Counter,
     _draw,
     _first_trip,
     _floor_t0,
+    _InhomogeneousParams,
     _level_start,
-    online_budgets,
 )
-from .errors import InputError, ParameterError, SerializationError, check_int
+from .errors import InputError, SerializationError, check_int
 from .lineage import Lineage
 from .rng import RandomSource, RNGLike, as_source
 from .serial import pack
@@ -200,7 +199,7 @@ def _level(r: int, eps_r: float, eps_frac: Fraction, sensitivity: int, owner: st
     return _Level(r, eps_r, eps_frac, sensitivity, owner)
 
 
-class InhomogeneousSparseBank(_Counter):
+class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
     """``size`` inhomogeneous sparse counters (seed 000, Algorithm 3) stepped together.
 
     Every counter has the law of an
@@ -280,21 +279,12 @@ class InhomogeneousSparseBank(_Counter):
         """Parameters, noise streams and empty arrays (no level entered yet)."""
         name = type(self).__name__
         self._size = check_int(size, "size", name, minimum=1, maximum=2**31)
-        _, self._epsilon = _budget(epsilon, None, name)
-        if not callable(budgets):
-            raise ParameterError(
-                f"The 'budgets' parameter of {name} must be a callable r -> epsilon_r. "
-                f"Got {budgets!r} instead."
-            )
-        self._budgets = budgets
-        self._start = check_int(start_level, "start_level", name, minimum=0, maximum=60)
-        self._sensitivity = check_int(sensitivity, "sensitivity", name, minimum=1, maximum=2**30)
+        self._set_params(epsilon, budgets, start_level, sensitivity, name)
         self._eps_frac = Fraction(self._epsilon)
         src = as_source(rng)
         self._lineage = Lineage.new(src, self._kind, self._params())
         self._level_src, self._theta_src, self._check_src, self._sub_src = src.spawn(4)
         self._frozen = False
-        self._max_budget = 0.0
         m = self._size
         self._base = np.zeros(m, dtype=np.int64)  # S̃: the closed levels' noisy totals
         self._open = np.zeros(m, dtype=np.int64)  # the current level: its noise + its count
@@ -313,14 +303,7 @@ class InhomogeneousSparseBank(_Counter):
 
     # -------------------------------------------------------------- parameters
     def _params(self) -> dict:
-        b = self._budgets
-        return {
-            "size": self._size,
-            "epsilon": self._epsilon,
-            "start_level": self._start,
-            "sensitivity": self._sensitivity,
-            "budgets": b.to_meta() if isinstance(b, OnlineBudgets) else None,
-        }
+        return {"size": self._size, **self._budget_meta()}
 
     @property
     def size(self) -> int:
@@ -328,36 +311,10 @@ class InhomogeneousSparseBank(_Counter):
         return self._size
 
     @property
-    def epsilon(self) -> float:
-        """The ε that defines the time levels ``t_r = ceil(2^r/ε)``."""
-        return self._epsilon
-
-    @property
-    def rho(self) -> None:
-        return None
-
-    @property
-    def sensitivity(self) -> int:
-        return self._sensitivity
-
-    @property
-    def start_level(self) -> int:
-        return self._start
-
-    @property
-    def budgets(self) -> Callable[[int], float]:
-        return self._budgets
-
-    @property
     def level(self) -> int:
         """The current time level ``r``."""
         assert self._lv is not None
         return self._lv.r
-
-    @property
-    def max_budget(self) -> float:
-        """The largest ``ε_r`` of the levels entered so far: what one record costs a counter."""
-        return self._max_budget
 
     @property
     def t(self) -> int:
@@ -368,11 +325,6 @@ class InhomogeneousSparseBank(_Counter):
     def nbytes(self) -> int:
         """``64·size + 16·L·rows + 64`` (see the class notes)."""
         return 64 * self._size + 2 * self._acc.shape[1] * 8 * self._rows + 64
-
-    def budget(self, r: int) -> float:
-        """``ε_r``, checked (a finite real number > 0)."""
-        _, value = _budget(self._budgets(r), None, f"{type(self).__name__} budgets({r})")
-        return value
 
     # -------------------------------------------------------------- time levels
     def _first_level(self, r: int) -> _Level:
@@ -663,15 +615,7 @@ class InhomogeneousSparseBank(_Counter):
         return None
 
     def _steps(self, xs: object, ndim: int) -> np.ndarray:
-        name = type(self).__name__
-        arr = np.asarray(xs) if not isinstance(xs, (str, bytes)) else xs
-        shape = (self._size,) if ndim == 1 else (-1, self._size)
-        if not isinstance(arr, np.ndarray) or arr.ndim != ndim or arr.shape[-1] != self._size:
-            got = getattr(arr, "shape", type(arr).__name__)
-            raise InputError(
-                f"xs must have shape {shape} (one value per counter); got {got} ({name})"
-            )
-        return _as_steps(arr.reshape(-1), name).reshape(-1, self._size)
+        return _bank_steps(xs, ndim, self._size, type(self).__name__)
 
     def update(self, x: object) -> np.ndarray:  # type: ignore[override]
         """One step: one non-negative integer per counter; returns the ``size`` releases."""
@@ -767,14 +711,7 @@ class InhomogeneousSparseBank(_Counter):
         """Load bytes written by :meth:`to_bytes` (``budgets`` if it was not serialisable)."""
         meta, arrays = cls._unpack(blob)
         try:
-            if budgets is None:
-                stored = meta["budgets"]
-                if stored is None:
-                    raise SerializationError(
-                        f"{cls._kind} blob was built with a custom budgets callable: pass it "
-                        "again as from_bytes(blob, budgets=...)"
-                    )
-                budgets = online_budgets(stored["epsilon"], stored["d"], stored["j"])
+            budgets = cls._stored_budgets(meta, budgets, cls._kind)
             obj = object.__new__(cls)
             obj._setup(
                 meta["size"],
