@@ -88,6 +88,7 @@ from .noise import (
     discrete_gaussian,
     discrete_gaussian_variance,
     discrete_laplace_variance,
+    laplace_scales,
 )
 from .rng import RandomSource, RNGLike, as_source
 from .serial import pack, unpack
@@ -2032,8 +2033,35 @@ class InhomogeneousSparseCounter(_InhomogeneousParams, _Counter):
             done += take
             if self._t == self._level_end:
                 self._close_level()
+                if not releases:
+                    done += self._pass_levels(s - done)
                 self._enter_next_level(0 if releases else s - done)
         return out
+
+    def _pass_levels(self, rest: int) -> int:
+        """Pass the levels that ``rest`` steps of zeros cross whole (more than their length):
+        their totals are pure noise, one draw each at its own scale, added to ``S̃`` together
+        (:func:`~sketchsyn.noise.laplace_scales`). Returns the steps passed."""
+        scales, passed = [], 0
+        r = self._level + 1
+        while True:
+            while _level_start(r + 1, self._eps_frac) == _level_start(r, self._eps_frac):
+                r += 1
+            length = _level_start(r + 1, self._eps_frac) - _level_start(r, self._eps_frac)
+            if rest - passed <= length:
+                break
+            eps_r = self.budget(r)
+            self._max_budget = max(self._max_budget, eps_r)
+            two = 2 * Fraction(self._sensitivity)
+            scales.append(_check_param(two / Fraction(eps_r), "scale", type(self).__name__))
+            passed += length
+            r += 1
+        if scales:
+            self._base += sum(laplace_scales(scales, self._level_src))
+            self._level = r - 1
+            self._t += passed
+            self._level_end = self._t
+        return passed
 
     # -------------------------------------------------------------- bytes
     def to_bytes(self) -> bytes:

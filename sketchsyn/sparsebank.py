@@ -61,6 +61,7 @@ from .counters import (
 )
 from .errors import InputError, SerializationError, check_int
 from .lineage import Lineage
+from .noise import laplace_scales
 from .rng import RandomSource, RNGLike, as_source
 from .serial import pack
 
@@ -366,11 +367,30 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         self._enter(self._first_level(self._lv.r + 1))
 
     def _advance_clock(self, until: int) -> None:
-        """Move the clock to ``until`` (no values): close the levels that end on the way."""
-        assert self._lv is not None
-        while until > self._lv.end:
-            self._close_level()
-        self._t = max(self._t, until)
+        """Move the clock to ``until`` (no values): close the levels that end on the way.
+
+        A level entered and closed within the move adds only its total's noise to ``S̃`` (its
+        count is 0 and no release inside it is read): for a small bank those draws, one per
+        level at its own scale, are made together (:func:`~sketchsyn.noise.laplace_scales`)."""
+        lv = self._lv
+        assert lv is not None
+        if until <= lv.end:
+            self._t = max(self._t, until)
+            return
+        self._base += self._open  # the current level ends
+        passed = []
+        lv = self._first_level(lv.r + 1)
+        while until > lv.end:
+            passed.append(lv)
+            lv = self._first_level(lv.r + 1)
+        if self._size <= 4:
+            for i in range(self._size):
+                self._base[i] += sum(laplace_scales([p.scale for p in passed], self._level_src))
+        else:
+            for p in passed:
+                self._base += _draw("laplace", p.scale, self._size, self._level_src)
+        self._enter(lv)
+        self._t = until
 
     # -------------------------------------------------------------- sparse checks
     def _close_segments(self, cells: np.ndarray, values: np.ndarray, steps: np.ndarray) -> None:

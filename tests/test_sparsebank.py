@@ -348,3 +348,48 @@ def test_draws_use_the_counters_exact_samplers():
     chi2 = float(((obs - exp) ** 2 / exp).sum())
     assert stats.chi2.sf(chi2, ks.size) > 1e-4
     assert counters._draw is sb._draw
+
+
+def test_small_banks_pass_whole_levels_with_the_same_law():
+    """A bank of at most 4 counters draws the totals of the levels a move passes whole in one
+    call (noise.laplace_scales, one scale per level); a large bank draws level by level. Both
+    have the law of the noise sum: 3 000 one-counter banks against one bank of 3 000 (KS), and
+    the variance formula Σ_r Var Lap_Z(2/ε_r) over the levels passed."""
+    from sketchsyn.noise import discrete_laplace_variance
+
+    eps, budgets, m = 1.0, online_budgets(1.0, 2, 0), 3000
+    small = []
+    for i in range(m):
+        b = InhomogeneousSparseBank(1, eps, budgets, rng=50_000 + i)
+        b.skip(2**12 - 1)  # t = 4095: levels 0 … 10 closed, level 11 open
+        small.append(int(b.query()[0]))
+    big = InhomogeneousSparseBank(m, eps, budgets, rng=9)
+    big.skip(2**12 - 1)
+    small_arr = np.array(small, dtype=float)
+    assert stats.ks_2samp(small_arr, big.query()).pvalue > 1e-4
+    var = sum(discrete_laplace_variance(2 / budgets(r)) for r in range(11))
+    assert abs(small_arr.var() / var - 1) < 0.2
+    assert abs(small_arr.mean()) < 5 * math.sqrt(var / m)
+
+
+def test_laplace_scales_follow_each_scale_law():
+    """noise.laplace_scales: each draw is Lap_Z(its scale), for a small scale (magnitude table)
+    and a large one (the geometric tail path), by chi-square over 30 000 draws each."""
+    from sketchsyn.noise import discrete_laplace_pmf, laplace_scales
+
+    n = 30_000
+    for scale, edges in ((Fraction(3, 2), np.arange(-6, 7)), (Fraction(5000), None)):
+        z = np.array(laplace_scales([scale] * n, as_source(int(scale) + 1)), dtype=np.int64)
+        if edges is None:  # wide law: compare |z| deciles with the exact tail e^{-|z|/b}
+            q = math.exp(-1 / float(scale))
+            cut = np.array([500, 1500, 3000, 6000, 12000])
+            tail = 2 * q ** (cut + 1) / (1 + q)  # P(|Z| > c)
+            probs = -np.diff(np.concatenate(([1.0], tail, [0.0])))
+            obs = np.histogram(np.abs(z), bins=np.concatenate(([-1], cut, [np.inf])))[0]
+        else:
+            probs = discrete_laplace_pmf(edges, float(scale))
+            probs = np.append(probs, 1 - probs.sum())
+            obs = np.append([(z == k).sum() for k in edges], (np.abs(z) > edges[-1]).sum())
+        exp = n * probs
+        chi2 = float(((obs - exp) ** 2 / exp).sum())
+        assert stats.chi2.sf(chi2, obs.size - 1) > 1e-4, (scale, obs, exp)
