@@ -7,12 +7,13 @@ Speed, the issue's configuration: d = 2, k = 64, width = 256, sketch_depth = 3, 
 then ``release()`` at successive steps, 1 024 and 65 536 rows apart.
 
 Utility: a 1-D drifting stream (the centre of a Beta(8, 8) bump moves linearly from 0.2 to 0.8),
-exact W1 between the rows seen so far and the release, mean over seeds, against:
-ContinualPrivHP released at 32 steps; one-pass PrivHP with the same ε released at the end; ten
-one-pass PrivHP with ε/10 each fed side by side, the i-th released at the i-th of ten
-checkpoints. Writes ``docs/continual.png``, ``docs/continual_table.md`` and
-``benchmarks/results/continual.csv``. The online synthesizer is not compared: ``sketchsyn.online``
-does not exist on main yet.
+exact W1 between the rows seen so far and the release, mean over seeds, each method at its own
+memory: ContinualPrivHP released at 32 steps; the online synthesizer (``OnlineSynthesizer``, same
+domain and ε) released at the same 32 steps, its ``nbytes`` recorded at each (it grows with t:
+about ε·t cells, plus 8 bytes per record of history at d = 1); one-pass PrivHP with the same ε
+released at the end; ten (and 32) one-pass PrivHP with ε/10 (ε/32) each fed side by side, the
+i-th released at the i-th of ten (32) checkpoints. Writes ``docs/continual.png`` (W1 and nbytes
+against t), ``docs/continual_table.md`` and ``benchmarks/results/continual.csv``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sketchsyn import Box, ContinualPrivHP, PrivHP, wasserstein1
+from sketchsyn import Box, ContinualPrivHP, OnlineSynthesizer, PrivHP, wasserstein1
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -74,6 +75,7 @@ def drifting(n: int, seed: int) -> np.ndarray:
 
 
 NAIVE = {10: "ten one-pass (ε/10 each)", 32: "32 one-pass (ε/32 each)"}
+ONLINE = "OnlineSynthesizer"
 
 
 def utility(n: int, seeds: int) -> list[dict]:
@@ -96,12 +98,14 @@ def utility(n: int, seeds: int) -> list[dict]:
             for m in NAIVE
         }
         one = PrivHP(dom, eps, k, width, depth=c.depth, rng=np.random.SeedSequence([seed, 1]))
+        online = OnlineSynthesizer(dom, eps, rng=np.random.SeedSequence([seed, 2]))
         done = 0
         for mark in marks:
             batch = X[done:mark]
             done = mark
             c.update_many(batch)
             one.update_many(batch)
+            online.update_many(batch)
             for m, summaries in naive.items():
                 for i, p in enumerate(summaries):
                     if p.released:
@@ -116,6 +120,8 @@ def utility(n: int, seeds: int) -> list[dict]:
                 rows.append(
                     dict(method="ContinualPrivHP", seed=seed, t=mark, w1=w, nbytes=c.nbytes)
                 )
+                w = wasserstein1(X[:mark], online.release(), dom).value
+                rows.append(dict(method=ONLINE, seed=seed, t=mark, w1=w, nbytes=online.nbytes))
         w = wasserstein1(X, one.release(), dom).value
         rows.append(dict(method="one-pass PrivHP (end)", seed=seed, t=n, w1=w, nbytes=one.nbytes))
     return rows
@@ -135,15 +141,23 @@ def report(rows: list[dict], n: int, seeds: int) -> None:
         }
         for m in methods
     }
-    nbytes = {m: next(r["nbytes"] for r in rows if r["method"] == m) for m in methods}
+    # nbytes per method and step (the largest over seeds); constant except for the online one.
+    mem = {
+        m: {t: max(r["nbytes"] for r in rows if r["method"] == m and r["t"] == t) for t in mean[m]}
+        for m in methods
+    }
+    nbytes = {m: mem[m][max(mem[m])] for m in methods}
     cont = mean["ContinualPrivHP"]
+    onl = mean[ONLINE]
     shown = [n // 8, n // 4, n // 2, n]
     lines = [
         f"W1 (exact, 1-D) of the release against the rows seen so far; drifting stream of {n:,} "
         f"rows, ε = 1, k = 16, width = 128, mean of {seeds} seeds "
         "(`python benchmarks/bench_continual.py`). Columns: steps t.",
         "",
-        "| method | nbytes (all summaries) | " + " | ".join(f"t = {t:,}" for t in shown) + " |",
+        "| method | nbytes (all summaries; at the last step) | "
+        + " | ".join(f"t = {t:,}" for t in shown)
+        + " |",
         "|---|---:|" + "---:|" * len(shown),
     ]
     for m in methods:
@@ -158,6 +172,13 @@ def report(rows: list[dict], n: int, seeds: int) -> None:
         f"h = {n.bit_length()}); ContinualPrivHP / ten-way ε/10 = "
         f"{cont[n] / mean[NAIVE[10]][n]:.2f}. Over the 32 release steps, mean of "
         f"ContinualPrivHP / 32-way ε/32 = {ratio32:.2f}.",
+        "",
+        f"{ONLINE} nbytes at "
+        + ", ".join(f"t = {t:,}: {mem[ONLINE][t]:,}" for t in shown)
+        + f". At t = {n:,}: ContinualPrivHP / {ONLINE} = {cont[n] / onl[n]:.2f} in W1, "
+        f"{nbytes['ContinualPrivHP'] / nbytes[ONLINE]:.2f} in nbytes; over the 32 release "
+        f"steps, mean of ContinualPrivHP / {ONLINE} = "
+        f"{np.mean([cont[t] / onl[t] for t in cont]):.2f}.",
     ]
     (ROOT / "docs" / "continual_table.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
@@ -166,21 +187,32 @@ def report(rows: list[dict], n: int, seeds: int) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11.5, 4.2))
     styles = {
         "ContinualPrivHP": "-o",
+        ONLINE: "--d",
         NAIVE[10]: "s",
         NAIVE[32]: ":^",
         "one-pass PrivHP (end)": "*",
     }
     for m in methods:
         ts, ws = zip(*mean[m].items(), strict=True)
-        ax.plot(ts, ws, styles[m], label=f"{m}, {nbytes[m] / 1024:,.0f} KiB", markersize=7)
+        kib = f"{nbytes[m] / 1024:,.0f} KiB"
+        if mem[m][min(mem[m])] != nbytes[m]:
+            kib = f"{mem[m][min(mem[m])] / 1024:,.0f} to {kib}"
+        ax.plot(ts, ws, styles[m], label=f"{m}, {kib}", markersize=7)
+        ts, bs = zip(*sorted(mem[m].items()), strict=True)
+        bx.plot(ts, np.array(bs) / 1024, styles[m], label=m, markersize=7)
     ax.set_xlabel("step t (rows seen)")
     ax.set_ylabel("W1 to the rows seen so far")
     ax.set_yscale("log")
     ax.set_title(f"Drifting 1-D stream, ε = 1, k = 16, w = 128 ({seeds} seeds)")
     ax.legend(fontsize=8)
+    bx.set_xlabel("step t (rows seen)")
+    bx.set_ylabel("nbytes (KiB, all summaries)")
+    bx.set_yscale("log")
+    bx.set_title("Memory at each release step")
+    bx.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(ROOT / "docs" / "continual.png", dpi=110)
 

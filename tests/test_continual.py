@@ -170,7 +170,8 @@ def test_last_step_within_log_factor_of_one_pass() -> None:
         p.update_many(X)
         w_one.append(wasserstein1(X, p.release(), dom).value)
     ratio = np.mean(w_cont) / np.mean(w_one)
-    # Measured about 3-6 here; the noise scale ratio is h = log2 T + 1 = 14.
+    # Measured 11.3 here (2026-11-23: one-pass PrivHP gained least squares in its release);
+    # the noise scale ratio is h = log2 T + 1 = 14, the issue expects about log2 T.
     assert 1.0 < ratio < binary_levels(T), ratio
 
 
