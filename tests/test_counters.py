@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from functools import lru_cache
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from sketchsyn import counters
+from sketchsyn import counters, sparsebank
 from sketchsyn.counters import (
     BinaryMechanism,
     CounterBank,
@@ -21,6 +22,7 @@ from sketchsyn.counters import (
     sqrt_coefficients,
 )
 from sketchsyn.errors import IncompatibleError, InputError, ParameterError, SerializationError
+from sketchsyn.sparsebank import InhomogeneousSparseBank
 
 
 class Tape:
@@ -117,23 +119,6 @@ def test_bank_of_10k_releases_is_unbiased_with_formula_variance(kwargs):
     assert np.all(np.abs(rel) < 4.5 * math.sqrt(5 / runs)), rel
 
 
-@pytest.mark.parametrize("horizon", [64, None], ids=["finite", "unbounded"])
-def test_bank_skip_has_the_law_of_stepping_over_10k_runs(horizon):
-    runs = 10_000
-    out = []
-    for method, seed in (("skip", 1), ("step", 2)):
-        bank = CounterBank(runs, epsilon=1.0, horizon=horizon, rng=seed)
-        bank.update_many(np.ones((5, runs), dtype=np.int64))
-        if method == "skip":
-            bank.skip(37)
-        else:
-            bank.update_many(np.zeros((37, runs), dtype=np.int64))
-        out.append((bank.query(), bank.update(np.ones(runs, dtype=np.int64))))
-    (a1, a2), (b1, b2) = out
-    assert _chi2_same(a1, b1) > 1e-3
-    assert _chi2_same(a2, b2) > 1e-3
-
-
 def test_bank_of_one_is_the_scalar_mechanism():
     xs = np.random.default_rng(4).integers(0, 4, size=100)
     for kwargs in ({"epsilon": 1.0, "horizon": 300}, {"rho": 1.0}):
@@ -210,55 +195,132 @@ def test_variance_formula_against_known_values():
 
 
 # ------------------------------------------------------------------ skip has the law of stepping
-def _chi2_same(a, b, bins=12):
-    """Two-sample chi-square p-value on quantile bins of the pooled sample."""
+# The issue's check: skip(s) and s calls of update(0) give the same law of every released value
+# (a chi-square over >= 10^4 seeded runs per side, for each counter kind). Each test sets up a
+# state in which the skipped span changes something with a large probability (p-sums close, a
+# threshold trips, a time level ends) and checks that it does, so that a wrong skip is seen.
+RUNS = 10_000  # seeded runs per side
+P_MIN = 1e-4  # per statistic (fixed seeds: a pass is reproducible; a real flake is rare)
+
+
+def _chi2_same(a, b, max_bins=20):
+    """Two-sample chi-square (homogeneity) p-value of two integer samples. The pooled values,
+    in order, are cut into at most ``max_bins`` bins of consecutive values, sparse ones pooled
+    so that every expected count (of either sample) is at least 5."""
+    a, b = np.asarray(a).ravel(), np.asarray(b).ravel()
     pooled = np.concatenate([a, b])
-    edges = np.unique(np.quantile(pooled, np.linspace(0, 1, bins + 1)))
-    ca = np.histogram(a, edges)[0]
-    cb = np.histogram(b, edges)[0]
-    keep = (ca + cb) > 0
-    return stats.chi2_contingency(np.vstack([ca[keep], cb[keep]]))[1]
+    values, counts = np.unique(pooled, return_counts=True)
+    need = max(pooled.size / max_bins, 5 * pooled.size / min(a.size, b.size))
+    cuts, acc = [], 0
+    for v, c in zip(values.tolist(), counts.tolist(), strict=True):
+        acc += c
+        if acc >= need:
+            cuts.append(v)
+            acc = 0
+    # Bins (cuts[i-1], cuts[i]]; the values after the last cut join the last bin.
+    assert len(cuts) >= 2, "a constant statistic: this comparison could not fail"
+    edges = np.array(cuts)
+    table = np.vstack(
+        [
+            np.bincount(np.minimum(np.searchsorted(edges, x), edges.size - 1), minlength=edges.size)
+            for x in (a, b)
+        ]
+    )
+    assert (table.sum(axis=0) * min(a.size, b.size) / pooled.size >= 5).all()
+    return stats.chi2_contingency(table, correction=False)[1]
 
 
-def _sparse_after(method, seed, s=30):
-    c = SparseCounter(4.0, 60, rng=seed)  # T0 = floor(9·ln 60/4) = 9; λ ~ Lap_Z(1/2)
-    c.update_many([9])
-    if method == "skip":
-        c.skip(s)
-    else:
-        c.update_many(np.zeros(s, dtype=np.int64))
-    return c.segments, c.query(), c.update(1)
+def _same_law(skip: dict, step: dict) -> dict:
+    """Every statistic of ``skip`` has the law of the same statistic of ``step``."""
+    assert skip.keys() <= step.keys()
+    pvalues = {k: _chi2_same(skip[k], step[k]) for k in skip}
+    assert min(pvalues.values()) > P_MIN, pvalues
+    return pvalues
+
+
+def _first_change(before, span):
+    """1-based index of the first release of ``span`` (runs × s) that differs from ``before``,
+    0 if none: the step of the span's first segment closing."""
+    moved = span != np.asarray(before)[:, None]
+    return np.where(moved.any(axis=1), moved.argmax(axis=1) + 1, 0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "ones", "s"),
+    [
+        ({"epsilon": 1.0, "horizon": 64}, 5, 37),
+        ({"epsilon": 1.0}, 35, 20),
+        ({"rho": 1.0}, 1, 15),
+    ],
+    ids=["finite", "unbounded", "unbounded-gaussian"],
+)
+def test_bank_skip_has_the_law_of_stepping_over_10k_runs(kwargs, ones, s):
+    """A CounterBank of 10^4 counters (independent replicates, one vectorised call per side):
+    ``ones`` steps of 1, then skip(s) against s steps of 0, then 8 steps of 1. Finite, t = 5 to
+    42: the tree closes (0, 32] (opened with the data of steps 1-5) and opens fresh blocks.
+    Unbounded (segments [2^k, 2^(k+1)), each its own tree), t = 35 to 55 inside [32, 63]: the
+    segment's tree closes its block of steps 32-47 (opened with the data of 32-35). Gaussian,
+    t = 1 to 16: the skip ends segment [2, 3], passes [4, 7] and [8, 15] whole (their totals'
+    noise only) and stops at 16, where the segments' totals carry 4/9 of the release's
+    variance. Compared: the release after the skip, the next 8 releases and their increments
+    (which see which p-sums two releases share); and the release after the skip is unbiased
+    with the variance of the formula, within its sampling error."""
+    t0 = ones + s
+    more = np.ones((8, RUNS), dtype=np.int64)
+    sides = {}
+    for method, seed in (("skip", 1), ("step", 2)):
+        bank = CounterBank(RUNS, rng=seed, **kwargs)
+        bank.update_many(np.ones((ones, RUNS), dtype=np.int64))
+        if method == "skip":
+            bank.skip(s)
+        else:
+            bank.update_many(np.zeros((s, RUNS), dtype=np.int64))
+        assert bank.t == t0
+        rel = np.vstack([bank.query(), bank.update_many(more)])
+        sides[method] = {
+            **{f"t={t0 + k}": rel[k] for k in range(9)},
+            **{f"t={t0 + k + 1} - t={t0 + k}": rel[k + 1] - rel[k] for k in range(8)},
+        }
+    _same_law(sides["skip"], sides["step"])
+    var = CounterBank(1, rng=0, **kwargs).variance(t0)
+    for method, side in sides.items():
+        err = side[f"t={t0}"] - ones
+        assert abs(err.mean()) < 4.5 * math.sqrt(var / RUNS), method
+        rel_se = math.sqrt(((err.astype(float) ** 4).mean() / var**2 - 1) / RUNS)
+        assert abs(err.var() / var - 1) < 4.5 * rel_se, (method, err.var(), var, rel_se)
 
 
 def test_sparse_skip_has_the_law_of_stepping():
-    runs = 2500  # 1.6 ms per run and method: 10^4 runs would take the file past its CPU budget
-    a = np.array([_sparse_after("skip", 2 * i) for i in range(runs)])
-    b = np.array([_sparse_after("step", 2 * i + 1) for i in range(runs)])
-    seg_a = np.bincount(a[:, 0], minlength=8)
-    seg_b = np.bincount(b[:, 0], minlength=8)
-    assert seg_a[1] > runs // 10  # the threshold does trip inside the skip often
-    keep = (seg_a + seg_b) > 0
-    assert stats.chi2_contingency(np.vstack([seg_a[keep], seg_b[keep]]))[1] > 1e-3
-    assert _chi2_same(a[:, 1], b[:, 1]) > 1e-3
-    assert _chi2_same(a[:, 2], b[:, 2]) > 1e-3
-
-
-def test_sparse_skip_releases_match_stepping_in_law():
-    runs = 600
-    first_a, first_b = [], []
-    for i in range(runs):
-        for method, first in (("skip", first_a), ("step", first_b)):
+    """SparseCounter(4, 60): T0 = 9, checks and thresholds Lap_Z(1/2). A step of 9 puts the
+    segment count at the threshold, so each idle check trips with p ≈ 0.12 and the first trip
+    falls anywhere in the 20 skipped steps (a geometric off by one step is far outside the
+    margin). 10^4 runs of update(9), skip(20, releases=True) (the same draws as skip(20), the
+    values recorded), update(1), against 10^4 runs stepping the same stream in one batch.
+    Compared: every released value, the step of the span's first closing, the segments."""
+    s = 20
+    sides = {}
+    for method in ("skip", "step"):
+        rows = []
+        for i in range(RUNS):
             c = SparseCounter(4.0, 60, rng=2 * i + (method == "step"))
-            c.update_many([9])
-            before = c.query()
-            zeros = np.zeros(20, dtype=np.int64)
-            out = c.skip(20, releases=True) if method == "skip" else c.update_many(zeros)
-            moved = np.flatnonzero(out != before)
-            first.append(int(moved[0]) + 1 if moved.size else 0)
-    ca = np.bincount(first_a, minlength=21)
-    cb = np.bincount(first_b, minlength=21)
-    keep = (ca + cb) > 0
-    assert stats.chi2_contingency(np.vstack([ca[keep], cb[keep]]))[1] > 1e-3
+            if method == "skip":
+                first = c.update(9)
+                span = c.skip(s, releases=True)
+                assert c.t == s + 1 and span[-1] == c.query()
+                rows.append([first, *span.tolist(), c.update(1), c.segments])
+            else:
+                out = c.update_many(np.r_[9, np.zeros(s, dtype=np.int64), 1])
+                rows.append([*out.tolist(), c.segments])
+        r = np.array(rows)
+        sides[method] = {
+            **{f"t={t}": r[:, t - 1] for t in range(1, s + 3)},
+            "first closing in the span": _first_change(r[:, 0], r[:, 1 : s + 1]),
+            "segments": r[:, s + 2],
+        }
+    _same_law(sides["skip"], sides["step"])
+    first = sides["skip"]["first closing in the span"]
+    assert 0.5 < (first > 0).mean() < 0.99  # the threshold does trip inside the skip, often,
+    assert np.unique(first).size == s + 1  # at every step of it
 
 
 def _trip_pmf(x: float, a: int, s: int) -> np.ndarray:
@@ -269,17 +331,26 @@ def _trip_pmf(x: float, a: int, s: int) -> np.ndarray:
     return pmf
 
 
+@pytest.mark.parametrize("kind", ["scalar", "bank"])
 @pytest.mark.parametrize("a", [0, 2, -1])
-def test_first_trip_is_exactly_geometric(a):
-    """Fails when the geometric draw is off by one (the pmf would shift by one step)."""
+def test_first_trip_is_exactly_geometric(a, kind):
+    """Fails when the geometric draw is off by one: 20 000 draws of the first trip among s = 6
+    checks (``counters._first_trip``, or the bank's vectorised ``sparsebank.first_trips``)
+    against the exact pmf of G in {0 (no trip), 1, ..., s}; a draw outside [0, s] fails at
+    once."""
     x, s, runs = Fraction(1, 2), 6, 20_000
     src = counters.as_source(11 + a)
-    draws = np.array([counters._first_trip(x, a, s, src) for _ in range(runs)])
+    if kind == "scalar":
+        draws = np.array([counters._first_trip(x, a, s, src) for _ in range(runs)])
+    else:
+        draws = sparsebank.first_trips(x, np.full(runs, a), np.full(runs, s), src)
+    assert draws.min() >= 0 and draws.max() <= s, np.bincount(draws - draws.min())
     pmf = _trip_pmf(float(x), a, s)
     observed = np.bincount(draws, minlength=s + 1)
     expected = pmf * runs
+    assert expected.min() >= 5
     stat = ((observed - expected) ** 2 / expected).sum()
-    assert stats.chi2.sf(stat, s) > 1e-3, (observed, expected.round())
+    assert stats.chi2.sf(stat, s) > P_MIN, (observed, expected.round())
     # Shifted by one step, the same draws would be rejected (the test has power).
     shifted = np.bincount(np.where(draws > 0, np.minimum(draws + 1, s), 0), minlength=s + 1)
     stat_shift = ((shifted - expected) ** 2 / expected).sum()
@@ -294,23 +365,87 @@ def test_skip_one_step_trips_with_the_exact_probability():
     assert abs(hits / runs - p) < 4.5 * math.sqrt(p * (1 - p) / runs)
 
 
-def test_inhomogeneous_skip_has_the_law_of_stepping():
-    runs = 800  # each run builds ~8 sparse counters (about 5 ms per run and method)
-    out = {"skip": [], "step": []}
-    for i in range(runs):
-        for method in out:
+# Inhomogeneous counting with large budgets (small thresholds): ε_4 ≈ 6.0, ε_5 ≈ 5.0,
+# ε_6 ≈ 4.2; with ε = 1 the time levels are 4 = [16, 32), 5 = [32, 64), 6 = [64, 128). Level
+# 4's sparse counter runs at ε_4/2: T0 = 8, checks and thresholds Lap_Z(≈ 0.67).
+INH_BUDGETS = online_budgets(75.0, 2, 4)
+INH_SKIPS = (6, 50)  # t = 16 -> 22 inside level 4; 22 -> 72: level 4 ends, level 5 passed whole
+
+
+@lru_cache(maxsize=1)
+def _inhomogeneous_scalar_runs() -> dict:
+    """10^4 seeded InhomogeneousSparseCounter runs per side (shared with the bank's test):
+    update(8) at t = 16 puts the segment count at the threshold (each idle check then trips
+    with p ≈ 0.18), skip(6, releases=True) records t = 17 ... 22, skip(50) ends level 4, passes
+    level 5 whole (one noise draw at its own scale) and stops inside level 6, update(1) at 73.
+    The stepping side is one batch of the same 58 steps."""
+    s1, s2 = INH_SKIPS
+    sides = {}
+    for method in ("skip", "step"):
+        rows = []
+        for i in range(RUNS):
             c = InhomogeneousSparseCounter(
-                2.0, online_budgets(2.0, 1, 0), rng=2 * i + (method == "step")
+                1.0, INH_BUDGETS, start_level=4, rng=2 * i + (method == "step")
             )
-            c.update_many([1, 1, 1])
             if method == "skip":
-                c.skip(40)  # crosses the levels starting at t = 4, 8, 16 and 32
+                first = c.update(8)
+                span = c.skip(s1, releases=True)
+                assert span[-1] == c.query()
+                c.skip(s2)
+                rows.append([first, *span.tolist(), c.query(), c.update(1)])
             else:
-                c.update_many(np.zeros(40, dtype=np.int64))
-            out[method].append((c.query(), c.update(1)))
-    a, b = np.array(out["skip"]), np.array(out["step"])
-    assert _chi2_same(a[:, 0], b[:, 0]) > 1e-3
-    assert _chi2_same(a[:, 1], b[:, 1]) > 1e-3
+                xs = np.zeros(s1 + s2 + 2, dtype=np.int64)
+                xs[0], xs[-1] = 8, 1
+                out = c.update_many(xs)
+                rows.append([*out[: s1 + 1].tolist(), out[s1 + s2], out[-1]])
+            assert c.t == 16 + s1 + s2 + 1 and c.level == 6
+        r = np.array(rows)
+        sides[method] = {
+            **{f"t={16 + k}": r[:, k] for k in range(s1 + 1)},
+            "first closing in the span": _first_change(r[:, 0], r[:, 1 : s1 + 1]),
+            "t=72": r[:, s1 + 1],
+            "t=73": r[:, s1 + 2],
+        }
+    return sides
+
+
+def test_inhomogeneous_skip_has_the_law_of_stepping():
+    """InhomogeneousSparseCounter: skip inside a time level (segments close in the span) and
+    across level ends (a level passed whole), 10^4 runs per side (see the helper)."""
+    sides = _inhomogeneous_scalar_runs()
+    _same_law(sides["skip"], sides["step"])
+    first = sides["skip"]["first closing in the span"]
+    assert 0.4 < (first > 0).mean() < 0.95 and np.unique(first).size == INH_SKIPS[0] + 1
+    # The two level totals' noise (scales 2/ε_4, 2/ε_5) move the release at t = 72 off 8.
+    assert 0.05 < (sides["skip"]["t=72"] != 8).mean() < 0.5
+
+
+def test_inhomogeneous_bank_skip_has_the_law_of_stepping():
+    """InhomogeneousSparseBank of 10^4 counters with the scalar test's parameters: after a step
+    of 8 at t = 16, skip(2), skip(4) and skip(50), each read by query() (lazy: a counter's idle
+    checks since its last one are drawn at the read, one geometric draw per closing), against
+    update_many of zeros, which checks every counter at every step; and against the scalar
+    counters' stepping (no vectorised trip draws at all)."""
+    sides = {}
+    for method, seed in (("skip", 5), ("step", 6)):
+        bank = InhomogeneousSparseBank(RUNS, 1.0, INH_BUDGETS, start_level=4, rng=seed)
+        rel = {"t=16": bank.update(np.full(RUNS, 8, dtype=np.int64))}
+        if method == "skip":
+            for s, t in ((2, 18), (4, 22), (50, 72)):
+                bank.skip(s)
+                rel[f"t={t}"] = bank.query()
+        else:
+            out = bank.update_many(np.zeros((56, RUNS), dtype=np.int64))
+            rel.update({"t=18": out[1], "t=22": out[5], "t=72": out[55]})
+        assert bank.t == 72 and bank.level == 6
+        rel["t=73"] = bank.update(np.ones(RUNS, dtype=np.int64))
+        sides[method] = rel
+    _same_law(sides["skip"], _inhomogeneous_scalar_runs()["step"])
+    _same_law(sides["skip"], sides["step"])
+    skip = sides["skip"]
+    closed_18 = (skip["t=18"] != skip["t=16"]).mean()
+    closed_22 = (skip["t=22"] != skip["t=16"]).mean()
+    assert 0.1 < closed_18 < closed_22 - 0.1 < 0.9  # segments close inside both skips
 
 
 # ------------------------------------------------------------------ sparse vs binary (Lemma 3.2)
