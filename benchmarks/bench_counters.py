@@ -85,7 +85,10 @@ def skip_times(s: int = 10**9, repeats: int = 5) -> None:
             1, 1.0, online_budgets(1.0, 2, 0), rng=i
         ),
     }
-    print(f"skip({s:.0e}) from t = 10 (median of {repeats}; cold = first call with new scales):")
+    print(
+        f"skip({s:.0e}) from t = 10 (cold = the first call; warm = median of the next {repeats},"
+        " once the exact sampler's tables for these scales are built)"
+    )
     for name, make in makers.items():
         times = []
         for i in range(repeats + 1):
@@ -289,7 +292,7 @@ def main() -> None:
     if "throughput" in parts:
         throughput(10**5 if quick else 10**7)
     if "skip" in parts:
-        skip_times(repeats=2 if quick else 5)
+        skip_times(repeats=2 if quick else 25)
     if "bank" in parts:
         bank(10**4, 10**5 if args.full_bank else (10 if quick else 10**3))
     if "sparse-bank" in parts:

@@ -100,6 +100,7 @@ __all__ = [
     "OnlineBudgets",
     "SparseCounter",
     "SqrtFactorizationCounter",
+    "first_trips",
     "online_budgets",
     "sqrt_coefficients",
 ]
@@ -1442,6 +1443,84 @@ def _first_trip(
     return lo
 
 
+# Error margins of the floating-point trip decisions (see first_trips): a relative margin far
+# wider than the few ulps numpy's exp/log/log1p lose, and an absolute one for values near 0.
+_REL = 2.0**-30
+_ABS = 2.0**-50
+_TWO64 = 2.0**-64
+
+
+def _log_stay(xf: float, a: np.ndarray) -> np.ndarray:
+    """``ln(1 − p)`` with ``p = P(λ > a)``, ``λ ~ Lap_Z(1/x)`` (float, both branches free of
+    cancellation): ``p = q^{a+1}/(1+q)`` for ``a ≥ 0``, ``1 − p = q^{−a}/(1+q)`` for ``a < 0``."""
+    af = a.astype(np.float64)
+    lq1 = math.log1p(math.exp(-xf))
+    out = np.empty(a.shape, dtype=np.float64)
+    pos = a >= 0
+    with np.errstate(under="ignore"):
+        out[pos] = np.log1p(-np.exp(-(af[pos] + 1.0) * xf - lq1))
+    out[~pos] = af[~pos] * xf - lq1
+    return out
+
+
+def first_trips(x: Fraction, a: np.ndarray, s: np.ndarray, src: RandomSource) -> np.ndarray:
+    """For each ``i``, the first of ``s[i]`` checks that trips (1-based), or 0: exactly.
+
+    Check ``k`` trips when ``λ_k > a[i]``, ``λ_k ~ Lap_Z(1/x)`` independent. This is the
+    vectorised form of :func:`sketchsyn.counters._first_trip`, with the same law: one uniform
+    ``U`` per entry (its first 64 bits drawn here, two ``uint32`` words), ``G = min{g : U ≥
+    (1 − p)^g}``. Decisions are made on ``ln U`` against ``g·ln(1 − p)`` in float64, accepted only
+    when they clear a margin (relative ``2^-30``, absolute ``2^-50``) far wider than the float
+    error; the rest go to the exact routine with the same words of ``U``.
+
+    >>> from sketchsyn.rng import as_source
+    >>> g = first_trips(Fraction(1, 4), np.array([10**6, -5]), np.array([10**9, 3]), as_source(0))
+    >>> g.tolist()   # a huge threshold never trips; a negative one trips at once
+    [0, 1]
+    """
+    a = np.asarray(a, dtype=np.int64)
+    s = np.asarray(s, dtype=np.int64)
+    n = a.size
+    out = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return out
+    words = src.uint32(2 * n).astype(np.uint64).reshape(n, 2)
+    k = (words[:, 0] << np.uint64(32)) | words[:, 1]
+    kf = k.astype(np.float64)
+    with np.errstate(divide="ignore"):
+        ln_lo = np.log(kf * _TWO64)
+        ln_hi = np.log((kf + 1.0) * _TWO64)
+    ln_lo = ln_lo - (np.abs(ln_lo) * _REL + _ABS)
+    ln_hi = ln_hi + (np.abs(ln_hi) * _REL + _ABS)
+    l1p = _log_stay(float(x), a)
+    sf = s.astype(np.float64)
+
+    def below(g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(certainly U < (1−p)^g, certainly U ≥ (1−p)^g)."""
+        target = g * l1p
+        tol = np.abs(target) * _REL + _ABS
+        return ln_hi < target - tol, ln_lo > target + tol
+
+    stay, trip = below(sf)
+    unsure = ~(stay | trip)
+    # G = ceil(ln U / ln(1 − p)), checked on both sides: U ≥ (1−p)^G and U < (1−p)^(G−1).
+    mid = 0.5 * (ln_lo + ln_hi)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        guess = np.ceil(mid / l1p)
+    guess = np.where(np.isfinite(guess), guess, sf)
+    guess = np.clip(guess, 1.0, np.maximum(sf, 1.0))
+    _, at_g = below(guess)
+    before, _ = below(guess - 1.0)
+    before |= guess == 1.0
+    ok = trip & at_g & before
+    out[ok] = guess[ok].astype(np.int64)
+    unsure |= trip & ~ok
+    for i in np.flatnonzero(unsure).tolist():
+        w = [int(words[i, 0]), int(words[i, 1])]
+        out[i] = _first_trip(x, int(a[i]), int(s[i]), src, w)
+    return out
+
+
 # ------------------------------------------------------------------ sparse counting
 class SparseCounter(_Counter):
     """Sparse counting with a finite horizon (seed 000, Algorithm 2; Dwork et al. 2015).
@@ -1476,7 +1555,8 @@ class SparseCounter(_Counter):
     -----
     ``skip(s)``: while ``N`` is constant each check trips with the same probability ``p``, so the
     number of steps to the next trip is geometric and is drawn in one go by exact inversion
-    (:func:`_first_trip`); the cost is ``O(log s)`` per trip, and trips are rare on an idle
+    (:func:`first_trips`: float decisions with a proven margin, :func:`_first_trip` for the
+    rare undecided ones); the cost is ``O(log s)`` per trip, and trips are rare on an idle
     stream (``p ≈ T^{-4.5}`` once ``N = 0``). The skipped releases are the current release up
     to the trip step and the sub-mechanism's new output from it on: ``skip(s, releases=True)``
     returns them.
@@ -1640,7 +1720,11 @@ class SparseCounter(_Counter):
         out = np.empty(s, dtype=np.int64) if releases else None
         done = 0
         while done < s:
-            g = _first_trip(x, self._theta - self._n, s - done, self._check_src)
+            g = int(
+                first_trips(
+                    x, np.array([self._theta - self._n]), np.array([s - done]), self._check_src
+                )[0]
+            )
             if g == 0:
                 if out is not None:
                     out[done:] = self._last

@@ -36,7 +36,6 @@ the one the exact inversion gives: no floating-point decision changes a probabil
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache
@@ -54,99 +53,22 @@ from .counters import (
     _check_s,
     _Counter,
     _draw,
-    _first_trip,
     _floor_t0,
     _InhomogeneousParams,
     _level_start,
+    first_trips,
 )
 from .errors import InputError, SerializationError, check_int
 from .lineage import Lineage
 from .noise import laplace_scales
-from .rng import RandomSource, RNGLike, as_source
+from .rng import RNGLike, as_source
 from .serial import pack
 
 __all__ = ["InhomogeneousSparseBank", "first_trips"]
 
-# Error margins of the floating-point trip decisions (see first_trips): a relative margin far
-# wider than the few ulps numpy's exp/log/log1p lose, and an absolute one for values near 0.
-_REL = 2.0**-30
-_ABS = 2.0**-50
-_TWO64 = 2.0**-64
 # Events of one counter considered per round of the batched sparse checks (a segment lasts about
 # T0 ones on a dense stream; a round costs O(events), so a window bounds the redone work).
 _WINDOW = 4096
-
-
-# ------------------------------------------------------------------ exact trip draws
-def _log_stay(xf: float, a: np.ndarray) -> np.ndarray:
-    """``ln(1 − p)`` with ``p = P(λ > a)``, ``λ ~ Lap_Z(1/x)`` (float, both branches free of
-    cancellation): ``p = q^{a+1}/(1+q)`` for ``a ≥ 0``, ``1 − p = q^{−a}/(1+q)`` for ``a < 0``."""
-    af = a.astype(np.float64)
-    lq1 = math.log1p(math.exp(-xf))
-    out = np.empty(a.shape, dtype=np.float64)
-    pos = a >= 0
-    with np.errstate(under="ignore"):
-        out[pos] = np.log1p(-np.exp(-(af[pos] + 1.0) * xf - lq1))
-    out[~pos] = af[~pos] * xf - lq1
-    return out
-
-
-def first_trips(x: Fraction, a: np.ndarray, s: np.ndarray, src: RandomSource) -> np.ndarray:
-    """For each ``i``, the first of ``s[i]`` checks that trips (1-based), or 0: exactly.
-
-    Check ``k`` trips when ``λ_k > a[i]``, ``λ_k ~ Lap_Z(1/x)`` independent. This is the
-    vectorised form of :func:`sketchsyn.counters._first_trip`, with the same law: one uniform
-    ``U`` per entry (its first 64 bits drawn here, two ``uint32`` words), ``G = min{g : U ≥
-    (1 − p)^g}``. Decisions are made on ``ln U`` against ``g·ln(1 − p)`` in float64, accepted only
-    when they clear a margin (relative ``2^-30``, absolute ``2^-50``) far wider than the float
-    error; the rest go to the exact routine with the same words of ``U``.
-
-    >>> from sketchsyn.rng import as_source
-    >>> g = first_trips(Fraction(1, 4), np.array([10**6, -5]), np.array([10**9, 3]), as_source(0))
-    >>> g.tolist()   # a huge threshold never trips; a negative one trips at once
-    [0, 1]
-    """
-    a = np.asarray(a, dtype=np.int64)
-    s = np.asarray(s, dtype=np.int64)
-    n = a.size
-    out = np.zeros(n, dtype=np.int64)
-    if n == 0:
-        return out
-    words = src.uint32(2 * n).astype(np.uint64).reshape(n, 2)
-    k = (words[:, 0] << np.uint64(32)) | words[:, 1]
-    kf = k.astype(np.float64)
-    with np.errstate(divide="ignore"):
-        ln_lo = np.log(kf * _TWO64)
-        ln_hi = np.log((kf + 1.0) * _TWO64)
-    ln_lo = ln_lo - (np.abs(ln_lo) * _REL + _ABS)
-    ln_hi = ln_hi + (np.abs(ln_hi) * _REL + _ABS)
-    l1p = _log_stay(float(x), a)
-    sf = s.astype(np.float64)
-
-    def below(g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(certainly U < (1−p)^g, certainly U ≥ (1−p)^g)."""
-        target = g * l1p
-        tol = np.abs(target) * _REL + _ABS
-        return ln_hi < target - tol, ln_lo > target + tol
-
-    stay, trip = below(sf)
-    unsure = ~(stay | trip)
-    # G = ceil(ln U / ln(1 − p)), checked on both sides: U ≥ (1−p)^G and U < (1−p)^(G−1).
-    mid = 0.5 * (ln_lo + ln_hi)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        guess = np.ceil(mid / l1p)
-    guess = np.where(np.isfinite(guess), guess, sf)
-    guess = np.clip(guess, 1.0, np.maximum(sf, 1.0))
-    _, at_g = below(guess)
-    before, _ = below(guess - 1.0)
-    before |= guess == 1.0
-    ok = trip & at_g & before
-    out[ok] = guess[ok].astype(np.int64)
-    unsure |= trip & ~ok
-    for i in np.flatnonzero(unsure).tolist():
-        w = [int(words[i, 0]), int(words[i, 1])]
-        out[i] = _first_trip(x, int(a[i]), int(s[i]), src, w)
-    return out
 
 
 def _groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

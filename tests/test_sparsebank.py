@@ -29,7 +29,7 @@ def test_first_trips_equal_the_exact_routine_on_the_same_bits(monkeypatch):
     s = np.concatenate([rng.integers(1, 10**7, 1500), [1, 1, 2**40, 5]])
     fast = first_trips(x, a, s, as_source(5))
     assert 0.05 < (fast > 0).mean() < 0.95  # both outcomes are well represented
-    monkeypatch.setattr(sb, "_REL", 1e30)
+    monkeypatch.setattr(counters, "_REL", 1e30)
     exact = first_trips(x, a, s, as_source(5))
     np.testing.assert_array_equal(fast, exact)
 
