@@ -482,7 +482,8 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
             mass = float(np.abs(self._base).max() + np.abs(self._open).max()) + 4 * self._t
             if total + mass >= 2.0**61:
                 raise InputError(f"values: this batch could overflow the int64 state ({name})")
-        self._events(until, c, tm, v)
+        ascending = c.size < 2 or bool(np.all(tm[1:] >= tm[:-1]))
+        self._events(until, c, tm, v, sorted_times=ascending)
 
     def _events(
         self, until: int, c: np.ndarray, tm: np.ndarray, v: np.ndarray, sorted_times: bool = False
@@ -686,8 +687,17 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
                 setattr(obj, "_" + key, a.copy())
             if (obj._pos < lv.first - 1).any() or (obj._pos > obj._t).any():
                 raise ValueError("counter positions outside the level")
-            if obj._row.max() >= obj._rows or (obj._n < 0).any():
-                raise ValueError("bad tree rows or negative counts")
+            used = obj._row[obj._row >= 0]
+            if (
+                (obj._row < -1).any()
+                or used.size != obj._rows
+                or (used.size and (used.max() >= obj._rows or np.unique(used).size != used.size))
+                or bool(((obj._row >= 0) != (obj._segs > 0)).any())
+                or (obj._segs < 0).any()
+                or (obj._segs > lv.length).any()
+                or (obj._n < 0).any()
+            ):
+                raise ValueError("tree rows, segment counts or segment values are inconsistent")
         except SerializationError:
             raise
         except (KeyError, TypeError, ValueError) as exc:

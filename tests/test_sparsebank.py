@@ -15,7 +15,7 @@ import sketchsyn.sparsebank as sb
 from sketchsyn.counters import InhomogeneousSparseCounter, online_budgets
 from sketchsyn.errors import InputError, ParameterError, SerializationError
 from sketchsyn.rng import as_source
-from sketchsyn.serial import unpack
+from sketchsyn.serial import pack, unpack
 from sketchsyn.sparsebank import InhomogeneousSparseBank, first_trips
 
 
@@ -214,6 +214,13 @@ def test_bytes_round_trip_and_loaded_copies_continue_alike():
     bad[len(bad) // 2] ^= 4
     with pytest.raises(SerializationError):
         InhomogeneousSparseBank.from_bytes(bytes(bad))
+    # A blob with a valid checksum but inconsistent contents is refused, not half loaded.
+    kind, version, meta, arrays = unpack(blob, "InhomogeneousSparseBank")
+    for key, value in (("row", 3), ("segs", -1), ("pos", 10**6), ("n", -2)):
+        bad_arrays = {k: a.copy() for k, a in arrays.items()}
+        bad_arrays[key][0] = value
+        with pytest.raises(SerializationError):
+            InhomogeneousSparseBank.from_bytes(pack(kind, version, meta, bad_arrays))
     custom = InhomogeneousSparseBank(2, 1.0, lambda r: 0.5, rng=1)
     with pytest.raises(SerializationError, match="budgets"):
         InhomogeneousSparseBank.from_bytes(custom.to_bytes())
