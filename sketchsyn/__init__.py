@@ -39,6 +39,7 @@ _EXPORTS = {
     "CounterBank": "counters",
     "SparseCounter": "counters",
     "SqrtFactorizationCounter": "counters",
+    "KaryTreeCounter": "karytree",
     "InhomogeneousSparseCounter": "counters",
     "InhomogeneousSparseBank": "sparsebank",
     "online_budgets": "counters",

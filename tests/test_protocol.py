@@ -34,6 +34,7 @@ from sketchsyn.counters import (
 )
 from sketchsyn.distribution import PrivateDistribution
 from sketchsyn.errors import InputError, ReleasedError, SerializationError
+from sketchsyn.karytree import KaryTreeCounter
 from sketchsyn.serial import unpack
 from sketchsyn.sparsebank import InhomogeneousSparseBank
 
@@ -161,6 +162,7 @@ def _counter_entries() -> list[Entry]:
             epsilon=1.0, horizon=2000, estimator="honaker", rng=4
         ),
         "SparseCounter": lambda: SparseCounter(2.0, 2000, rng=4),
+        "KaryTreeCounter": lambda: KaryTreeCounter(1.0, 2000, k=5, rng=4),
         "SqrtFactorizationCounter": lambda: SqrtFactorizationCounter(1.0, 2000, rng=4),
         "InhomogeneousSparseCounter": lambda: InhomogeneousSparseCounter(
             0.5, online_budgets(0.5, 2, 1), start_level=1, rng=4
