@@ -1847,6 +1847,12 @@ def online_budgets(epsilon: float, d: int, j: int) -> OnlineBudgets:
 
 
 # ------------------------------------------------------------------ inhomogeneous sparse counting
+@lru_cache(maxsize=1024)
+def _total_scale(sensitivity: int, eps_r: float, owner: str) -> Fraction:
+    """``2·sensitivity/ε_r``, exact and checked: the noise scale of a time level's total."""
+    return _check_param(2 * Fraction(sensitivity) / Fraction(eps_r), "scale", owner)
+
+
 def _level_start(r: int, epsilon: Fraction) -> int:
     """``t_r = ceil(2^r/ε)``, exactly."""
     num = (1 << r) * epsilon.denominator
@@ -2031,9 +2037,7 @@ class InhomogeneousSparseCounter(_InhomogeneousParams, _Counter):
         self._level = r
         eps_r = self.budget(r)
         self._max_budget = max(self._max_budget, eps_r)
-        scale = _check_param(
-            2 * Fraction(self._sensitivity) / Fraction(eps_r), "scale", type(self).__name__
-        )
+        scale = _total_scale(self._sensitivity, eps_r, type(self).__name__)
         self._level_open = int(_draw("laplace", scale, 1, self._level_src)[0])
         length = _level_start(r + 1, self._eps_frac) - _level_start(r, self._eps_frac)
         self._level_end = _level_start(r + 1, self._eps_frac) - 1
@@ -2136,8 +2140,7 @@ class InhomogeneousSparseCounter(_InhomogeneousParams, _Counter):
                 break
             eps_r = self.budget(r)
             self._max_budget = max(self._max_budget, eps_r)
-            two = 2 * Fraction(self._sensitivity)
-            scales.append(_check_param(two / Fraction(eps_r), "scale", type(self).__name__))
+            scales.append(_total_scale(self._sensitivity, eps_r, type(self).__name__))
             passed += length
             r += 1
         if scales:

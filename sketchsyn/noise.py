@@ -192,6 +192,11 @@ def _laplace_core(scale: Fraction, n: int, src: RandomSource) -> np.ndarray:
     return z
 
 
+@lru_cache(maxsize=4096)
+def _inverse(scale: Fraction) -> Fraction:
+    return 1 / scale
+
+
 def laplace_scales(scales: list[Fraction], src: RandomSource) -> list[int]:
     """One exact ``Lap_Z(scale)`` draw for each of ``scales`` (exact rationals in
     ``(0, 2**30]``, already checked): the words of all magnitudes and signs are drawn in two
@@ -203,7 +208,7 @@ def laplace_scales(scales: list[Fraction], src: RandomSource) -> list[int]:
     signs = src.bits(k).tolist()
     out = []
     for scale, word, negative in zip(scales, words, signs, strict=True):
-        x = 1 / scale
+        x = _inverse(scale)
         m = _table_size(x)
         one = laplace_magnitude_table(x, m).sample_one(word, src)
         if one == m:
