@@ -12,11 +12,11 @@ At the last t, ``release()`` and ``synthetic()`` are timed.
 Part 2 (ε = 1): W1 between the data so far and the release, at t = 2^10, 2^12, … 2^``w1-max-log2``
 on a clustered stream (the simulated city pickups of ``sketchsyn.datasets``) for d = 2 (tree
 bound, and exact OT on 2 000 points beside the data-vs-data floor) and on a three-cluster stream
-for d = 1 (exact 1-D W1). At the last t the one-pass PrivHP (k = 256, width = 1024, depth from
-the final t) and PMM (depth from the final t), both at the same ε on the same data, are
-measured beside it: they release once, the online synthesizer released at every step. Theorem
-1.1's rate is printed for comparison. Writes ``benchmarks/results/online.csv`` and
-``docs/online.png``.
+for d = 1 (exact 1-D W1), then on uniform streams in the unit box (d = 2 and 1). At the last t
+the one-pass PrivHP (k = 256, width = 1024, depth from the final t) and PMM (depth from the
+final t), both at the same ε on the same data, are measured beside it: they release once, the
+online synthesizer released at every step. Theorem 1.1's rate is printed for comparison.
+Writes ``benchmarks/results/online.csv`` and ``docs/online.png``.
 
 Timings are wall-clock on a shared machine: noisy, read them as orders of magnitude.
 """
@@ -101,14 +101,17 @@ def utility(max_log2: int, rows: list[dict]) -> None:
     eps = 1.0
     checkpoints = [2**k for k in range(10, max_log2 + 1, 2)]
     n = checkpoints[-1]
-    for d in (2, 1):
-        if d == 2:
+    for d, data in ((2, "clustered"), (1, "clustered"), (2, "uniform"), (1, "uniform")):
+        if data == "uniform":
+            domain = Box.unit(d)
+            X = np.random.default_rng(d).random((n, d))
+        elif d == 2:
             domain = Box(TAXI_BOX[0], TAXI_BOX[1])
             X = np.concatenate(list(taxi_pickups(n, batch_size=BATCH, seed=0)))
         else:
             domain = Box.unit(1)
             X = _three_clusters(n, 0)
-        print(f"\n## W1 against t (d = {d}, eps = 1, clustered stream)")
+        print(f"\n## W1 against t (d = {d}, eps = 1, {data} stream)")
         print("| t | online W1 | method | OT 2000 pts | OT floor | rate of Thm 1.1 | W1 / rate |")
         print("| --- | --- | --- | --- | --- | --- | --- |")
         syn = OnlineSynthesizer(domain, eps)
@@ -118,7 +121,8 @@ def utility(max_log2: int, rows: list[dict]) -> None:
             done = t
             rel = syn.release()
             w = wasserstein1(X[:t], rel, domain)
-            row = {"d": d, "t": t, "mechanism": "online", "w1": w.value, "method": w.method}
+            row = {"d": d, "data": data, "t": t, "mechanism": "online", "w1": w.value}
+            row["method"] = w.method
             ot = floor = ""
             if d == 2:
                 sub = X[:t][np.random.default_rng(t).permutation(t)[:2000]]
@@ -142,7 +146,8 @@ def utility(max_log2: int, rows: list[dict]) -> None:
             rel = mech.release()
             w = wasserstein1(X, rel, domain)
             extra = ""
-            row = {"d": d, "t": n, "mechanism": name, "w1": w.value, "method": w.method}
+            row = {"d": d, "data": data, "t": n, "mechanism": name, "w1": w.value}
+            row["method"] = w.method
             if d == 2:
                 sub = X[np.random.default_rng(n).permutation(n)[:2000]]
                 ot_v = wasserstein1(sub, rel, domain, method="ot", rng=1, n_samples=2000).value
@@ -158,22 +163,24 @@ def plot(rows: list[dict]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for ax, d in zip(axes, (2, 1), strict=True):
-        on = [r for r in rows if r["d"] == d and r["mechanism"] == "online"]
+    fig, axes = plt.subplots(2, 2, figsize=(10, 8))
+    panels = [(2, "clustered"), (1, "clustered"), (2, "uniform"), (1, "uniform")]
+    for ax, (d, data) in zip(axes.ravel(), panels, strict=True):
+        mine = [r for r in rows if r["d"] == d and r["data"] == data]
+        on = [r for r in mine if r["mechanism"] == "online"]
+        if not on:
+            continue
         ts = np.array([r["t"] for r in on], dtype=float)
         ws = np.array([r["w1"] for r in on])
         ax.loglog(ts, ws, "o-", label=f"online ({on[0]['method']})")
         rate = np.array([r["rate"] for r in on])
         ax.loglog(ts, rate * ws[0] / rate[0], "k--", label="Theorem 1.1 rate (scaled)")
-        for r, m in zip(
-            [r for r in rows if r["d"] == d and r["mechanism"] != "online"], "sD", strict=False
-        ):
+        for r, m in zip([r for r in mine if r["mechanism"] != "online"], "sD", strict=False):
             ax.loglog([r["t"]], [r["w1"]], m, label=f"{r['mechanism']} (one release)")
         ax.set_xlabel("t (records so far)")
         ax.set_ylabel("W1(data, release)")
-        ax.set_title(f"d = {d}, eps = 1")
-        ax.legend(fontsize=8)
+        ax.set_title(f"d = {d}, eps = 1, {data}")
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(ROOT / "docs" / "online.png", dpi=110)
 
