@@ -91,7 +91,7 @@ from .noise import (
     laplace_scales,
 )
 from .rng import RandomSource, RNGLike, as_source
-from .serial import pack, unpack
+from .serial import bad_contents, check_version, pack, unpack
 
 __all__ = [
     "BinaryMechanism",
@@ -568,11 +568,7 @@ class _Counter(abc.ABC):
     @classmethod
     def _unpack(cls, blob: bytes) -> tuple[dict, dict[str, np.ndarray]]:
         _, version, meta, arrays = unpack(blob, cls._kind)
-        if version != _VERSION:
-            raise SerializationError(
-                f"{cls._kind} format version {version} is not readable by this sketchsyn "
-                f"(it reads version {_VERSION})"
-            )
+        check_version(cls._kind, version, _VERSION)
         return meta, arrays
 
     def _restore_common(self, meta: dict) -> None:
@@ -986,7 +982,7 @@ class BinaryMechanism(_Counter):
     def from_bytes(cls, blob: bytes, rng: RNGLike = None) -> BinaryMechanism:
         """Load bytes written by :meth:`to_bytes`; ``rng`` draws the noise of later steps."""
         meta, arrays = cls._unpack(blob)
-        try:
+        with bad_contents(cls._kind):
             obj = cls._blank(meta, rng)
             m = obj._m
             obj._restore_common(meta)
@@ -1014,10 +1010,6 @@ class BinaryMechanism(_Counter):
                 if obj._t != (1 << obj._segment) - 1 + u:
                     raise ValueError("t does not match the segment")
                 obj._tree = _load_tree(obj._segment + 1, u, m, arrays, "", cls._kind)
-        except SerializationError:
-            raise
-        except (KeyError, TypeError, ValueError) as exc:
-            raise SerializationError(f"{cls._kind} blob has bad contents: {exc}") from exc
         return obj
 
     @classmethod
@@ -1323,7 +1315,7 @@ class SqrtFactorizationCounter(_Counter):
     def from_bytes(cls, blob: bytes, rng: RNGLike = None) -> SqrtFactorizationCounter:
         """Load bytes written by :meth:`to_bytes`."""
         meta, arrays = cls._unpack(blob)
-        try:
+        with bad_contents(cls._kind):
             obj = cls(meta["rho"], meta["horizon"], sensitivity=meta["sensitivity"], rng=rng)
             obj._restore_common(meta)
             t = check_int(meta["t"], "t", cls._kind, 0, obj._horizon)
@@ -1332,10 +1324,6 @@ class SqrtFactorizationCounter(_Counter):
                 raise ValueError("arrays do not match t")
             obj._x[:t], obj._y[:t], obj._t = x, y, t
             obj._total = int(x.sum())
-        except SerializationError:
-            raise
-        except (KeyError, TypeError, ValueError) as exc:
-            raise SerializationError(f"{cls._kind} blob has bad contents: {exc}") from exc
         return obj
 
     def __repr__(self) -> str:
@@ -1766,7 +1754,7 @@ class SparseCounter(_Counter):
     def from_bytes(cls, blob: bytes, rng: RNGLike = None) -> SparseCounter:
         """Load bytes written by :meth:`to_bytes`; ``rng`` draws the noise of later steps."""
         meta, arrays = cls._unpack(blob)
-        try:
+        with bad_contents(cls._kind):
             obj = cls(meta["epsilon"], meta["horizon"], sensitivity=meta["sensitivity"], rng=rng)
             obj._restore_common(meta)
             obj._t = check_int(meta["t"], "t", cls._kind, 0, obj._horizon)
@@ -1776,10 +1764,6 @@ class SparseCounter(_Counter):
             obj._sub._t = sub_t
             obj._sub._last = int(meta["sub_last"])
             obj._sub._tree = _load_tree(obj._sub._levels, sub_t, 1, arrays, "sub.", cls._kind)
-        except SerializationError:
-            raise
-        except (KeyError, TypeError, ValueError) as exc:
-            raise SerializationError(f"{cls._kind} blob has bad contents: {exc}") from exc
         return obj
 
     def __repr__(self) -> str:
@@ -2174,7 +2158,7 @@ class InhomogeneousSparseCounter(_InhomogeneousParams, _Counter):
     ) -> InhomogeneousSparseCounter:
         """Load bytes written by :meth:`to_bytes` (``budgets`` if it was not serialisable)."""
         meta, _ = cls._unpack(blob)
-        try:
+        with bad_contents(cls._kind):
             budgets = cls._stored_budgets(meta, budgets, cls._kind)
             src = as_source(rng)
             obj = cls(
@@ -2195,10 +2179,6 @@ class InhomogeneousSparseCounter(_InhomogeneousParams, _Counter):
             first = _level_start(obj._level, obj._eps_frac)
             if obj._sparse.t != obj._t - first + 1 or obj._t > obj._level_end:
                 raise ValueError("the level's counter does not match t")
-        except SerializationError:
-            raise
-        except (KeyError, TypeError, ValueError) as exc:
-            raise SerializationError(f"{cls._kind} blob has bad contents: {exc}") from exc
         return obj
 
     def __repr__(self) -> str:

@@ -46,7 +46,7 @@ from .errors import (
 from .lineage import Lineage
 from .longitudinal import _assignment_source, as_column
 from .rng import RNGLike, as_source
-from .serial import pack, unpack
+from .serial import bad_contents, check_version, pack, unpack
 
 __all__ = ["CumulativeSynthesizer", "available_counters", "counter_budgets", "monotonize"]
 
@@ -411,12 +411,8 @@ class CumulativeSynthesizer:
         True
         """
         _, version, meta, arrays = unpack(blob, cls._kind)
-        if version != _VERSION:
-            raise SerializationError(
-                f"{cls._kind} format version {version} is not readable by this sketchsyn "
-                f"(it reads version {_VERSION})"
-            )
-        try:
+        check_version(cls._kind, version, _VERSION)
+        with bad_contents(cls._kind):
             obj = cls(
                 meta["n"],
                 meta["horizon"],
@@ -431,8 +427,6 @@ class CumulativeSynthesizer:
             kind = _counter_class(obj._counter)
             counters = [kind.from_bytes(arrays[f"counter{b}"].tobytes()) for b in range(t)]
             history = [arrays[f"history{i}"] for i in range(t if obj._keep_history else 0)]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise SerializationError(f"{cls._kind} blob has bad contents: {exc}") from exc
         if (
             real.shape != obj._real.shape
             or real.dtype != obj._real.dtype

@@ -38,9 +38,10 @@ from .counters import (
     _Counter,
     _noise_variance,
 )
-from .errors import InputError, ParameterError, SerializationError, check_int
+from .errors import InputError, ParameterError, check_int
 from .lineage import Lineage
 from .rng import RandomSource, RNGLike, as_source
+from .serial import bad_contents
 
 __all__ = ["KaryTreeCounter", "balanced_digits", "karytree_levels"]
 
@@ -446,7 +447,7 @@ class KaryTreeCounter(_Counter):
     def from_bytes(cls, blob: bytes, rng: RNGLike = None) -> KaryTreeCounter:
         """Load bytes written by :meth:`to_bytes`; ``rng`` draws the noise of later steps."""
         meta, arrays = cls._unpack(blob)
-        try:
+        with bad_contents(cls._kind):
             obj = cls(
                 meta["epsilon"],
                 meta["horizon"],
@@ -464,10 +465,6 @@ class KaryTreeCounter(_Counter):
                 raise ValueError("the last release must be an integer")
             engine.win[:, :, 0] = blocks
             engine.u = t
-        except SerializationError:
-            raise
-        except (KeyError, TypeError, ValueError, ParameterError) as exc:
-            raise SerializationError(f"{cls._kind} blob has bad contents: {exc}") from exc
         return obj
 
     def __repr__(self) -> str:

@@ -47,7 +47,7 @@ from .errors import (
 from .lineage import Lineage
 from .noise import discrete_gaussian
 from .rng import RandomSource, RNGLike, as_source
-from .serial import pack, unpack
+from .serial import bad_contents, check_version, pack, unpack
 
 __all__ = ["FixedWindowSynthesizer", "as_column"]
 
@@ -602,12 +602,8 @@ class FixedWindowSynthesizer:
         True
         """
         _, version, meta, arrays = unpack(blob, cls._kind)
-        if version != _VERSION:
-            raise SerializationError(
-                f"{cls._kind} format version {version} is not readable by this sketchsyn "
-                f"(it reads version {_VERSION})"
-            )
-        try:
+        check_version(cls._kind, version, _VERSION)
+        with bad_contents(cls._kind):
             obj = cls(
                 meta["n"],
                 meta["horizon"],
@@ -624,8 +620,6 @@ class FixedWindowSynthesizer:
             lineage = Lineage.from_meta(meta["lineage"], cls._kind)
             real, synth, p = arrays["real"], arrays["synth"], arrays["p"]
             history = [arrays[f"history{i}"] for i in range(len(arrays) - 3)]
-        except (KeyError, TypeError, ParameterError) as exc:
-            raise SerializationError(f"{cls._kind} blob has bad contents: {exc}") from exc
         if (
             real.shape != obj._real.shape
             or real.dtype != obj._real.dtype

@@ -79,7 +79,7 @@ from .errors import (
 )
 from .lineage import Lineage, UsageGuard
 from .rng import RNGLike, as_source
-from .serial import pack, unpack
+from .serial import check_version, pack, unpack
 from .stream import consume
 from .tree import consistent_levels_integer
 
@@ -515,11 +515,9 @@ class OnlineSynthesizer:
         from .domains import domain_from_dict
 
         _, version, meta, arrays = unpack(blob, _KIND)
-        if version != _VERSION:
-            raise SerializationError(
-                f"{_KIND} format version {version} is not readable by this sketchsyn (it reads "
-                f"version {_VERSION}; version 1 held one counter per cell, before the banks)"
-            )
+        check_version(
+            _KIND, version, _VERSION, "version 1 held one counter per cell, before the banks"
+        )
         obj = object.__new__(cls)
         try:
             obj._domain = domain_from_dict(meta["domain"])

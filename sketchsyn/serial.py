@@ -43,14 +43,15 @@ import hashlib
 import json
 import math
 import struct
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from .errors import SerializationError
 
-__all__ = ["CONTAINER_VERSION", "MetaReader", "pack", "unpack"]
+__all__ = ["CONTAINER_VERSION", "MetaReader", "bad_contents", "check_version", "pack", "unpack"]
 
 MAGIC = b"SKSY"
 CONTAINER_VERSION = 2
@@ -241,6 +242,50 @@ def unpack(
     except RecursionError as exc:
         raise SerializationError(f"{label} blob header is nested too deeply") from exc
     return kind, int(version), header["meta"], arrays
+
+
+def check_version(kind: str, version: int, reads: int | tuple[int, ...], note: str = "") -> None:
+    """Refuse a schema ``version`` of ``kind`` that this release cannot read (``reads``: the one
+    version it writes, or all it reads); ``note`` says what changed.
+
+    >>> check_version("Thing", 2, 2)
+    >>> check_version("Thing", 1, 2, "version 1 held one counter per cell")
+    Traceback (most recent call last):
+    ...
+    sketchsyn.errors.SerializationError: Thing format version 1 is not readable by this sketchsyn (it reads version 2; version 1 held one counter per cell)
+    """  # noqa: E501
+    versions = (reads,) if isinstance(reads, int) else tuple(reads)
+    if version in versions:
+        return
+    said = (
+        f"version {versions[0]}"
+        if len(versions) == 1
+        else f"versions {min(versions)} to {max(versions)}"
+    )
+    raise SerializationError(
+        f"{kind} format version {version} is not readable by this sketchsyn (it reads {said}"
+        + (f"; {note})" if note else ")")
+    )
+
+
+@contextmanager
+def bad_contents(kind: str) -> Iterator[None]:
+    """Read a blob's contents inside this block: a ``KeyError``, ``TypeError`` or
+    ``ValueError`` (a missing field, a wrong type, a value out of range) becomes a
+    :class:`SerializationError` naming ``kind``; a :class:`SerializationError` passes as is.
+
+    >>> with bad_contents("Thing"):
+    ...     {}["t"]
+    Traceback (most recent call last):
+    ...
+    sketchsyn.errors.SerializationError: Thing blob has bad contents: 't'
+    """
+    try:
+        yield
+    except SerializationError:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SerializationError(f"{kind} blob has bad contents: {exc}") from exc
 
 
 def _descriptor(desc: object, label: str) -> tuple[str, np.dtype, tuple[int, ...]]:

@@ -59,7 +59,7 @@ from .hashing import HashFamily, as_keys
 from .lineage import Lineage, UsageGuard
 from .noise import discrete_laplace
 from .rng import RNGLike, as_source
-from .serial import MetaReader, pack, unpack
+from .serial import MetaReader, check_version, pack, unpack
 
 __all__ = ["CountMinSketch", "CountSketch"]
 
@@ -550,11 +550,7 @@ class _Sketch(Checkpointable, abc.ABC):
         sketchsyn.errors.SerializationError: CountMinSketch blob is corrupt: checksum mismatch (truncated or altered).
         """  # noqa: E501
         _, version, meta, arrays = unpack(blob, cls._kind, key=key)
-        if version not in (1, _VERSION):
-            raise SerializationError(
-                f"{cls._kind} format version {version} is not readable by this sketchsyn "
-                f"(it reads versions 1 to {_VERSION})"
-            )
+        check_version(cls._kind, version, (1, _VERSION))
         r = MetaReader(meta, cls._kind)
         width = r.int("width", minimum=1, maximum=2**31)
         depth = r.int("depth", minimum=1, maximum=1024)

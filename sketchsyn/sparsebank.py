@@ -62,7 +62,7 @@ from .errors import InputError, SerializationError, check_int
 from .lineage import Lineage
 from .noise import laplace_scales
 from .rng import RNGLike, as_source
-from .serial import pack
+from .serial import bad_contents, pack
 
 __all__ = ["InhomogeneousSparseBank", "first_trips"]
 
@@ -653,7 +653,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
     ) -> InhomogeneousSparseBank:
         """Load bytes written by :meth:`to_bytes` (``budgets`` if it was not serialisable)."""
         meta, arrays = cls._unpack(blob)
-        try:
+        with bad_contents(cls._kind):
             budgets = cls._stored_budgets(meta, budgets, cls._kind)
             obj = object.__new__(cls)
             obj._setup(
@@ -698,10 +698,6 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
                 or (obj._n < 0).any()
             ):
                 raise ValueError("tree rows, segment counts or segment values are inconsistent")
-        except SerializationError:
-            raise
-        except (KeyError, TypeError, ValueError) as exc:
-            raise SerializationError(f"{cls._kind} blob has bad contents: {exc}") from exc
         return obj
 
     def __repr__(self) -> str:
