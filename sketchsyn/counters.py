@@ -507,10 +507,22 @@ class _Counter(abc.ABC):
     _frozen: bool
     _last: int
     _lineage: Lineage
+    _sensitivity: int
+    _t: int
 
     def _check_writable(self) -> None:
         if self._frozen:
             raise ReleasedError(f"this {type(self).__name__} is a snapshot; it is read-only")
+
+    @property
+    def sensitivity(self) -> int:
+        """ℓ1 bound on what neighbouring streams differ by."""
+        return self._sensitivity
+
+    @property
+    def t(self) -> int:
+        """Steps taken."""
+        return self._t
 
     def update(self, x: object) -> int:
         """Advance one step of value ``x`` and return that step's released count.
@@ -577,6 +589,28 @@ class _Counter(abc.ABC):
         if "last" in meta:
             last = meta["last"]
             self._last = float(last) if isinstance(last, float) else int(last)
+
+
+class _PureFinite:
+    """``epsilon``, ``rho`` and ``horizon`` of a pure-ε counter with a finite horizon."""
+
+    _epsilon: float
+    _horizon: int
+
+    @property
+    def epsilon(self) -> float:
+        """Pure-DP budget over all steps."""
+        return self._epsilon
+
+    @property
+    def rho(self) -> None:
+        """``None``: this counter is pure ε-DP."""
+        return None
+
+    @property
+    def horizon(self) -> int:
+        """``T``, the number of steps."""
+        return self._horizon
 
 
 def _tree_arrays(tree: _Tree, prefix: str) -> dict[str, np.ndarray]:
@@ -742,16 +776,6 @@ class BinaryMechanism(_Counter):
     def horizon(self) -> int | None:
         """``T`` for the finite form, ``None`` for the unbounded (hybrid) form."""
         return self._horizon
-
-    @property
-    def sensitivity(self) -> int:
-        """ℓ1 bound on what neighbouring streams differ by."""
-        return self._sensitivity
-
-    @property
-    def t(self) -> int:
-        """Steps taken."""
-        return self._t
 
     @property
     def nbytes(self) -> int:
@@ -1233,14 +1257,6 @@ class SqrtFactorizationCounter(_Counter):
         return self._horizon
 
     @property
-    def sensitivity(self) -> int:
-        return self._sensitivity
-
-    @property
-    def t(self) -> int:
-        return self._t
-
-    @property
     def bits(self) -> int:
         """``b``: the factor is scaled by ``2^b`` before rounding to integers."""
         return self._bits
@@ -1510,7 +1526,7 @@ def first_trips(x: Fraction, a: np.ndarray, s: np.ndarray, src: RandomSource) ->
 
 
 # ------------------------------------------------------------------ sparse counting
-class SparseCounter(_Counter):
+class SparseCounter(_PureFinite, _Counter):
     """Sparse counting with a finite horizon (seed 000, Algorithm 2; Dwork et al. 2015).
 
     The timeline is cut into segments: a segment closes at the first step where its count
@@ -1599,30 +1615,6 @@ class SparseCounter(_Counter):
 
     def _new_threshold(self) -> int:
         return self._t0 + int(_draw("laplace", self._scale, 1, self._threshold_src)[0])
-
-    @property
-    def epsilon(self) -> float:
-        """Pure-DP budget over all steps."""
-        return self._epsilon
-
-    @property
-    def rho(self) -> None:
-        """Sparse counting is pure DP: always ``None``."""
-        return None
-
-    @property
-    def horizon(self) -> int:
-        """``T``."""
-        return self._horizon
-
-    @property
-    def sensitivity(self) -> int:
-        return self._sensitivity
-
-    @property
-    def t(self) -> int:
-        """Steps taken."""
-        return self._t
 
     @property
     def segments(self) -> int:
@@ -1925,11 +1917,6 @@ class _InhomogeneousParams:
     def start_level(self) -> int:
         """``r_0``: steps before ``t_{r_0}`` are not counted."""
         return self._start
-
-    @property
-    def sensitivity(self) -> int:
-        """ℓ1 bound on what neighbouring streams differ by."""
-        return self._sensitivity
 
     @property
     def budgets(self) -> Callable[[int], float]:

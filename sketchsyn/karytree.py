@@ -37,6 +37,7 @@ from .counters import (
     _check_total,
     _Counter,
     _noise_variance,
+    _PureFinite,
 )
 from .errors import InputError, ParameterError, check_int
 from .lineage import Lineage
@@ -216,7 +217,7 @@ class _KaryEngine:
         self.u = t1
 
 
-class KaryTreeCounter(_Counter):
+class KaryTreeCounter(_PureFinite, _Counter):
     """Continual counter on the ``k``-ary tree with negative digits (pure ε-DP; Andersson,
     Pagh and Torkamani, arXiv 2408.07021).
 
@@ -321,26 +322,6 @@ class KaryTreeCounter(_Counter):
             "k": self._k,
             "sensitivity": self._sensitivity,
         }
-
-    @property
-    def epsilon(self) -> float:
-        """Pure-DP budget over all steps."""
-        return self._epsilon
-
-    @property
-    def rho(self) -> None:
-        """``None``: this counter is pure ε-DP."""
-        return None
-
-    @property
-    def horizon(self) -> int:
-        """``T``."""
-        return self._horizon
-
-    @property
-    def sensitivity(self) -> int:
-        """ℓ1 bound on what neighbouring streams differ by."""
-        return self._sensitivity
 
     @property
     def k(self) -> int:
