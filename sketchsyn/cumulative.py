@@ -44,7 +44,7 @@ from .errors import (
     check_int,
 )
 from .lineage import Lineage
-from .longitudinal import _assignment_source, as_column
+from .longitudinal import _assignment_source, _PanelCopies, as_column
 from .rng import RNGLike, as_source
 from .serial import bad_contents, check_version, pack, unpack
 
@@ -105,7 +105,7 @@ def _weight_dtype(horizon: int) -> type:
     return np.uint8 if horizon < 256 else (np.uint16 if horizon < 65536 else np.uint32)
 
 
-class CumulativeSynthesizer:
+class CumulativeSynthesizer(_PanelCopies):
     """Algorithm 2 of seed 004: a synthetic panel accurate on every "at least b ones by t".
 
     Counter ``b`` (``b = 1 … T``) is a continual-release stream counter of
@@ -155,6 +155,7 @@ class CumulativeSynthesizer:
     """
 
     _kind = "CumulativeSynthesizer"
+    _STATE = ("_real", "_synth", "_s_hat")
 
     def __init__(
         self,
@@ -370,12 +371,6 @@ class CumulativeSynthesizer:
         return np.column_stack(self._history)
 
     # ------------------------------------------------------------------ copies and bytes
-    def snapshot(self) -> CumulativeSynthesizer:
-        """An independent read-only copy."""
-        snap = type(self).from_bytes(self.to_bytes())
-        snap._frozen = True
-        return snap
-
     def to_bytes(self) -> bytes:
         """Versioned, checksummed bytes (schema version 1).
 
@@ -446,22 +441,6 @@ class CumulativeSynthesizer:
         obj._counters, obj._history = counters, history
         obj._frozen = bool(meta.get("frozen", False))
         return obj
-
-    def __reduce__(self) -> tuple:
-        return (type(self).from_bytes, (self.to_bytes(),))
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return (
-            self._params() == other._params()
-            and self._t == other._t
-            and np.array_equal(self._real, other._real)
-            and np.array_equal(self._synth, other._synth)
-            and np.array_equal(self._s_hat, other._s_hat)
-        )
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

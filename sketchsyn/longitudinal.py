@@ -26,6 +26,7 @@ True
 
 from __future__ import annotations
 
+import abc
 import math
 import numbers
 from collections.abc import Sequence
@@ -125,7 +126,50 @@ def _assignment_source(src: RandomSource) -> RandomSource:
     return RandomSource(np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy))))
 
 
-class FixedWindowSynthesizer:
+class _PanelCopies(abc.ABC):
+    """Copies, pickling and equality of a longitudinal synthesizer (fixed window and
+    cumulative): its state is its public parameters, ``t`` and the arrays named in ``_STATE``
+    (object identity, the lineage and the randomness are not compared)."""
+
+    _STATE: tuple[str, ...] = ()
+    _frozen: bool
+    _t: int
+
+    @abc.abstractmethod
+    def _params(self) -> dict[str, Any]:
+        """The public parameters (what the constructor was given)."""
+
+    @abc.abstractmethod
+    def to_bytes(self) -> bytes:
+        """Versioned, checksummed bytes of the state."""
+
+    @classmethod
+    @abc.abstractmethod
+    def from_bytes(cls, blob: bytes, rng: RNGLike = None) -> Any:
+        """Load bytes written by :meth:`to_bytes`."""
+
+    def snapshot(self) -> Any:
+        """An independent read-only copy (its :meth:`update` raises :class:`ReleasedError`)."""
+        snap = type(self).from_bytes(self.to_bytes())
+        snap._frozen = True
+        return snap
+
+    def __reduce__(self) -> tuple:
+        return (type(self).from_bytes, (self.to_bytes(),))
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (
+            self._params() == other._params()
+            and self._t == other._t
+            and all(np.array_equal(getattr(self, a), getattr(other, a)) for a in self._STATE)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class FixedWindowSynthesizer(_PanelCopies):
     """Algorithm 1 of seed 004: a synthetic panel accurate on every window of ``k`` periods.
 
     Every period ``t ≥ k`` the true histogram ``C^t`` of the ``q^k`` patterns of the last ``k``
@@ -195,6 +239,7 @@ class FixedWindowSynthesizer:
     """
 
     _kind = "FixedWindowSynthesizer"
+    _STATE = ("_real", "_synth", "_p")
 
     def __init__(
         self,
@@ -566,12 +611,6 @@ class FixedWindowSynthesizer:
         return np.column_stack(self._history)
 
     # ------------------------------------------------------------------ copies and bytes
-    def snapshot(self) -> FixedWindowSynthesizer:
-        """An independent read-only copy (its :meth:`update` raises :class:`ReleasedError`)."""
-        snap = type(self).from_bytes(self.to_bytes())
-        snap._frozen = True
-        return snap
-
     def to_bytes(self) -> bytes:
         """Versioned, checksummed bytes (:func:`sketchsyn.serial.pack`, schema version 1).
 
@@ -636,22 +675,6 @@ class FixedWindowSynthesizer:
         obj._real, obj._synth, obj._p, obj._history = real, synth, p, history
         obj._frozen = bool(meta.get("frozen", False))
         return obj
-
-    def __reduce__(self) -> tuple:
-        return (type(self).from_bytes, (self.to_bytes(),))
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return (
-            self._params() == other._params()
-            and self._t == other._t
-            and np.array_equal(self._real, other._real)
-            and np.array_equal(self._synth, other._synth)
-            and np.array_equal(self._p, other._p)
-        )
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
