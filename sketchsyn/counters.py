@@ -88,7 +88,7 @@ from .noise import (
     discrete_gaussian,
     discrete_gaussian_variance,
     discrete_laplace_variance,
-    laplace_scales,
+    laplace_sum,
 )
 from .rng import RandomSource, RNGLike, as_source
 from .serial import bad_contents, check_version, pack, unpack
@@ -2100,7 +2100,7 @@ class InhomogeneousSparseCounter(_InhomogeneousParams, _Counter):
     def _pass_levels(self, rest: int) -> int:
         """Pass the levels that ``rest`` steps of zeros cross whole (more than their length):
         their totals are pure noise, one draw each at its own scale, added to ``S̃`` together
-        (:func:`~sketchsyn.noise.laplace_scales`). Returns the steps passed."""
+        (:func:`~sketchsyn.noise.laplace_sum`). Returns the steps passed."""
         scales, passed = [], 0
         r = self._level + 1
         while True:
@@ -2115,7 +2115,7 @@ class InhomogeneousSparseCounter(_InhomogeneousParams, _Counter):
             passed += length
             r += 1
         if scales:
-            self._base += sum(laplace_scales(scales, self._level_src))
+            self._base += int(laplace_sum(scales, 1, self._level_src)[0])
             self._level = r - 1
             self._t += passed
             self._level_end = self._t

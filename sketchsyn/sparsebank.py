@@ -60,7 +60,7 @@ from .counters import (
 )
 from .errors import InputError, SerializationError, check_int
 from .lineage import Lineage
-from .noise import laplace_scales
+from .noise import laplace_sum
 from .rng import RNGLike, as_source
 from .serial import bad_contents, pack
 
@@ -293,7 +293,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
 
         A level entered and closed within the move adds only its total's noise to ``S̃`` (its
         count is 0 and no release inside it is read): for a small bank those draws, one per
-        level at its own scale, are made together (:func:`~sketchsyn.noise.laplace_scales`)."""
+        level at its own scale, are made together (:func:`~sketchsyn.noise.laplace_sum`)."""
         lv = self._lv
         assert lv is not None
         if until <= lv.end:
@@ -305,12 +305,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         while until > lv.end:
             passed.append(lv)
             lv = self._first_level(lv.r + 1)
-        if self._size <= 4:
-            for i in range(self._size):
-                self._base[i] += sum(laplace_scales([p.scale for p in passed], self._level_src))
-        else:
-            for p in passed:
-                self._base += _draw("laplace", p.scale, self._size, self._level_src)
+        self._base += laplace_sum([p.scale for p in passed], self._size, self._level_src)
         self._enter(lv)
         self._t = until
 

@@ -358,10 +358,11 @@ def test_draws_use_the_counters_exact_samplers():
 
 
 def test_small_banks_pass_whole_levels_with_the_same_law():
-    """A bank of at most 4 counters draws the totals of the levels a move passes whole in one
-    call (noise.laplace_scales, one scale per level); a large bank draws level by level. Both
-    have the law of the noise sum: 3 000 one-counter banks against one bank of 3 000 (KS), and
-    the variance formula Σ_r Var Lap_Z(2/ε_r) over the levels passed."""
+    """noise.laplace_sum draws the totals of the levels a move passes whole: one value at a
+    time for a small bank (noise.laplace_scales, one scale per level), level by level in
+    vectorised calls for a large one. Both have the law of the noise sum: 3 000 one-counter
+    banks against one bank of 3 000 (KS), and the variance formula Σ_r Var Lap_Z(2/ε_r) over
+    the levels passed."""
     from sketchsyn.noise import discrete_laplace_variance
 
     eps, budgets, m = 1.0, online_budgets(1.0, 2, 0), 3000
