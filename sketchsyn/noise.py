@@ -227,6 +227,8 @@ def laplace_sum(scales: list[Fraction], size: int, src: RandomSource) -> np.ndar
     are drawn one at a time (:func:`laplace_scales`, microseconds each); many, one vectorised
     call per scale."""
     out = np.zeros(size, dtype=np.int64)
+    if not scales:
+        return out
     if len(scales) * size <= _SCALAR_DRAWS:
         for i in range(size):
             out[i] = sum(laplace_scales(scales, src))
