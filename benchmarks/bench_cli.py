@@ -4,7 +4,7 @@ Generates a CSV of ``--rows`` rows (lon, lat, fare; default 10**7) in a temporar
 runs, each in a fresh Python process:
 
 1. ``pandas.read_csv(FILE, usecols=["lon", "lat"])``: just reading the file into memory;
-2. ``sketchsyn.readers.CSVReader`` alone: our bounded-memory reading, batch by batch, no summary
+2. ``sketchsyn.io.readers.CSVReader`` alone: our bounded-memory reading, batch by batch, no summary
    (so that the cost of reading and the cost of PrivHP show separately);
 3. ``sketchsyn fit FILE --columns lon,lat --bounds … --epsilon 1 --memory 256KB -o MODEL``:
    reading the same file in bounded memory, PrivHP updates and the release.
@@ -118,7 +118,7 @@ def main() -> None:
         reader_cmd = [
             sys.executable,
             "-c",
-            "from sketchsyn.readers import CSVReader\n"
+            "from sketchsyn.io.readers import CSVReader\n"
             f"for _ in CSVReader({str(path)!r}, ['lon', 'lat']): pass",
         ]
         results = {}

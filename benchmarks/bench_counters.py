@@ -25,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sketchsyn.counters import (
+from sketchsyn.counters.sparsebank import InhomogeneousSparseBank
+from sketchsyn.counters.tree import (
     BinaryMechanism,
     CounterBank,
     InhomogeneousSparseCounter,
@@ -34,8 +35,7 @@ from sketchsyn.counters import (
     online_budgets,
     sqrt_coefficients,
 )
-from sketchsyn.noise import discrete_laplace
-from sketchsyn.sparsebank import InhomogeneousSparseBank
+from sketchsyn.privacy.noise import discrete_laplace
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 

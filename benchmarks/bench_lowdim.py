@@ -22,8 +22,8 @@ import time
 import numpy as np
 
 from sketchsyn import PMM, Box
-from sketchsyn.lowdim import LowDimSynthesizer
-from sketchsyn.metrics import wasserstein1
+from sketchsyn.evaluate.metrics import wasserstein1
+from sketchsyn.synth.lowdim import LowDimSynthesizer
 
 
 def plane(n: int, d: int = 20, seed: int = 0, noise: float = 0.01):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from sketchsyn.noise import discrete_gaussian, discrete_laplace
+from sketchsyn.privacy.noise import discrete_gaussian, discrete_laplace
 
 
 def best_of(fn, repeats: int = 3) -> float:

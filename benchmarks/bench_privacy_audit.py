@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import test_privacy_audit as harness  # noqa: E402
 
-import sketchsyn.accounting as accounting  # noqa: E402
+import sketchsyn.privacy.accounting as accounting  # noqa: E402
 
 
 def _halved(enabled: bool) -> None:

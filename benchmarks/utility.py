@@ -41,8 +41,8 @@ from pathlib import Path
 import numpy as np
 
 from sketchsyn import PMM, AdaptiveGrid, Box, GridHistogram, PrivHP, PrivTree
-from sketchsyn.datasets import multifractal
-from sketchsyn.metrics import wasserstein1
+from sketchsyn.evaluate.datasets import multifractal
+from sketchsyn.evaluate.metrics import wasserstein1
 
 ROOT = Path(__file__).resolve().parent.parent
 DIAMONDS_BOX = Box([0.0, 0.0], [6.0, 20000.0])

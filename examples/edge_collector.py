@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from sketchsyn import Box, PrivHP
-from sketchsyn.datasets import TAXI_BOX, taxi_pickups
+from sketchsyn.evaluate.datasets import TAXI_BOX, taxi_pickups
 
 PARAMS = dict(epsilon=1.0, k=64, width=512, depth=16, seed=3)
 FEED_SEED = 11

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from sketchsyn import Box, OnlineSynthesizer
-from sketchsyn.metrics import wasserstein1
+from sketchsyn.evaluate.metrics import wasserstein1
 
 DOMAIN = Box([-10.0, 0.0], [45.0, 100.0])  # public bounds: temperature, humidity
 STEPS_PER_DAY = 400_000

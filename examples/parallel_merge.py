@@ -23,8 +23,8 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 
 from sketchsyn import Box, PrivHP
-from sketchsyn.datasets import TAXI_BOX, taxi_pickups
-from sketchsyn.metrics import wasserstein1
+from sketchsyn.evaluate.datasets import TAXI_BOX, taxi_pickups
+from sketchsyn.evaluate.metrics import wasserstein1
 
 PARAMS = dict(epsilon=1.0, k=64, width=512, depth=18, seed=7)
 ROWS_PER_SHARD = 100_000

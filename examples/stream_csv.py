@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from sketchsyn import Box, PrivHP
-from sketchsyn.datasets import TAXI_BOX, taxi_pickups
+from sketchsyn.evaluate.datasets import TAXI_BOX, taxi_pickups
 
 
 def rows(path: Path, columns: list[str]):

@@ -23,63 +23,72 @@ _EXPORTS = {
     "BudgetExceededError": "errors",
     "ReleasedError": "errors",
     "ConcurrentUseError": "errors",
-    "Lineage": "lineage",
+    "Lineage": "privacy.lineage",
     # randomness and noise
-    "as_source": "rng",
-    "RandomSource": "rng",
-    "discrete_laplace": "noise",
-    "discrete_gaussian": "noise",
+    "as_source": "privacy.rng",
+    "RandomSource": "privacy.rng",
+    "discrete_laplace": "privacy.noise",
+    "discrete_gaussian": "privacy.noise",
     # hashing and sketches
-    "murmur3_32": "hashing",
-    "HashFamily": "hashing",
-    "CountMinSketch": "sketches",
-    "CountSketch": "sketches",
+    "murmur3_32": "sketches.hashing",
+    "HashFamily": "sketches.hashing",
+    "CountMinSketch": "sketches.sketch",
+    "CountSketch": "sketches.sketch",
     # continual counters
-    "BinaryMechanism": "counters",
-    "CounterBank": "counters",
-    "SparseCounter": "counters",
-    "SqrtFactorizationCounter": "counters",
-    "KaryTreeCounter": "karytree",
-    "InhomogeneousSparseCounter": "counters",
-    "InhomogeneousSparseBank": "sparsebank",
-    "online_budgets": "counters",
+    "BinaryMechanism": "counters.tree",
+    "CounterBank": "counters.tree",
+    "SparseCounter": "counters.tree",
+    "SqrtFactorizationCounter": "counters.tree",
+    "KaryTreeCounter": "counters.karytree",
+    "InhomogeneousSparseCounter": "counters.tree",
+    "InhomogeneousSparseBank": "counters.sparsebank",
+    "online_budgets": "counters.tree",
     # accounting
-    "PureDPBudget": "accounting",
-    "ZCDPBudget": "accounting",
-    "privhp_allocation": "accounting",
-    "pmm_scales": "accounting",
+    "PureDPBudget": "privacy.accounting",
+    "ZCDPBudget": "privacy.accounting",
+    "privhp_allocation": "privacy.accounting",
+    "pmm_scales": "privacy.accounting",
     # domains, tree, release
-    "Box": "domains",
-    "Domain": "domains",
-    "BitDomain": "domains",
-    "PrivateDistribution": "distribution",
-    "Leaves": "distribution",
-    "PartitionTree": "tree",
+    "Box": "domains.domain",
+    "Domain": "domains.domain",
+    "BitDomain": "domains.domain",
+    "PrivateDistribution": "synth.distribution",
+    "Leaves": "synth.distribution",
+    "PartitionTree": "synth.tree",
     # algorithms
-    "PrivHP": "privhp",
-    "ContinualPrivHP": "continual",
-    "PMM": "pmm",
-    "PSMM": "psmm",
-    "GridHistogram": "baseline",
-    "LowDimSynthesizer": "lowdim",
-    "OnlineSynthesizer": "online",
-    "AdaptiveGrid": "baseline",
-    "PrivTree": "baseline",
-    "FixedWindowSynthesizer": "longitudinal",
-    "CumulativeSynthesizer": "cumulative",
+    "PrivHP": "synth.privhp",
+    "ContinualPrivHP": "synth.continual",
+    "PMM": "synth.pmm",
+    "PSMM": "synth.psmm",
+    "GridHistogram": "baselines.grid",
+    "LowDimSynthesizer": "synth.lowdim",
+    "OnlineSynthesizer": "synth.online",
+    "AdaptiveGrid": "baselines.grid",
+    "PrivTree": "baselines.grid",
+    "FixedWindowSynthesizer": "synth.longitudinal",
+    "CumulativeSynthesizer": "synth.cumulative",
     # evaluation
-    "wasserstein1": "metrics",
-    "w1_floor": "metrics",
-    "W1Result": "metrics",
+    "wasserstein1": "evaluate.metrics",
+    "w1_floor": "evaluate.metrics",
+    "W1Result": "evaluate.metrics",
     # readers
-    "CSVReader": "readers",
-    "JSONLinesReader": "readers",
-    "AccessLogReader": "readers",
-    "open_reader": "readers",
-    "follow": "readers",
+    "CSVReader": "io.readers",
+    "JSONLinesReader": "io.readers",
+    "AccessLogReader": "io.readers",
+    "open_reader": "io.readers",
+    "follow": "io.readers",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+_SUMMARY_PACKAGES = ("sketches", "counters", "synth", "baselines")
+
+
+def _import_summaries() -> None:
+    """Import every package that defines a Summary, so the registry holds every kind."""
+    for package in _SUMMARY_PACKAGES:
+        importlib.import_module(f".{package}", __name__)
 
 
 def __getattr__(name: str) -> Any:
@@ -93,3 +102,8 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return __all__
+
+
+from .io.summary import add_discovery  # noqa: E402  (after __version__: the io package reads it)
+
+add_discovery(_import_summaries)

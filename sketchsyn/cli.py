@@ -34,10 +34,10 @@ from typing import Any
 import numpy as np
 
 from . import __version__
-from .datasets import TAXI_BOX, taxi_pickups
-from .domains import Box
+from .domains.domain import Box
 from .errors import ReleasedError
-from .privhp import PrivHP
+from .evaluate.datasets import TAXI_BOX, taxi_pickups
+from .synth.privhp import PrivHP
 
 __all__ = ["main"]
 
@@ -155,7 +155,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _report_w1(real, release, domain, args, say) -> None:
-    from .metrics import wasserstein1
+    from .evaluate.metrics import wasserstein1
 
     half = real.shape[0] // 2
     a, b = real[:half], real[half : 2 * half]
@@ -296,9 +296,9 @@ def _write_atomic(path: str, data: bytes) -> None:
 
 
 def _blob_kind(blob: bytes) -> str | None:
-    """The object kind written by ``sketchsyn.serial.pack`` (None: not such a file)."""
-    from .checkpoint import kind_of
+    """The object kind written by ``sketchsyn.io.serial.pack`` (None: not such a file)."""
     from .errors import SerializationError
+    from .io.checkpoint import kind_of
 
     try:
         return kind_of(blob)
@@ -308,8 +308,8 @@ def _blob_kind(blob: bytes) -> str | None:
 
 def _load(path: str, what: str) -> Any:
     """A release or a state from a file written by ``sketchsyn fit``."""
-    from .distribution import PrivateDistribution
-    from .pmm import PMM
+    from .synth.distribution import PrivateDistribution
+    from .synth.pmm import PMM
 
     try:
         with open(path, "rb") as fh:
@@ -324,7 +324,7 @@ def _load(path: str, what: str) -> Any:
 
 
 def _load_release(path: str) -> Any:
-    from .distribution import PrivateDistribution
+    from .synth.distribution import PrivateDistribution
 
     obj = _load(path, "MODEL")
     if not isinstance(obj, PrivateDistribution):
@@ -337,7 +337,7 @@ def _load_release(path: str) -> Any:
 
 # ------------------------------------------------------------------------------ fit
 def _build_domain(args: argparse.Namespace, fmt: str) -> tuple[Any, list[str]]:
-    from .domains import BitDomain
+    from .domains.domain import BitDomain
 
     if fmt == "accesslog":
         if args.bounds:
@@ -352,7 +352,7 @@ def _build_domain(args: argparse.Namespace, fmt: str) -> tuple[Any, list[str]]:
 
 def _privhp_plan(args: argparse.Namespace, domain: Any) -> tuple[PrivHP, str]:
     """A PrivHP for the arguments, and one line saying how its parameters were chosen."""
-    from . import accounting
+    from .privacy import accounting
 
     n = args.expected_n
     if args.memory is None:
@@ -416,8 +416,8 @@ def _privhp_plan(args: argparse.Namespace, domain: Any) -> tuple[PrivHP, str]:
 
 
 def _pmm_plan(args: argparse.Namespace, domain: Any) -> tuple[Any, str]:
-    from . import accounting
-    from .pmm import PMM
+    from .privacy import accounting
+    from .synth.pmm import PMM
 
     if args.state:
         raise _fail(
@@ -491,8 +491,8 @@ def _check_inside(batch: np.ndarray, domain: Any, reader: Any, columns: list[str
 
 
 def _fit(args: argparse.Namespace) -> int:
-    from .progress import progress
-    from .readers import format_of, open_reader
+    from .io.progress import progress
+    from .io.readers import format_of, open_reader
 
     if args.resume:
         if args.state and os.path.abspath(args.state) != os.path.abspath(args.resume):
@@ -612,8 +612,8 @@ def _write_rows(fh: Any, points: np.ndarray, names: list[str], fmt: str, ipv4: b
 
 
 def _sample(args: argparse.Namespace) -> int:
-    from .readers import format_of
-    from .rng import as_source
+    from .io.readers import format_of
+    from .privacy.rng import as_source
 
     if args.n < 0:
         raise _fail(f"-n must be >= 0; got {args.n}")
@@ -662,7 +662,7 @@ def _csv_field(name: str) -> str:
 
 # ---------------------------------------------------------------------- evaluate, plot
 def _reservoir_of(path: str, columns: list[str], args: argparse.Namespace, seed: int) -> Any:
-    from .readers import format_of, open_reader
+    from .io.readers import format_of, open_reader
 
     fmt = args.format or (None if path == "-" else format_of(path)) or "csv"
     reader = open_reader(path, None if fmt == "accesslog" else columns, fmt=fmt, on_bad=args.on_bad)
@@ -675,7 +675,7 @@ def _reservoir_of(path: str, columns: list[str], args: argparse.Namespace, seed:
 
 
 def _csv_header(path: str) -> list[str] | None:
-    from .readers import CSVReader, format_of
+    from .io.readers import CSVReader, format_of
 
     if path == "-" or (format_of(path) or "csv") != "csv":
         return None
@@ -685,7 +685,7 @@ def _csv_header(path: str) -> list[str] | None:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from .metrics import OT_LIMIT, wasserstein1
+    from .evaluate.metrics import OT_LIMIT, wasserstein1
 
     columns = _parse_columns(args.columns) or _csv_header(args.synthetic)
     if not columns:

@@ -60,9 +60,9 @@ _MODES = ("trusted", "untrusted")
 
 def _is_raw(summary: Any) -> bool | None:
     """True for an exact (not yet private) summary, False for a private one, None if unknown."""
-    from .histogram import LevelCounts
-    from .privhp import PrivHP
-    from .sketches import CountMinSketch, CountSketch
+    from .sketches.sketch import CountMinSketch, CountSketch
+    from .synth.histogram import LevelCounts
+    from .synth.privhp import PrivHP
 
     if isinstance(summary, PrivHP):
         return bool(summary._raw)

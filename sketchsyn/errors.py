@@ -168,9 +168,26 @@ def check_positive(value: object, name: str, owner: str) -> float:
     return fvalue
 
 
+EPSILON_RANGE = (2.0**-30, 2.0**20)
+"""The privacy budgets every mechanism can realise: below 2**-30 the noise scale passes the
+largest integer Laplace scale the samplers draw (2**30); above 2**20 (about 10**6) the noise is
+smaller than one count and ε means nothing to an auditor."""
+
+
 def check_epsilon(value: object, owner: str, name: str = "epsilon") -> float:
-    """Check a privacy budget: a finite real number > 0."""
-    return check_positive(value, name, owner)
+    """Check a privacy budget: a finite real number inside :data:`EPSILON_RANGE`.
+
+    >>> check_epsilon(2**62, "Demo")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sketchsyn.errors.ParameterError: The 'epsilon' parameter of Demo must be a finite real number in [9.313e-10, 1.049e+06]. Got 4611686018427387904 instead.
+    """  # noqa: E501
+    low, high = EPSILON_RANGE
+    requirement = f"a finite real number in [{low:.4g}, {high:.4g}]"
+    fvalue = check_positive(value, name, owner)
+    if not low <= fvalue <= high:
+        raise _fail(name, owner, requirement, value)
+    return fvalue
 
 
 def check_choice(value: object, name: str, owner: str, choices: tuple[str, ...]) -> str:

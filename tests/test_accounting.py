@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sketchsyn.accounting import (
+from sketchsyn.errors import BudgetExceededError, ParameterError
+from sketchsyn.privacy.accounting import (
     PureDPBudget,
     ZCDPBudget,
     pmm_depth,
@@ -19,7 +20,6 @@ from sketchsyn.accounting import (
     pure_to_zcdp,
     zcdp_to_approx_dp,
 )
-from sketchsyn.errors import BudgetExceededError, ParameterError
 
 
 def test_budget_composes_exactly_and_refuses_overspend():

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from sketchsyn import PMM, Box, GridHistogram, PrivHP
-from sketchsyn.datasets import multifractal
 from sketchsyn.errors import ParameterError
-from sketchsyn.metrics import wasserstein1
+from sketchsyn.evaluate.datasets import multifractal
+from sketchsyn.evaluate.metrics import wasserstein1
 
 
 def test_memory_sizing_and_non_negative_release():
@@ -58,7 +58,7 @@ def test_privhp_beats_equal_memory_grid_on_skewed_data():
 # ---------------------------------------------------------------- AG and PrivTree (issue 14)
 def _spy(monkeypatch):
     """Record every (scale, size) the baselines draw integer Laplace noise with."""
-    import sketchsyn.baseline as baseline
+    import sketchsyn.baselines.grid as baseline
 
     calls = []
     real = baseline.discrete_laplace

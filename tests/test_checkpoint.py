@@ -24,8 +24,8 @@ from sketchsyn import (
     PrivHP,
     SerializationError,
 )
-from sketchsyn.checkpoint import kind_of, load, save
-from sketchsyn.histogram import LevelCounts
+from sketchsyn.io.checkpoint import kind_of, load, save
+from sketchsyn.synth.histogram import LevelCounts
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -95,9 +95,9 @@ def test_load_refuses_another_class_and_bad_files(tmp_path: Path) -> None:
     (tmp_path / "junk").write_bytes(b"not a sketch at all")
     with pytest.raises(SerializationError, match="not a sketchsyn file"):
         load(tmp_path / "junk")
-    from sketchsyn.serial import pack
+    from sketchsyn.io.serial import pack
 
-    (tmp_path / "alien").write_bytes(pack("Alien", 1, {}, {}))
+    (tmp_path / "alien").write_bytes(pack("Alien", 1, {}, {}, state="trusted"))
     with pytest.raises(SerializationError, match="'Alien', which no sketchsyn class reads"):
         load(tmp_path / "alien")
     with pytest.raises(FileNotFoundError):
@@ -129,7 +129,7 @@ _WRITER = """
 import sys
 import numpy as np
 from sketchsyn import CountMinSketch
-from sketchsyn.checkpoint import save
+from sketchsyn.io.checkpoint import save
 
 def build(v):
     s = CountMinSketch(2**17, 4)

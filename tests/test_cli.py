@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from sketchsyn import PrivHP, cli
-from sketchsyn.progress import progress
+from sketchsyn.io.progress import progress
 
 ROOT = Path(__file__).resolve().parents[1]
 BOUNDS = "--bounds=-74.05:-73.75,40.6:40.9"

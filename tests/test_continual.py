@@ -7,9 +7,8 @@ import pickle
 import numpy as np
 import pytest
 
-from sketchsyn import Box, ContinualPrivHP, PrivHP, privhp_allocation, tree, wasserstein1
-from sketchsyn.continual import binary_levels
-from sketchsyn.counters import BinaryMechanism
+from sketchsyn import Box, ContinualPrivHP, PrivHP, privhp_allocation, wasserstein1
+from sketchsyn.counters.tree import BinaryMechanism
 from sketchsyn.errors import (
     IncompatibleError,
     InputError,
@@ -17,7 +16,9 @@ from sketchsyn.errors import (
     ReleasedError,
     SerializationError,
 )
-from sketchsyn.noise import discrete_laplace_variance
+from sketchsyn.privacy.noise import discrete_laplace_variance
+from sketchsyn.synth import tree
+from sketchsyn.synth.continual import binary_levels
 
 
 def small(rng: int, **kw) -> ContinualPrivHP:
@@ -51,7 +52,7 @@ def test_cell_variance_is_the_binary_mechanisms(t: int) -> None:
         scale = binary_levels(16) * (1 if level <= c.L_k else c.sketch_depth) / c.sigmas[level]
         expected = bin(t).count("1") * discrete_laplace_variance(scale)
         assert expected == pytest.approx(c.cell_variance(level, t))
-        # The same figure from sketchsyn.counters: one binary mechanism with the level's budget
+        # The same figure from sketchsyn.counters.tree: one binary mechanism with the level's budget
         # and the level's sensitivity (j cells per row on a sketch level).
         counter = BinaryMechanism(
             epsilon=float(c.sigmas[level]),

@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sketchsyn import counters, sparsebank
-from sketchsyn.counters import (
+from sketchsyn.counters import sparsebank
+from sketchsyn.counters import tree as counters
+from sketchsyn.counters.sparsebank import InhomogeneousSparseBank
+from sketchsyn.counters.tree import (
     BinaryMechanism,
     CounterBank,
     InhomogeneousSparseCounter,
@@ -22,7 +24,6 @@ from sketchsyn.counters import (
     sqrt_coefficients,
 )
 from sketchsyn.errors import IncompatibleError, InputError, ParameterError, SerializationError
-from sketchsyn.sparsebank import InhomogeneousSparseBank
 
 
 class Tape:

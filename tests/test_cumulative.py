@@ -11,13 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sketchsyn.cumulative import (
+from sketchsyn.errors import InputError, ParameterError, ReleasedError, SerializationError
+from sketchsyn.synth.cumulative import (
     CumulativeSynthesizer,
     available_counters,
     counter_budgets,
     monotonize,
 )
-from sketchsyn.errors import InputError, ParameterError, ReleasedError, SerializationError
 
 COUNTERS = available_counters()
 

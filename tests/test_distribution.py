@@ -1,4 +1,4 @@
-"""Tests for sketchsyn.distribution.PrivateDistribution."""
+"""Tests for sketchsyn.synth.distribution.PrivateDistribution."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from sketchsyn.distribution import PrivateDistribution
-from sketchsyn.domains import BitDomain, Box
+from sketchsyn.domains.domain import BitDomain, Box
 from sketchsyn.errors import ParameterError, SerializationError
-from sketchsyn.serial import pack
-from sketchsyn.tree import consistent_levels, grow_partition
+from sketchsyn.io.serial import pack
+from sketchsyn.synth.distribution import PrivateDistribution
+from sketchsyn.synth.tree import consistent_levels, grow_partition
 
 
 def _grown(seed: int, k: int = 4, depth: int = 7, scale: float = 6.0):
@@ -225,7 +225,7 @@ def test_corrupt_blobs_raise():
     with pytest.raises(SerializationError):
         PrivateDistribution.from_bytes(bytes(flipped))
     with pytest.raises(SerializationError):
-        PrivateDistribution.from_bytes(pack("CountMinSketch", 1, {}, {}))
+        PrivateDistribution.from_bytes(pack("CountMinSketch", 1, {}, {}, state="trusted"))
     # A well-formed container whose contents are invalid (overlapping leaves).
     meta = {
         "domain_class": "Box",
@@ -240,13 +240,23 @@ def test_corrupt_blobs_raise():
         "counts": np.array([1.0, 1.0]),
     }
     with pytest.raises(SerializationError, match="disjoint"):
-        PrivateDistribution.from_bytes(pack("PrivateDistribution", 1, meta, arrays))
+        PrivateDistribution.from_bytes(
+            pack("PrivateDistribution", 1, meta, arrays, state="trusted")
+        )
     with pytest.raises(SerializationError, match="domain class"):
         PrivateDistribution.from_bytes(
-            pack("PrivateDistribution", 1, {**meta, "domain_class": "os.system"}, arrays)
+            pack(
+                "PrivateDistribution",
+                1,
+                {**meta, "domain_class": "os.system"},
+                arrays,
+                state="trusted",
+            )
         )
     with pytest.raises(SerializationError, match="version"):
-        PrivateDistribution.from_bytes(pack("PrivateDistribution", 2, meta, arrays))
+        PrivateDistribution.from_bytes(
+            pack("PrivateDistribution", 2, meta, arrays, state="trusted")
+        )
 
 
 # ------------------------------------------------------------------------------ bit domain

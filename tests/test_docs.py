@@ -29,7 +29,7 @@ def test_docs_build_strict(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stdout + out.stderr
     api = (site / "api" / "privhp" / "index.html").read_text()
-    assert "sketchsyn.privhp.PrivHP" in api and "noise_scales" in api  # from the docstrings
+    assert "sketchsyn.synth.privhp.PrivHP" in api and "noise_scales" in api  # from the docstrings
     assert (site / "privacy" / "index.html").exists()
     assert (site / "stories" / "edge-collector" / "index.html").exists()
 

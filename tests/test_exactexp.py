@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sketchsyn import noise
-from sketchsyn.exactexp import (
+from sketchsyn.privacy import noise
+from sketchsyn.privacy.exactexp import (
     Real,
     ThresholdTable,
     exp_neg_bracket,
@@ -21,7 +21,7 @@ from sketchsyn.exactexp import (
     laplace_magnitude_table,
     resolve_ties,
 )
-from sketchsyn.rng import as_source
+from sketchsyn.privacy.rng import as_source
 
 
 def _ref_exp_neg(x: Fraction, digits: int = 160) -> Decimal:

@@ -36,7 +36,7 @@ from sketchsyn.errors import (
     ReleasedError,
     SerializationError,
 )
-from sketchsyn.serial import pack, unpack
+from sketchsyn.io.serial import pack, unpack
 
 BOX = Box.unit(2)
 
@@ -62,7 +62,7 @@ def _forge(blob: bytes, kind: str, edit) -> bytes:
     """Re-pack a blob after ``edit(meta, arrays)``: the (unkeyed) checksum is valid again."""
     _, version, meta, arrays = unpack(blob, kind)
     edit(meta, arrays)
-    return pack(kind, version, meta, arrays)
+    return pack(kind, version, meta, arrays, state="trusted")
 
 
 # ------------------------------------------------------------------ 1. no exact data shipped
@@ -356,7 +356,7 @@ def test_container_version_and_nesting_refused():
     deep: object = 0
     for _ in range(100_000):
         deep = [deep]
-    nested = pack("PrivHP", 2, {"x": 0}, {})
+    nested = pack("PrivHP", 2, {"x": 0}, {}, state="trusted")
     # A header nested 100 000 deep (json.dumps itself cannot write it: build the bytes).
     _, _, _, _ = unpack(nested, "PrivHP")
     raw = b"SKSY" + (2).to_bytes(2, "little") + b"<\x00" + bytes([6]) + b"PrivHP"

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sketchsyn.errors import InputError, ParameterError
-from sketchsyn.hashing import HashFamily, as_keys, murmur3_32
+from sketchsyn.sketches.hashing import HashFamily, as_keys, murmur3_32
 
 EXTREMES = [0, 1, 2**32 - 1, 2**32, 2**63, 2**64 - 1]
 keys64 = st.one_of(st.sampled_from(EXTREMES), st.integers(0, 2**64 - 1))

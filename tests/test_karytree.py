@@ -11,16 +11,17 @@ import numpy as np
 import pytest
 from test_counters import _chi2_same
 
-from sketchsyn import counters, karytree
-from sketchsyn.counters import BinaryMechanism, _noise_variance
-from sketchsyn.errors import InputError, ParameterError, ReleasedError, SerializationError
-from sketchsyn.karytree import (
+from sketchsyn.counters import karytree
+from sketchsyn.counters import tree as counters
+from sketchsyn.counters.karytree import (
     KaryTreeCounter,
     _KaryEngine,
     balanced_digits,
     karytree_levels,
 )
-from sketchsyn.rng import as_source
+from sketchsyn.counters.tree import BinaryMechanism, _noise_variance
+from sketchsyn.errors import InputError, ParameterError, ReleasedError, SerializationError
+from sketchsyn.privacy.rng import as_source
 
 RUNS = 10_000  # replicates per statistic
 P_MIN = 1e-4

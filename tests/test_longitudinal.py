@@ -7,10 +7,10 @@ import pickle
 import numpy as np
 import pytest
 
-from sketchsyn.assign import assign_within_groups
 from sketchsyn.errors import InputError, ParameterError, ReleasedError, SerializationError
-from sketchsyn.longitudinal import FixedWindowSynthesizer
-from sketchsyn.rng import as_source
+from sketchsyn.privacy.rng import as_source
+from sketchsyn.synth.assign import assign_within_groups
+from sketchsyn.synth.longitudinal import FixedWindowSynthesizer
 
 N, T, K, RHO = 25_000, 12, 3, 0.005
 

@@ -17,9 +17,9 @@ from sketchsyn.errors import (
     ReleasedError,
     SerializationError,
 )
-from sketchsyn.lowdim import LowDimDistribution, LowDimSynthesizer
-from sketchsyn.metrics import wasserstein1
-from sketchsyn.private_pca import QUANT, choose_target_dim, quantize
+from sketchsyn.evaluate.metrics import wasserstein1
+from sketchsyn.synth.lowdim import LowDimDistribution, LowDimSynthesizer
+from sketchsyn.synth.private_pca import QUANT, choose_target_dim, quantize
 
 
 def plane(n: int, d: int = 20, seed: int = 0, noise: float = 0.01):
@@ -444,7 +444,7 @@ def test_update_item_by_item_equals_update_many_in_both_phases():
 
 def _state(syn: LowDimSynthesizer) -> tuple:
     """The saved state without the lineage (a random identity of each object)."""
-    from sketchsyn.serial import unpack
+    from sketchsyn.io.serial import unpack
 
     def strip(value):
         if isinstance(value, dict):

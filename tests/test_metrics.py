@@ -7,9 +7,9 @@ import pytest
 from scipy.stats import wasserstein_distance
 
 from sketchsyn import Box, PrivHP
-from sketchsyn.distribution import PrivateDistribution
 from sketchsyn.errors import ParameterError
-from sketchsyn.metrics import OT_LIMIT, w1_floor, wasserstein1
+from sketchsyn.evaluate.metrics import OT_LIMIT, w1_floor, wasserstein1
+from sketchsyn.synth.distribution import PrivateDistribution
 
 ot = pytest.importorskip("ot")
 

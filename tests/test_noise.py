@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from sketchsyn.errors import ParameterError
-from sketchsyn.noise import (
+from sketchsyn.privacy.noise import (
     discrete_gaussian,
     discrete_gaussian_pmf,
     discrete_gaussian_variance,
@@ -95,7 +95,7 @@ def test_seeded_draws_are_reproducible_and_shaped():
 
 
 def test_spawned_streams_are_independent():
-    from sketchsyn.rng import as_source
+    from sketchsyn.privacy.rng import as_source
 
     s1, s2 = as_source(5).spawn(2)
     a = discrete_laplace(10.0, 20_000, rng=s1).astype(float)
@@ -139,7 +139,7 @@ def test_discrete_gaussian_with_one_step_table(monkeypatch, sigma2, n, seed):
     """With one table step per unit of γ the table factor is e^{-floor γ} and the CKS loop carries
     the whole fractional part e^{-δ}, δ < 1: its errors then show in the fit (small integer
     denominators for sigma2 = 4, denominators past 2**100 for the float 12345.678)."""
-    import sketchsyn.noise as noise_mod
+    import sketchsyn.privacy.noise as noise_mod
 
     monkeypatch.setattr(noise_mod, "_STEPS", 1)
     z = discrete_gaussian(sigma2, n, rng=seed)

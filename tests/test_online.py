@@ -5,8 +5,8 @@ Two kinds of counters are used. ``_RecorderBank`` (a test double, exact and nois
 the global steps at which each cell of a level saw a 1 and how far its clock went: with it the
 scheduling of the lazy synthesizer is compared exactly with a straightforward per-step reference
 of ``_Recorder`` objects, one per cell. The real counters (the synthesizer's
-``sketchsyn.sparsebank.InhomogeneousSparseBank``, and per-cell
-``sketchsyn.counters.InhomogeneousSparseCounter`` objects in the reference) are used for the
+``sketchsyn.counters.sparsebank.InhomogeneousSparseBank``, and per-cell
+``sketchsyn.counters.tree.InhomogeneousSparseCounter`` objects in the reference) are used for the
 accounting, the distribution of the released counts, the utility trend and drift.
 """
 
@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 from sketchsyn import Box
-from sketchsyn.domains import BitDomain
+from sketchsyn.domains.domain import BitDomain
 from sketchsyn.errors import InputError, ReleasedError, SerializationError
-from sketchsyn.online import OnlineSynthesizer, depth_at, level_start
+from sketchsyn.synth.online import OnlineSynthesizer, depth_at, level_start
 
 
 # --------------------------------------------------------------------------- exact test double
@@ -293,7 +293,7 @@ def test_bytes_snapshot_pickle_round_trip():
 # --------------------------------------------------------------------- with the real counters
 @pytest.fixture
 def counters():
-    return pytest.importorskip("sketchsyn.counters")
+    return pytest.importorskip("sketchsyn.counters.tree")
 
 
 @pytest.mark.parametrize("d", [1, 2, 3, 6])
@@ -390,7 +390,7 @@ def test_utility_trend_follows_theorem_1_1(counters, d):
     d = 1: exact 1-D W1; d = 2: exact OT between 2 000 data and 2 000 synthetic points (the
     tree bound of SPEC §8 is saturated near its maximum at these t: it is in the benchmark).
     Sizes are small because every record steps ``r(t)`` counters."""
-    from sketchsyn.metrics import wasserstein1
+    from sketchsyn.evaluate.metrics import wasserstein1
 
     eps = 1.0
     checkpoints = [2**8, 2**10] if d == 1 else [2**9, 2**11]  # d = 1 replays history: dearer

@@ -8,9 +8,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sketchsyn import PMM, Box, PrivHP
-from sketchsyn.datasets import multifractal
 from sketchsyn.errors import ReleasedError
-from sketchsyn.metrics import wasserstein1
+from sketchsyn.evaluate.datasets import multifractal
+from sketchsyn.evaluate.metrics import wasserstein1
 
 
 def test_rate_in_d2_is_about_n_to_the_minus_half():

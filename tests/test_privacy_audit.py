@@ -28,12 +28,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import sketchsyn.accounting as accounting
-import sketchsyn.baseline as baseline
-import sketchsyn.sketches as sketches
+import sketchsyn.baselines.grid as baseline
+import sketchsyn.privacy.accounting as accounting
+import sketchsyn.sketches.sketch as sketches
 from sketchsyn import PMM, Box, CountMinSketch, CountSketch, GridHistogram, PrivHP
-from sketchsyn.noise import discrete_laplace_pmf
-from sketchsyn.serial import unpack
+from sketchsyn.io.serial import unpack
+from sketchsyn.privacy.noise import discrete_laplace_pmf
 
 TRIALS = 1500
 CONFIDENCE = 1e-3  # each Clopper–Pearson bound holds with probability ≥ 1 − 1e-3

@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sketchsyn import BitDomain, Box, PrivHP
-from sketchsyn.datasets import multifractal
 from sketchsyn.errors import InputError, ParameterError, ReleasedError, SerializationError
-from sketchsyn.noise import discrete_laplace_variance
+from sketchsyn.evaluate.datasets import multifractal
+from sketchsyn.privacy.noise import discrete_laplace_variance
 
 
 def _php(**kw):
@@ -324,7 +324,7 @@ def test_bitdomain_ipv4_stream():
 
 # ---------------------------------------------------------------- utility trend
 def _w1_tree(X, release, domain):
-    from sketchsyn.metrics import wasserstein1
+    from sketchsyn.evaluate.metrics import wasserstein1
 
     return wasserstein1(X, release, domain, method="tree").value
 

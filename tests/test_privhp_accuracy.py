@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from sketchsyn import Box, PrivHP
-from sketchsyn.datasets import multifractal
 from sketchsyn.errors import ParameterError
-from sketchsyn.metrics import wasserstein1
+from sketchsyn.evaluate.datasets import multifractal
+from sketchsyn.evaluate.metrics import wasserstein1
 
 
 @pytest.mark.parametrize("budget", [2_500, 9_000, 41_943, 100_000, 167_772, 1_000_000])
@@ -77,7 +77,7 @@ def test_counter_depth_and_release_k_survive_serialisation_and_gate_merge():
 
 
 def test_least_squares_levels_are_consistent_and_weight_by_variance():
-    from sketchsyn.privhp import _least_squares_levels
+    from sketchsyn.synth.privhp import _least_squares_levels
 
     lv = [np.array([5.0]), np.array([1.0, 3.0]), np.array([1.0, 1.0, 4.0, 0.0])]
     out = _least_squares_levels(lv, [1.0, 1.0, 1.0])

@@ -23,8 +23,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sketchsyn import Box, CountMinSketch, CountSketch, PrivHP, counters
-from sketchsyn.counters import (
+from sketchsyn import Box, CountMinSketch, CountSketch, PrivHP
+from sketchsyn.counters import tree as counters
+from sketchsyn.counters.karytree import KaryTreeCounter
+from sketchsyn.counters.sparsebank import InhomogeneousSparseBank
+from sketchsyn.counters.tree import (
     BinaryMechanism,
     CounterBank,
     InhomogeneousSparseCounter,
@@ -32,11 +35,9 @@ from sketchsyn.counters import (
     SqrtFactorizationCounter,
     online_budgets,
 )
-from sketchsyn.distribution import PrivateDistribution
 from sketchsyn.errors import InputError, ReleasedError, SerializationError
-from sketchsyn.karytree import KaryTreeCounter
-from sketchsyn.serial import unpack
-from sketchsyn.sparsebank import InhomogeneousSparseBank
+from sketchsyn.io.serial import unpack
+from sketchsyn.synth.distribution import PrivateDistribution
 
 DATA = Path(__file__).parent / "data"
 

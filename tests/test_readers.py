@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from sketchsyn.errors import InputError, ParameterError
-from sketchsyn.readers import (
+from sketchsyn.io.readers import (
     AccessLogReader,
     CSVReader,
     JSONLinesReader,

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import sketchsyn.counters as counters
-import sketchsyn.sparsebank as sb
-from sketchsyn.counters import InhomogeneousSparseCounter, online_budgets
+import sketchsyn.counters.sparsebank as sb
+import sketchsyn.counters.tree as counters
+from sketchsyn.counters.sparsebank import InhomogeneousSparseBank, first_trips
+from sketchsyn.counters.tree import InhomogeneousSparseCounter, online_budgets
 from sketchsyn.errors import InputError, ParameterError, SerializationError
-from sketchsyn.rng import as_source
-from sketchsyn.serial import pack, unpack
-from sketchsyn.sparsebank import InhomogeneousSparseBank, first_trips
+from sketchsyn.io.serial import pack, unpack
+from sketchsyn.privacy.rng import as_source
 
 
 # ------------------------------------------------------------------ exact trip draws
@@ -176,7 +176,7 @@ def test_level_totals_carry_their_noise_into_later_releases():
     restarts at 0. Noise only at the level totals (huge sparse budgets are impossible to split
     from the totals' ones, so the check is on the variance): 20 000 counters, idle, read after
     levels 0 … 4 ended: variance = Σ_r Var Lap_Z(2/ε_r)."""
-    from sketchsyn.noise import discrete_laplace_variance
+    from sketchsyn.privacy.noise import discrete_laplace_variance
 
     eps, m = 1.0, 20_000
     budgets = online_budgets(eps, 1, 0)  # (5.1): ε_r constant in r
@@ -220,7 +220,9 @@ def test_bytes_round_trip_and_loaded_copies_continue_alike():
         bad_arrays = {k: a.copy() for k, a in arrays.items()}
         bad_arrays[key][0] = value
         with pytest.raises(SerializationError):
-            InhomogeneousSparseBank.from_bytes(pack(kind, version, meta, bad_arrays))
+            InhomogeneousSparseBank.from_bytes(
+                pack(kind, version, meta, bad_arrays, state="trusted")
+            )
     custom = InhomogeneousSparseBank(2, 1.0, lambda r: 0.5, rng=1)
     with pytest.raises(SerializationError, match="budgets"):
         InhomogeneousSparseBank.from_bytes(custom.to_bytes())
@@ -340,9 +342,9 @@ def test_privacy_audit_on_neighbouring_streams(monkeypatch):
 
 
 def test_draws_use_the_counters_exact_samplers():
-    """The bank's noise is the exact integer Laplace of sketchsyn.noise (through counters._draw),
+    """The bank's noise is the exact integer Laplace of sketchsyn.privacy.noise (through counters._draw),
     never a float sampler: its level totals fit Lap_Z(2/ε_r) by a chi-square."""
-    from sketchsyn.noise import discrete_laplace_pmf
+    from sketchsyn.privacy.noise import discrete_laplace_pmf
 
     m = 40_000
     b = InhomogeneousSparseBank(m, 1.0, lambda r: 0.8, rng=6)
@@ -363,7 +365,7 @@ def test_small_banks_pass_whole_levels_with_the_same_law():
     vectorised calls for a large one. Both have the law of the noise sum: 3 000 one-counter
     banks against one bank of 3 000 (KS), and the variance formula Σ_r Var Lap_Z(2/ε_r) over
     the levels passed."""
-    from sketchsyn.noise import discrete_laplace_variance
+    from sketchsyn.privacy.noise import discrete_laplace_variance
 
     eps, budgets, m = 1.0, online_budgets(1.0, 2, 0), 3000
     small = []
@@ -383,7 +385,7 @@ def test_small_banks_pass_whole_levels_with_the_same_law():
 def test_laplace_scales_follow_each_scale_law():
     """noise.laplace_scales: each draw is Lap_Z(its scale), for a small scale (magnitude table)
     and a large one (the geometric tail path), by chi-square over 30 000 draws each."""
-    from sketchsyn.noise import discrete_laplace_pmf, laplace_scales
+    from sketchsyn.privacy.noise import discrete_laplace_pmf, laplace_scales
 
     n = 30_000
     for scale, edges in ((Fraction(3, 2), np.arange(-6, 7)), (Fraction(5000), None)):

@@ -1,4 +1,4 @@
-"""Tests for sketchsyn.tree: consistency (float and integer) and top-k growth."""
+"""Tests for sketchsyn.synth.tree: consistency (float and integer) and top-k growth."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sketchsyn.errors import ParameterError
-from sketchsyn.tree import (
+from sketchsyn.synth.tree import (
     PartitionTree,
     check_consistency,
     consistent_levels,

@@ -1,0 +1,706 @@
+"""A vectorised bank of inhomogeneous sparse counters (seed 000, Algorithm 3, many at once).
+
+:class:`InhomogeneousSparseBank` runs ``size`` counters with the same ``epsilon``, budgets and
+start level: the same law, counter by counter, as ``size`` independent
+:class:`~sketchsyn.counters.tree.InhomogeneousSparseCounter` objects, with one Python call per batch
+instead of one per counter. The online synthesizer keeps one bank per level of its partition
+(thousands to millions of cells, each seeing a 1 rarely).
+
+Lazy clocks. The bank has one clock ``t`` (the global step it has reached), and each counter
+remembers how far its sparse checks have been drawn (``pos``). A counter that sees no value
+stays behind; it is brought to ``t`` in ``O(log)`` draws (the number of idle checks until the
+noisy threshold trips is geometric) when it is next touched or read. A time level that ends
+closes every counter at once (the level's count plus its noise join ``S̃``); the idle checks of
+its last steps are never drawn, because no release depends on them.
+
+Exact trip draws (:func:`first_trips`). Each check compares ``N + λ`` with the threshold ``θ``,
+``λ ~ Lap_Z(s)``; with ``a = θ − N`` it trips with ``p = P(λ > a)``, and ``g`` idle checks in a
+row all stay with ``(1 − p)^g``. A uniform ``U`` in ``[0, 1)`` decides the first trip by
+inversion, ``G = min{g : U ≥ (1 − p)^g}``. We draw the first 64 bits of ``U`` for every counter
+at once, compare ``ln U`` with ``g·ln(1 − p)`` in floating point **with a proven error margin**,
+and hand each draw the margin cannot decide (about one in 10⁹) to the exact big-rational routine
+of :mod:`sketchsyn.counters.tree`, with the same bits of ``U``. Every outcome is therefore exactly
+the one the exact inversion gives: no floating-point decision changes a probability.
+
+>>> import numpy as np
+>>> from sketchsyn.counters.tree import online_budgets
+>>> bank = InhomogeneousSparseBank(4, 1.0, online_budgets(1.0, 2, 1), start_level=1, rng=0)
+>>> bank.t          # level 1 starts at t_1 = 2; the clock stands just before it
+1
+>>> bank.update_events(100, cells=[0, 0, 3], times=[2, 5, 70])
+>>> bank.t, bank.query().shape
+(100, (4,))
+>>> bank.skip(10**9); bank.t
+1000000100
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ..counters.tree import (
+    _CAPACITY,
+    _LIMIT,
+    _VERSION,
+    _as_steps,
+    _bank_steps,
+    _check_param,
+    _check_s,
+    _Counter,
+    _draw,
+    _floor_t0,
+    _InhomogeneousParams,
+    _level_start,
+    first_trips,
+)
+from ..errors import InputError, SerializationError, check_int
+from ..io.serial import bad_contents, pack
+from ..privacy.lineage import Lineage
+from ..privacy.noise import laplace_sum
+from ..privacy.rng import RNGLike, as_source
+
+__all__ = ["InhomogeneousSparseBank", "first_trips"]
+
+# Events of one counter considered per round of the batched sparse checks (a segment lasts about
+# T0 ones on a dense stream; a round costs O(events), so a window bounds the redone work).
+_WINDOW = 4096
+
+
+def _groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Starts and sizes of the runs of equal values in a sorted array."""
+    if keys.size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    starts = np.concatenate(([0], np.flatnonzero(keys[1:] != keys[:-1]) + 1))
+    sizes = np.diff(np.concatenate((starts, [keys.size])))
+    return starts, sizes
+
+
+class _Level:
+    """Public parameters of one time level ``r`` (the same for every counter of the bank)."""
+
+    __slots__ = (
+        "end",
+        "eps",
+        "first",
+        "length",
+        "r",
+        "scale",
+        "sub_levels",
+        "sub_param",
+        "t0",
+        "x",
+        "xs",
+    )
+
+    def __init__(self, r: int, eps_r: float, eps_frac: Fraction, sensitivity: int, owner: str):
+        self.r = r
+        self.eps = eps_r
+        self.first = _level_start(r, eps_frac)
+        self.end = _level_start(r + 1, eps_frac) - 1
+        self.length = self.end - self.first + 1
+        sens = Fraction(sensitivity)
+        # The level's total: Lap_Z(2·sensitivity/ε_r).
+        self.scale = _check_param(2 * sens / Fraction(eps_r), "scale", owner)
+        # Sparse counting at ε_r/2 (the same float arithmetic as InhomogeneousSparseCounter).
+        eps_s = eps_r / 2
+        self.xs = _check_param(2 * sens / Fraction(eps_s), "scale", owner)
+        self.x = 1 / self.xs
+        self.t0 = _floor_t0(self.length, Fraction(eps_s), sensitivity)
+        # Closed segments: a binary mechanism at ε_r/4, horizon = the level's length.
+        self.sub_levels = self.length.bit_length()
+        self.sub_param = _check_param(sens * self.sub_levels / Fraction(eps_s / 2), "scale", "tree")
+
+
+@lru_cache(maxsize=1024)
+def _level(r: int, eps_r: float, eps_frac: Fraction, sensitivity: int, owner: str) -> _Level:
+    """:class:`_Level`, shared by the banks of one synthesizer (its fields are read-only)."""
+    return _Level(r, eps_r, eps_frac, sensitivity, owner)
+
+
+class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
+    """``size`` inhomogeneous sparse counters (seed 000, Algorithm 3) stepped together.
+
+    Every counter has the law of an
+    :class:`~sketchsyn.counters.tree.InhomogeneousSparseCounter` with the same ``epsilon``,
+    ``budgets``, ``start_level`` and ``sensitivity``, run on its own stream; the counters draw
+    independent noise. Time level ``r`` is the global steps ``[t_r, t_{r+1})``,
+    ``t_r = ceil(2^r/ε)``; inside it each counter runs sparse counting at ``ε_r/2`` (threshold
+    ``T0 + Lap_Z(2·sensitivity/(ε_r/2))``, one check per step, closed segments fed to a binary
+    mechanism at ``ε_r/4``), and at the level's end ``S̃`` gains the level's count plus
+    ``Lap_Z(2·sensitivity/ε_r)``. The release of a counter is ``S̃`` plus its sub-mechanism's
+    latest output.
+
+    Privacy is per counter (each is ε_r-DP for a change at a step of level ``r``, Lemma 3.3); a
+    record that reaches several counters of one bank must be accounted for by the caller. The
+    online synthesizer gives each record to one counter per bank (its cell of that level).
+
+    Parameters
+    ----------
+    size : int
+        Number of counters.
+    epsilon : float
+        The ε that defines the time levels.
+    budgets : callable
+        ``budgets(r) = ε_r``; :func:`~sketchsyn.counters.tree.online_budgets` is serialisable.
+    start_level : int
+        ``r_0``: steps before ``t_{r_0}`` are not counted.
+    sensitivity : int
+        ℓ1 bound on what neighbouring streams of one counter differ by (default 1).
+    rng : None, int, SeedSequence, Generator or RandomSource
+
+    Protocol
+    --------
+    ``update(x[size])`` → releases ``[size]``; ``update_many(xs[n, size])`` → ``[n, size]``;
+    ``update_events(until, cells, times, values=None)``: advance the clock to ``until`` with
+    the given step values at (cell, global step) pairs and 0 elsewhere, in
+    ``O(events + log)`` vectorised work (the synthesizer's path); ``skip(s)``; ``query()`` →
+    every counter's release now; ``t``; ``to_bytes`` / ``from_bytes``; ``snapshot()``.
+
+    **Trusted-curator state** (as sparse counting's): the current segment counts ``N`` and the
+    level counts are exact and in the bytes (``"exact_state": true``). ``nbytes = 64·size +
+    16·L·rows + 64``: eight int64 per counter (``S̃``, level total, ``N``, ``θ``, ``pos``,
+    segments, sub release, tree row) and one tree of ``L = floor(log2 length) + 1`` levels
+    (open and closed noisy p-sums) per counter that closed a segment in the current level.
+
+    Examples
+    --------
+    >>> from sketchsyn.counters.tree import online_budgets
+    >>> bank = InhomogeneousSparseBank(3, 1.0, online_budgets(1.0, 1, 0), rng=1)
+    >>> out = bank.update_many(np.eye(3, dtype=np.int64)); out.shape, bank.t
+    ((3, 3), 3)
+    """
+
+    _kind = "InhomogeneousSparseBank"
+
+    def __init__(
+        self,
+        size: int,
+        epsilon: float,
+        budgets: Callable[[int], float],
+        start_level: int = 0,
+        *,
+        sensitivity: int = 1,
+        rng: RNGLike = None,
+    ) -> None:
+        self._setup(size, epsilon, budgets, start_level, sensitivity, rng)
+        self._enter(self._first_level(self._start))
+
+    def _setup(
+        self,
+        size: int,
+        epsilon: float,
+        budgets: Callable[[int], float],
+        start_level: int,
+        sensitivity: int,
+        rng: RNGLike,
+    ) -> None:
+        """Parameters, noise streams and empty arrays (no level entered yet)."""
+        name = type(self).__name__
+        self._size = check_int(size, "size", name, minimum=1, maximum=2**31)
+        self._set_params(epsilon, budgets, start_level, sensitivity, name)
+        self._eps_frac = Fraction(self._epsilon)
+        src = as_source(rng)
+        self._lineage = Lineage.new(src, self._kind, self._params())
+        self._level_src, self._theta_src, self._check_src, self._sub_src = src.spawn(4)
+        self._frozen = False
+        m = self._size
+        self._base = np.zeros(m, dtype=np.int64)  # S̃: the closed levels' noisy totals
+        self._open = np.zeros(m, dtype=np.int64)  # the current level: its noise + its count
+        self._n = np.zeros(m, dtype=np.int64)  # N: the current segment's exact count
+        self._theta = np.zeros(m, dtype=np.int64)  # the segment's noisy threshold
+        self._pos = np.zeros(m, dtype=np.int64)  # last step whose check has been drawn
+        self._segs = np.zeros(m, dtype=np.int64)  # closed segments in this level
+        self._sub = np.zeros(m, dtype=np.int64)  # the sub-mechanism's latest release
+        self._row = np.full(m, -1, dtype=np.int64)  # tree row of a counter with segments
+        self._acc = np.zeros((0, 1), dtype=np.int64)  # open p-sums (noisy), one row per tree
+        self._done = np.zeros((0, 1), dtype=np.int64)  # latest closed p-sum of every level
+        self._rows = 0
+        self._ready = False  # thresholds of the current level drawn
+        self._t = _level_start(self._start, self._eps_frac) - 1
+        self._lv: _Level | None = None
+
+    # -------------------------------------------------------------- parameters
+    def _params(self) -> dict:
+        return {"size": self._size, **self._budget_meta()}
+
+    @property
+    def size(self) -> int:
+        """Number of counters."""
+        return self._size
+
+    @property
+    def level(self) -> int:
+        """The current time level ``r``."""
+        assert self._lv is not None
+        return self._lv.r
+
+    @property
+    def t(self) -> int:
+        """Global step the bank has reached (``t_{start_level} − 1`` before the first)."""
+        return self._t
+
+    @property
+    def nbytes(self) -> int:
+        """``64·size + 16·L·rows + 64`` (see the class notes)."""
+        return 64 * self._size + 2 * self._acc.shape[1] * 8 * self._rows + 64
+
+    # -------------------------------------------------------------- time levels
+    def _first_level(self, r: int) -> _Level:
+        """Level ``r`` or the first non-empty level after it."""
+        while _level_start(r + 1, self._eps_frac) == _level_start(r, self._eps_frac):
+            r += 1
+        eps_r = self.budget(r)
+        self._max_budget = max(self._max_budget, eps_r)
+        return _level(r, eps_r, self._eps_frac, self._sensitivity, type(self).__name__)
+
+    def _enter(self, lv: _Level) -> None:
+        """Open level ``lv``: draw every counter's level-total noise; thresholds come lazily."""
+        self._lv = lv
+        self._open = _draw("laplace", lv.scale, self._size, self._level_src)
+        self._pos[:] = lv.first - 1
+        self._ready = False
+
+    def _prepare(self) -> None:
+        """The sparse state of the current level (drawn when the level is first used)."""
+        if self._ready:
+            return
+        lv = self._lv
+        assert lv is not None
+        self._theta = lv.t0 + _draw("laplace", lv.xs, self._size, self._theta_src)
+        self._n[:] = 0
+        self._segs[:] = 0
+        self._sub[:] = 0
+        self._row[:] = -1
+        self._acc = np.zeros((0, lv.sub_levels), dtype=np.int64)
+        self._done = np.zeros((0, lv.sub_levels), dtype=np.int64)
+        self._rows = 0
+        self._ready = True
+
+    def _close_level(self) -> None:
+        """End the current level: ``S̃ += level total`` (its last idle checks are not needed)."""
+        assert self._lv is not None
+        self._base += self._open
+        self._t = self._lv.end
+        self._enter(self._first_level(self._lv.r + 1))
+
+    def _advance_clock(self, until: int) -> None:
+        """Move the clock to ``until`` (no values): close the levels that end on the way.
+
+        A level entered and closed within the move adds only its total's noise to ``S̃`` (its
+        count is 0 and no release inside it is read): for a small bank those draws, one per
+        level at its own scale, are made together (:func:`~sketchsyn.privacy.noise.laplace_sum`)."""
+        lv = self._lv
+        assert lv is not None
+        if until <= lv.end:
+            self._t = max(self._t, until)
+            return
+        self._base += self._open  # the current level ends
+        passed = []
+        lv = self._first_level(lv.r + 1)
+        while until > lv.end:
+            passed.append(lv)
+            lv = self._first_level(lv.r + 1)
+        self._base += laplace_sum([p.scale for p in passed], self._size, self._level_src)
+        self._enter(lv)
+        self._t = until
+
+    # -------------------------------------------------------------- sparse checks
+    def _close_segments(self, cells: np.ndarray, values: np.ndarray, steps: np.ndarray) -> None:
+        """Counters ``cells`` close their segment (count ``values``) at ``steps``: one step of
+        their binary mechanism each, new thresholds, ``N = 0``."""
+        lv = self._lv
+        assert lv is not None
+        k = cells.size
+        if k == 0:
+            return
+        new = cells[self._row[cells] < 0]
+        if new.size:
+            need = self._rows + new.size
+            if need > self._acc.shape[0]:
+                grow = max(need, 2 * self._acc.shape[0], 16)
+                acc = np.zeros((grow, lv.sub_levels), dtype=np.int64)
+                done = np.zeros((grow, lv.sub_levels), dtype=np.int64)
+                acc[: self._rows] = self._acc[: self._rows]
+                done[: self._rows] = self._done[: self._rows]
+                self._acc, self._done = acc, done
+            self._row[new] = np.arange(self._rows, need)
+            self._rows = need
+        rows = self._row[cells]
+        m = self._segs[cells] + 1
+        self._segs[cells] = m
+        mm = m - 1
+        levels = np.arange(lv.sub_levels, dtype=np.int64)
+        # Block of level j containing segment m: index mm >> j (0-based); it opens at its first
+        # segment and only even indices (odd 1-based) are ever part of a release.
+        opens = ((mm[:, None] & ((1 << levels) - 1)) == 0) & (((mm[:, None] >> levels) & 1) == 0)
+        oi, oj = np.nonzero(opens)
+        self._acc[rows[oi], oj] = _draw("laplace", lv.sub_param, oi.size, self._sub_src)
+        self._acc[rows] += values[:, None]
+        closes = ((m[:, None] & ((1 << levels) - 1)) == 0) & (((m[:, None] >> levels) & 1) == 1)
+        ci, cj = np.nonzero(closes)
+        self._done[rows[ci], cj] = self._acc[rows[ci], cj]
+        bits = ((m[:, None] >> levels) & 1).astype(bool)
+        self._sub[cells] = np.where(bits, self._done[rows], 0).sum(axis=1)
+        self._n[cells] = 0
+        self._theta[cells] = lv.t0 + _draw("laplace", lv.xs, k, self._theta_src)
+        self._pos[cells] = steps
+
+    def _idle(self, cells: np.ndarray, until: int) -> None:
+        """Draw the idle checks of ``cells`` (distinct) up to step ``until``."""
+        lv = self._lv
+        assert lv is not None
+        cells = cells[self._pos[cells] < until]
+        while cells.size:
+            g = first_trips(
+                lv.x, self._theta[cells] - self._n[cells], until - self._pos[cells], self._check_src
+            )
+            hit = g > 0
+            self._pos[cells[~hit]] = until
+            cells = cells[hit]
+            if cells.size:
+                self._close_segments(cells, self._n[cells].copy(), self._pos[cells] + g[hit])
+                cells = cells[self._pos[cells] < until]
+
+    def _records(self, cells: np.ndarray, times: np.ndarray, values: np.ndarray) -> None:
+        """Steps with values > 0: sorted by (cell, time), distinct pairs, all in this level and
+        after each counter's ``pos``. Each round takes up to ``_WINDOW`` steps per counter,
+        draws their idle gaps' first trips and their own checks at once, and keeps each
+        counter's steps up to its first trip (the rest go to the next round)."""
+        lv = self._lv
+        assert lv is not None
+        np.add.at(self._open, cells, values)  # the level's count (its noise is already in)
+        while cells.size:
+            starts, sizes = _groups(cells)
+            first = np.repeat(starts, sizes)
+            rank = np.arange(cells.size) - first
+            win = rank < _WINDOW
+            c, tm, v = cells[win], times[win], values[win]
+            gstart, gsize = _groups(c)
+            gcell = c[gstart]
+            prev = np.empty_like(tm)
+            prev[1:] = tm[:-1]
+            prev[gstart] = self._pos[gcell]
+            gap = tm - prev - 1
+            csum = np.cumsum(v)
+            before = csum - v  # values before each step, from the window's start
+            nb = self._n[c] + before - np.repeat(before[gstart], gsize)
+            a_idle = self._theta[c] - nb
+            g = np.zeros(c.size, dtype=np.int64)
+            idle = np.flatnonzero(gap > 0)
+            if idle.size:
+                g[idle] = first_trips(lv.x, a_idle[idle], gap[idle], self._check_src)
+            own = first_trips(lv.x, a_idle - v, np.ones(c.size, dtype=np.int64), self._check_src)
+            trip = (g > 0) | (own > 0)
+            big = np.iinfo(np.int64).max
+            at = np.minimum.reduceat(np.where(trip, np.arange(c.size), big), gstart)
+            tripped = at < big
+            # Counters without a trip: N and pos move to their last windowed step.
+            calm = ~tripped
+            last = gstart + gsize - 1
+            cc = gcell[calm]
+            self._n[cc] = nb[last[calm]] + v[last[calm]]
+            self._pos[cc] = tm[last[calm]]
+            # Counters with a trip: close the segment there.
+            e = at[tripped]
+            ti = gcell[tripped]
+            in_gap = g[e] > 0
+            seg_value = np.where(in_gap, nb[e], nb[e] + v[e])
+            seg_step = np.where(in_gap, prev[e] + g[e], tm[e])
+            self._close_segments(ti, seg_value, seg_step)
+            # Next round: a tripped counter resumes at its trip's step (a trip in the gap leaves
+            # the step itself to do), a calm one after its window.
+            resume = np.full(gcell.size, _WINDOW, dtype=np.int64)
+            resume[tripped] = (e - gstart[tripped]) + np.where(in_gap, 0, 1)
+            gi = np.repeat(np.arange(gstart.size), gsize)
+            keep_win = rank[win] >= resume[gi]
+            keep = ~win
+            keep[np.flatnonzero(win)[keep_win]] = True
+            cells, times, values = cells[keep], times[keep], values[keep]
+
+    # -------------------------------------------------------------- the protocol
+    def update_events(
+        self,
+        until: int,
+        cells: Any = (),
+        times: Any = (),
+        values: Any = None,
+    ) -> None:
+        """Advance the clock to global step ``until``; counter ``cells[i]`` takes value
+        ``values[i]`` (default 1) at global step ``times[i]`` and 0 at every other step.
+
+        ``times`` must lie in ``(t, until]``; repeated (cell, time) pairs add up. The batch is
+        checked whole first (the bank is unchanged when it is refused). Work:
+        ``O(events + levels crossed·size)`` vectorised, plus ``O(log)`` per counter touched.
+
+        >>> from sketchsyn.counters.tree import online_budgets
+        >>> bank = InhomogeneousSparseBank(2, 1.0, online_budgets(1.0, 2, 0), rng=3)
+        >>> bank.update_events(10, [1, 1], [4, 9]); bank.t
+        10
+        """
+        self._check_writable()
+        name = type(self).__name__
+        until = check_int(until, "until", f"{name}.update_events", minimum=self._t, maximum=_LIMIT)
+        c = np.asarray(cells)
+        tm = np.asarray(times)
+        if (
+            c.ndim != 1
+            or tm.shape != c.shape
+            or (c.size and (c.dtype.kind not in "iu" or tm.dtype.kind not in "iu"))
+        ):
+            raise InputError(
+                f"cells and times must be 1-D integer arrays of one length; got shapes "
+                f"{c.shape} and {tm.shape} ({name})"
+            )
+        c = c.astype(np.int64)
+        tm = tm.astype(np.int64)
+        v = np.ones(c.size, dtype=np.int64) if values is None else _as_steps(values, name)
+        if v.shape != c.shape:
+            raise InputError(f"values must have one entry per cell; got {v.shape} ({name})")
+        if c.size:
+            bad = np.flatnonzero((c < 0) | (c >= self._size))
+            if bad.size:
+                i = int(bad[0])
+                raise InputError(f"cells[{i}] = {int(c[i])} is not in [0, {self._size}) ({name})")
+            bad = np.flatnonzero((tm <= self._t) | (tm > until))
+            if bad.size:
+                i = int(bad[0])
+                raise InputError(
+                    f"times[{i}] = {int(tm[i])} is not in (t, until] = ({self._t}, {until}] "
+                    f"({name})"
+                )
+            total = float(v.sum(dtype=np.float64))
+            mass = float(np.abs(self._base).max() + np.abs(self._open).max()) + 4 * self._t
+            if total + mass >= 2.0**61:
+                raise InputError(f"values: this batch could overflow the int64 state ({name})")
+        ascending = c.size < 2 or bool(np.all(tm[1:] >= tm[:-1]))
+        self._events(until, c, tm, v, sorted_times=ascending)
+
+    def _events(
+        self, until: int, c: np.ndarray, tm: np.ndarray, v: np.ndarray, sorted_times: bool = False
+    ) -> None:
+        """Unchecked :meth:`update_events` (``sorted_times``: ``tm`` is already ascending)."""
+        nz = v > 0
+        if not nz.all():
+            c, tm, v = c[nz], tm[nz], v[nz]
+        if c.size:
+            order = np.argsort(c, kind="stable") if sorted_times else np.lexsort((tm, c))
+            c, tm, v = c[order], tm[order], v[order]
+            dup = (c[1:] == c[:-1]) & (tm[1:] == tm[:-1])
+            if dup.any():
+                keys = np.concatenate(([True], ~dup))
+                idx = np.flatnonzero(keys)
+                v = np.add.reduceat(v, idx)
+                c, tm = c[idx], tm[idx]
+        lv = self._lv
+        assert lv is not None
+        while c.size:
+            # Steps before the counters' first level are not counted.
+            if int(tm[0 if sorted_times else tm.argmin()]) < lv.first:
+                keep = tm >= lv.first
+                c, tm, v = c[keep], tm[keep], v[keep]
+                continue
+            inside = tm <= lv.end
+            if inside.all():
+                self._prepare()
+                self._records(c, tm, v)
+                break
+            if inside.any():
+                self._prepare()
+                self._records(c[inside], tm[inside], v[inside])
+            c, tm, v = c[~inside], tm[~inside], v[~inside]
+            self._close_level()
+            lv = self._lv
+            assert lv is not None
+        self._advance_clock(until)
+
+    def _catch_up(self) -> None:
+        """Draw every counter's idle checks up to ``t`` (before a read)."""
+        lv = self._lv
+        assert lv is not None
+        if self._t < lv.first:
+            return
+        self._prepare()
+        behind = np.flatnonzero(self._pos < self._t)
+        if behind.size:
+            self._idle(behind, self._t)
+
+    def query(self) -> np.ndarray:  # type: ignore[override]
+        """Every counter's release at step ``t`` (``S̃ +`` the sub-mechanism's output), int64."""
+        self._catch_up()
+        return self._base + self._sub
+
+    def skip(self, s: int, releases: bool = False) -> np.ndarray | None:
+        """Advance every counter ``s`` steps of value 0 (``O(levels)`` vectorised draws).
+
+        ``releases=True`` returns the ``(s, size)`` releases of the skipped steps (``O(s·size)``:
+        it is ``update_many`` of zeros).
+
+        >>> from sketchsyn.counters.tree import online_budgets
+        >>> bank = InhomogeneousSparseBank(5, 0.5, online_budgets(0.5, 2, 1), start_level=1, rng=2)
+        >>> bank.skip(1000); bank.t
+        1003
+        """
+        self._check_writable()
+        s = _check_s(s, type(self).__name__)
+        if releases:
+            return self.update_many(np.zeros((s, self._size), dtype=np.int64))
+        self._advance_clock(self._t + s)
+        return None
+
+    def _steps(self, xs: object, ndim: int) -> np.ndarray:
+        return _bank_steps(xs, ndim, self._size, type(self).__name__)
+
+    def update(self, x: object) -> np.ndarray:  # type: ignore[override]
+        """One step: one non-negative integer per counter; returns the ``size`` releases."""
+        self._check_writable()
+        return self._dense(self._steps(x, 1))[0]
+
+    def update_many(self, xs: object) -> np.ndarray:
+        """``n`` steps: ``xs`` is ``(n, size)``; returns the ``(n, size)`` releases.
+
+        Every step of every counter is checked, so a release is known at each step: the work is
+        ``O(n·size)``; use :meth:`update_events` when values are sparse.
+        """
+        self._check_writable()
+        return self._dense(self._steps(xs, 2))
+
+    def _dense(self, steps: np.ndarray) -> np.ndarray:
+        n = steps.shape[0]
+        total = float(steps.sum(dtype=np.float64))
+        mass = float(np.abs(self._base).max() + np.abs(self._open).max()) + 4 * self._t
+        if total + mass >= 2.0**61:
+            raise InputError(f"xs: this batch could overflow the int64 state ({self._kind})")
+        out = np.empty((n, self._size), dtype=np.int64)
+        everyone = np.arange(self._size)
+        done = 0
+        while done < n:
+            lv = self._lv
+            assert lv is not None
+            t0 = self._t
+            take = min(lv.end - t0, n - done)
+            self._prepare()
+            self._catch_up()
+            block = steps[done : done + take]
+            # Step by step inside the block: each step's checks need every earlier outcome.
+            for i in range(take):
+                row = block[i]
+                hit = np.flatnonzero(row)
+                step = t0 + 1 + i
+                if hit.size:
+                    self._records(hit, np.full(hit.size, step, dtype=np.int64), row[hit])
+                self._idle(everyone, step)
+                self._t = step
+                out[done + i] = self._base + self._sub
+            done += take
+            if self._t == lv.end:
+                self._close_level()
+        return out
+
+    # -------------------------------------------------------------- bytes
+    def to_bytes(self) -> bytes:
+        """Versioned, checksummed bytes. **Trusted-curator state** (``"exact_state": true``):
+        the segment and level counts are exact. ``budgets`` is stored when it comes from
+        :func:`~sketchsyn.counters.tree.online_budgets`; otherwise pass it to :meth:`from_bytes`.
+
+        >>> from sketchsyn.counters.tree import online_budgets
+        >>> b = InhomogeneousSparseBank(3, 1.0, online_budgets(1.0, 2, 0), rng=0)
+        >>> b.update_events(40, [0, 2], [5, 6])
+        >>> InhomogeneousSparseBank.from_bytes(b.to_bytes()).query().tolist() == b.query().tolist()
+        True
+        """
+        assert self._lv is not None
+        self._catch_up()  # a copy releases what its original releases at this step
+        meta = {
+            **self._params(),
+            "frozen": self._frozen,
+            "lineage": self._lineage.to_meta(),
+            "t": self._t,
+            "level": self._lv.r,
+            "ready": self._ready,
+            "rows": self._rows,
+            "max_budget": self._max_budget,
+            "exact_state": True,
+        }
+        arrays = {
+            "base": self._base,
+            "open": self._open,
+            "n": self._n,
+            "theta": self._theta,
+            "pos": self._pos,
+            "segs": self._segs,
+            "sub": self._sub,
+            "row": self._row,
+            "acc": self._acc[: self._rows],
+            "done": self._done[: self._rows],
+        }
+        return pack(
+            self._kind,
+            _VERSION,
+            meta,
+            {k: np.ascontiguousarray(a) for k, a in arrays.items()},
+            state="trusted",
+        )
+
+    @classmethod
+    def from_bytes(
+        cls, blob: bytes, rng: RNGLike = None, budgets: Callable[[int], float] | None = None
+    ) -> InhomogeneousSparseBank:
+        """Load bytes written by :meth:`to_bytes` (``budgets`` if it was not serialisable)."""
+        meta, arrays = cls._unpack(blob)
+        with bad_contents(cls._kind):
+            budgets = cls._stored_budgets(meta, budgets, cls._kind)
+            obj = object.__new__(cls)
+            obj._setup(
+                meta["size"],
+                meta["epsilon"],
+                budgets,
+                meta["start_level"],
+                meta["sensitivity"],
+                rng,
+            )
+            obj._restore_common(meta)
+            level = check_int(meta["level"], "level", cls._kind, obj._start, _CAPACITY - 2)
+            lv = obj._first_level(level)
+            if lv.r != level:
+                raise ValueError("the stored level is empty")
+            obj._lv = lv
+            obj._t = check_int(meta["t"], "t", cls._kind, lv.first - 1, lv.end)
+            obj._ready = bool(meta["ready"])
+            obj._rows = check_int(meta["rows"], "rows", cls._kind, 0, obj._size)
+            obj._max_budget = float(meta["max_budget"])
+            m = obj._size
+            for key in ("base", "open", "n", "theta", "pos", "segs", "sub", "row"):
+                a = arrays[key]
+                if a.shape != (m,) or a.dtype != np.int64:
+                    raise SerializationError(f"{cls._kind} blob arrays do not match its size")
+                setattr(obj, "_" + key, a.copy())
+            for key in ("acc", "done"):
+                a = arrays[key]
+                if a.shape != (obj._rows, lv.sub_levels) or a.dtype != np.int64:
+                    raise SerializationError(f"{cls._kind} blob trees do not match its level")
+                setattr(obj, "_" + key, a.copy())
+            if (obj._pos < lv.first - 1).any() or (obj._pos > obj._t).any():
+                raise ValueError("counter positions outside the level")
+            used = obj._row[obj._row >= 0]
+            if (
+                (obj._row < -1).any()
+                or used.size != obj._rows
+                or (used.size and (used.max() >= obj._rows or np.unique(used).size != used.size))
+                or bool(((obj._row >= 0) != (obj._segs > 0)).any())
+                or (obj._segs < 0).any()
+                or (obj._segs > lv.length).any()
+                or (obj._n < 0).any()
+            ):
+                raise ValueError("tree rows, segment counts or segment values are inconsistent")
+        return obj
+
+    def __repr__(self) -> str:
+        return (
+            f"InhomogeneousSparseBank(size={self._size}, epsilon={self._epsilon}, "
+            f"budgets={self._budgets!r}, start_level={self._start}, t={self._t})"
+        )

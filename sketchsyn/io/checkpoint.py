@@ -1,0 +1,178 @@
+"""Checkpoints: save a summary or a release to a file atomically, load it back by its kind.
+
+:func:`save` writes ``obj.to_bytes()`` (the versioned, checksummed container of
+:mod:`sketchsyn.io.serial`) to a temporary file in the target's directory, flushes it, ``fsync``\\ s
+it, renames it over the target with :func:`os.replace` (atomic on POSIX and Windows) and
+``fsync``\\ s the directory so that the rename itself is durable. A crash or power cut at any
+moment therefore leaves either the old file or the new one under ``path``, never a torn mix (for
+a killed process this is tested; for a power cut it rests on the file system honouring
+``fsync``); a killed writer may leave a stray ``.<name>.<pid>.*.tmp`` beside it, which :func:`load` never
+reads and the next :func:`save` of the same path removes (once that process is gone); every
+other error path removes its temporary file at once. Options of ``save`` go to ``to_bytes``: ``key=`` (a shared secret; the digest
+becomes a keyed MAC, load with the same ``key``) and, for PrivHP, ``include_diagnostics=True``
+(keeps the exact ``n_seen`` / ``n_dropped`` a resuming collector needs).
+
+:func:`load` reads the kind stored in the blob (``"PrivHP"``, ``"CountMinSketch"``, …) and hands
+the bytes to that class's ``from_bytes``, which checks the checksum and the format version.
+Every summary and release inherits :class:`Checkpointable`, so ``obj.save(path)`` and
+``Class.load(path)`` work on each of them.
+
+What a file holds is what ``to_bytes`` holds: a PrivHP state with its noise (load it as one
+lineage: releasing two loaded copies at different stream positions spends the budget twice),
+the exact counts of a raw summary or of an offline mechanism (PMM, PSMM, grid: a trusted
+curator's state, keep it with the data holder), or a release (public).
+
+>>> import os, tempfile
+>>> from sketchsyn import CountMinSketch
+>>> cms = CountMinSketch(64, 2)
+>>> cms.update(7, 3)
+>>> path = os.path.join(tempfile.mkdtemp(), "cms.sksy")
+>>> cms.save(path)
+>>> CountMinSketch.load(path).query(7)
+3
+>>> type(load(path)).__name__
+'CountMinSketch'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from typing import Any
+
+from ..errors import SerializationError
+from .serial import header_of
+from .summary import registry
+
+__all__ = ["Checkpointable", "kind_of", "load", "save"]
+
+def kind_of(blob: bytes) -> str:
+    """The kind named in a sketchsyn blob's header (not yet checked against its checksum).
+
+    :func:`sketchsyn.io.serial.header_of` gives the declared state privacy and versions too.
+
+    >>> from sketchsyn.io.serial import pack
+    >>> kind_of(pack("PrivHP", 1, {}, {}, state="private"))
+    'PrivHP'
+    """
+    return header_of(blob).kind
+
+
+def _fsync_directory(directory: str) -> None:
+    """Make a rename inside ``directory`` durable (POSIX; a no-op where directories can't open)."""
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+    try:
+        fd = os.open(directory, flags)
+    except OSError:  # Windows cannot open a directory; its rename is durable by itself
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists, owned by someone else
+        return True
+    return True
+
+
+def _sweep(directory: str, name: str) -> None:
+    """Remove the temporary files that killed writers of ``name`` left behind.
+
+    A writer names its temporary file ``.<name>.<pid>.<random>.tmp``; one whose process no
+    longer runs can never finish it, so the next :func:`save` of the same target deletes it.
+    Files of running writers are left alone. (Not on Windows, where probing a pid with
+    ``os.kill`` would end the process.)
+    """
+    if os.name == "nt":
+        return
+    prefix = f".{name}."
+    with contextlib.suppress(OSError), os.scandir(directory) as entries:
+        for entry in entries:
+            if not (entry.name.startswith(prefix) and entry.name.endswith(".tmp")):
+                continue
+            pid = entry.name[len(prefix) :].split(".", 1)[0]
+            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+
+def save(obj: Any, path: str | os.PathLike[str], **options: Any) -> None:
+    """Write ``obj.to_bytes(**options)`` to ``path`` atomically (old or new file, never torn).
+
+    Parameters
+    ----------
+    obj : any sketchsyn summary or release
+        Anything with ``to_bytes()``.
+    path : str or path-like
+        Target file; its directory must exist. An existing file is replaced only once the new
+        bytes are on disk.
+    **options
+        Passed to ``obj.to_bytes``: ``key=`` (a shared secret: the digest becomes a keyed MAC)
+        where the class takes one, and for PrivHP ``include_diagnostics=True``, which keeps the
+        exact ``n_seen`` / ``n_dropped`` in the file. A collector that resumes from its
+        checkpoint needs them; such a file must stay with the data holder.
+    """
+    blob = obj.to_bytes(**options)
+    target = os.path.abspath(os.fspath(path))
+    directory, name = os.path.split(target)
+    _sweep(directory, name)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.{os.getpid()}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(blob)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    _fsync_directory(directory)
+
+
+def load(path: str | os.PathLike[str], *, key: bytes | str | None = None) -> Any:
+    """Read a file written by :func:`save` and rebuild the object of the kind it holds.
+
+    ``key`` is the shared secret the file was saved with, if any. Raises
+    :class:`~sketchsyn.errors.SerializationError` for a file that is not a sketchsyn blob, is
+    truncated or altered (checksum or MAC), or holds a kind this version cannot read.
+    """
+    with open(os.fspath(path), "rb") as f:
+        blob = f.read()
+    kind = kind_of(blob)
+    known = registry()
+    cls = known.get(kind)
+    if cls is None:
+        raise SerializationError(
+            f"{os.fspath(path)!r} holds a {kind!r}, which no sketchsyn class reads "
+            f"(known kinds: {', '.join(sorted(known))})"
+        )
+    return cls.from_bytes(blob, key=key)
+
+
+class Checkpointable:
+    """Mixin giving a class with ``to_bytes`` / ``from_bytes`` atomic ``save`` and ``load``."""
+
+    __slots__ = ()
+
+    def save(self, path: str | os.PathLike[str], **options: Any) -> None:
+        """Write this object's bytes to ``path`` atomically (:func:`sketchsyn.io.checkpoint.save`)."""
+        save(self, path, **options)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, key: bytes | str | None = None) -> Any:
+        """Load an object of this class (or a subclass) saved with :meth:`save`."""
+        obj = load(path, key=key)
+        if not isinstance(obj, cls):
+            raise SerializationError(
+                f"{os.fspath(path)!r} holds a {type(obj).__name__}, not a {cls.__name__}; "
+                f"use sketchsyn.io.checkpoint.load to load any kind"
+            )
+        return obj

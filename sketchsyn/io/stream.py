@@ -1,0 +1,96 @@
+"""Feeding any iterable to a summary's ``update_many`` in bounded memory.
+
+>>> seen = []
+>>> consume(lambda rows: seen.append(len(rows)), iter([[0.1, 0.2]] * 5), batch_size=2, d=2)
+5
+>>> seen
+[2, 2, 1]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError, check_int
+
+__all__ = ["consume"]
+
+
+def consume(
+    update_many: Callable[[Any], None],
+    iterable: Iterable[Any],
+    batch_size: int,
+    d: int,
+    progress: bool | None = None,
+) -> int:
+    """Send rows (or 2-D arrays of rows) from ``iterable`` to ``update_many`` in batches.
+
+    Single rows are gathered into batches of ``batch_size``; 2-D arrays are cut into batches of
+    at most ``batch_size`` rows. Memory stays bounded by one batch whatever the iterable's length.
+    Each batch is atomic: a bad row refuses its batch (earlier batches stay counted) and the
+    error names the batch's first row in the stream. If the source itself raises, the rows it
+    gave so far are counted first and the exception carries a note saying how many (so none is
+    lost silently). Returns the number of rows read.
+
+    ``progress``: a tqdm bar with rows/s on stderr (optional dependency); None (default) shows
+    it only when stderr is a terminal, False never (see :mod:`sketchsyn.io.progress`).
+    """
+    from ..io.progress import progress as with_bar
+
+    batch_size = check_int(batch_size, "batch_size", "consume", minimum=1)
+    pending: list[Any] = []
+    position = 0
+
+    def flush(rows: Any, start: int) -> None:
+        try:
+            update_many(rows)
+        except InputError as exc:
+            raise InputError(f"in the batch starting at stream row {start}: {exc}") from exc
+
+    iterator = iter(with_bar(iterable, enabled=progress, desc="consume"))
+    while True:
+        try:
+            item = next(iterator)
+        except StopIteration:
+            break
+        except Exception as exc:
+            # The source failed: count the rows it gave so far, then say so in the error.
+            counted = position - len(pending)
+            if pending:
+                try:
+                    flush(pending, counted)
+                    counted = position
+                except InputError as bad:
+                    _note(exc, f"the {len(pending)} rows gathered last were refused: {bad}")
+            _note(
+                exc,
+                f"sketchsyn consume: the source raised after {position} rows; {counted} of "
+                "them were counted (resume the source after them)",
+            )
+            raise
+        if isinstance(item, np.ndarray) and item.ndim == 2 and (d > 1 or item.shape[1] == 1):
+            if pending:
+                flush(pending, position - len(pending))
+                pending = []
+            for s in range(0, item.shape[0], batch_size):
+                chunk = item[s : s + batch_size]
+                flush(chunk, position)
+                position += chunk.shape[0]
+            continue
+        pending.append(item)
+        position += 1
+        if len(pending) >= batch_size:
+            flush(pending, position - len(pending))
+            pending = []
+    if pending:
+        flush(pending, position - len(pending))
+    return position
+
+
+def _note(exc: BaseException, text: str) -> None:
+    """Attach ``text`` to ``exc`` (shown under its traceback; Python ≥ 3.11)."""
+    if hasattr(exc, "add_note"):
+        exc.add_note(text)

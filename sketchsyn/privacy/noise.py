@@ -1,0 +1,424 @@
+"""Exact integer noise: the discrete Laplace and the discrete Gaussian, vectorised.
+
+The discrete Laplace draws its magnitude by inversion: one uniform 32-bit word is compared with
+the binary expansions of ``P(|Z| < o) = 1 − 2p^o/(1 + p)``, ``p = e^{−1/scale}``
+(:mod:`sketchsyn.privacy.exactexp` computes those digits from certified brackets and settles the rare
+word that equals a threshold by drawing more words), then takes a fair sign. Wide magnitudes are
+drawn digit by digit in base ``m ≤ 1024``: a geometric's law factorises over its digits. The
+discrete Gaussian is Canonne, Kamath and Steinke's rejection from a discrete Laplace (*The
+Discrete Gaussian for Differential Privacy*, NeurIPS 2020, Algorithm 3); its acceptance
+``e^{−γ}`` is split as ``e^{−(k + j/256)}`` (one word against a table) times ``e^{−δ}``,
+``δ < 1/256``, by their Bernoulli(exp(−γ)) loop in integers. No floating-point step decides an
+output value: every decision is an exact comparison of uniform integers with integers derived
+from the exact rational parameter. All draws are processed together as numpy arrays; Python
+loops run over rejection rounds and over the (probability ``2**-32``) ties only.
+
+A float parameter is taken as its exact rational value (``Fraction(0.1)`` is
+``3602879701896397/36028797018963968``), with no rounding: thresholds are computed in Python
+integers of whatever size the rational needs, and the discrete Gaussian's ``Bernoulli(r/den)``
+steps compare a uniform word with the first 32-bit digit of ``r/den`` (later digits on a tie),
+so denominators of any size stay on the vectorised path.
+
+Randomness: ``rng=None`` (default) uses the operating system's CSPRNG. A seed or a numpy
+``Generator`` makes the draws reproducible and **not private against whoever knows the seed**.
+
+>>> z = discrete_laplace(2.0, 100_000, rng=1)
+>>> z.dtype, abs(float(z.mean())) < 0.05
+(dtype('int64'), True)
+>>> g = discrete_gaussian(4, (2, 3), rng=1)
+>>> g.shape, g.dtype
+((2, 3), dtype('int64'))
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from functools import lru_cache
+
+import numpy as np
+
+from ..errors import ParameterError
+from ..privacy.exactexp import (
+    Real,
+    exp_table,
+    geometric_table,
+    laplace_magnitude_table,
+    resolve_ties,
+)
+from ..privacy.rng import RandomSource, RNGLike, as_source
+
+__all__ = [
+    "discrete_gaussian",
+    "discrete_gaussian_pmf",
+    "discrete_gaussian_variance",
+    "discrete_laplace",
+    "discrete_laplace_pmf",
+    "discrete_laplace_variance",
+    "exact_rational",
+]
+
+_MAX_SCALE = 2**30  # wider noise would carry no information; keeps the geometric digits few
+
+
+def exact_rational(value: object, name: str, owner: str) -> Fraction:
+    """``value`` (a finite real in ``(0, 2**30]``) as its exact Fraction, with no rounding.
+
+    >>> exact_rational(0.5, "scale", "f"), exact_rational(3, "scale", "f")
+    (Fraction(1, 2), Fraction(3, 1))
+    >>> exact_rational(0.1, "scale", "f") == Fraction(3602879701896397, 36028797018963968)
+    True
+    """
+    if isinstance(value, bool) or not isinstance(
+        value, (int, float, Fraction, np.integer, np.floating)
+    ):
+        raise ParameterError(
+            f"The {name!r} parameter of {owner} must be a finite real number > 0. "
+            f"Got {value!r} instead."
+        )
+    if not isinstance(value, Fraction) and not math.isfinite(float(value)):
+        raise ParameterError(
+            f"The {name!r} parameter of {owner} must be a finite real number > 0. "
+            f"Got {value!r} instead."
+        )
+    frac = (
+        Fraction(value)
+        if not isinstance(value, (np.integer, np.floating))
+        else Fraction(value.item())
+    )
+    if frac <= 0 or frac > _MAX_SCALE:
+        raise ParameterError(
+            f"The {name!r} parameter of {owner} must be a finite real number in (0, 2**30]. "
+            f"Got {value!r} instead."
+        )
+    return frac
+
+
+def _shape(size: int | tuple[int, ...], owner: str) -> tuple[int, ...]:
+    if isinstance(size, (int, np.integer)) and not isinstance(size, bool):
+        shape = (int(size),)
+    elif isinstance(size, tuple) and all(
+        isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in size
+    ):
+        shape = tuple(int(s) for s in size)
+    else:
+        raise ParameterError(
+            f"The 'size' parameter of {owner} must be an int or a tuple of ints. "
+            f"Got {size!r} instead."
+        )
+    if any(s < 0 for s in shape):
+        raise ParameterError(
+            f"The 'size' parameter of {owner} must not be negative. Got {size!r} instead."
+        )
+    return shape
+
+
+# ----------------------------------------------------------------------------- geometric
+# Inversion tables have at most _M_MAX entries; a table covers m values of the geometric with
+# x·m ≥ _TAIL when it can (the rest, probability e^{−x·m}, is drawn again: memorylessness).
+_M_MAX = 1024
+_WORD = 32
+_TAIL = 8
+# Gaussian acceptance: e^{−γ} = e^{−(k + j/_STEPS)} (one table lookup) · e^{−δ}, δ < 1/_STEPS.
+_STEPS = 256
+_K_MAX = 23  # e^{−23} < 2**-32: rows k ≥ 23 of the table are all zero thresholds
+
+
+@lru_cache(maxsize=4096)
+def _table_size(x: Fraction) -> int:
+    m = 1
+    while m < _M_MAX and x * m < _TAIL:
+        m *= 2
+    return m
+
+
+def _geometric(x: Fraction, n: int, src: RandomSource) -> np.ndarray:
+    """``n`` exact draws of ``Y ≥ 0`` with ``P(Y ≥ y) = e^{−x·y}`` (``x > 0`` rational).
+
+    With a table of ``m`` values: if ``x·m ≥ 8``, one word gives ``Y`` when ``Y < m`` and the
+    event ``Y ≥ m`` otherwise, after which ``Y − m`` has the same law and is drawn again. Else
+    (small ``x``, wide geometric) ``Y = R + m·Z`` with ``R`` the geometric truncated to
+    ``[0, m)`` and ``Z`` geometric with parameter ``x·m``, independent: the law of ``Y``
+    factorises over its base-``m`` digits.
+    """
+    if n == 1:
+        return np.array([_geometric_one(x, src)], dtype=np.int64)
+    out = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return out
+    m = _table_size(x)
+    if x * m >= _TAIL:
+        table = geometric_table(x, m, False)
+        todo = np.arange(n)
+        while todo.size:
+            o = table.sample(src.uint32(todo.size), src)
+            out[todo] += o
+            todo = todo[o == m]
+        return out
+    low = geometric_table(x, m, True).sample(src.uint32(n), src)
+    out = _geometric(x * m, n, src)
+    out *= m
+    out += low
+    return out
+
+
+def _geometric_one(x: Fraction, src: RandomSource) -> int:
+    """One draw of :func:`_geometric`: the same words in the same order, in plain Python."""
+    m = _table_size(x)
+    if x * m >= _TAIL:
+        table = geometric_table(x, m, False)
+        total = 0
+        while True:
+            o = table.sample_one(int(src.uint32(1)[0]), src)
+            total += o
+            if o != m:
+                return total
+    low = geometric_table(x, m, True).sample_one(int(src.uint32(1)[0]), src)
+    return _geometric_one(x * m, src) * m + low
+
+
+# ----------------------------------------------------------------------------- samplers
+def _laplace_core(scale: Fraction, n: int, src: RandomSource) -> np.ndarray:
+    """``Lap_Z(scale)``: the magnitude by inversion of ``P(|Z| < o) = 1 − 2p^o/(1 + p)``
+    (``p = e^{−1/scale}``; beyond the table, ``|Z| − m`` is geometric), then a fair sign (0 has
+    no sign: its probability ``(1 − p)/(1 + p)`` is already the whole mass at 0)."""
+    x = 1 / scale
+    m = _table_size(x)
+    table = laplace_magnitude_table(x, m)
+    if n == 1:  # the same draws in the same order, without the vectorised overhead
+        one = table.sample_one(int(src.uint32(1)[0]), src)
+        if one == m:
+            one += _geometric_one(x, src)
+        return np.array([-one if src.bits(1)[0] else one], dtype=np.int64)
+    z = table.sample(src.uint32(n), src)
+    over = np.flatnonzero(z == m)
+    if over.size:
+        z[over] += _geometric(x, over.size, src)
+    np.negative(z, out=z, where=src.bits(n))
+    return z
+
+
+@lru_cache(maxsize=4096)
+def _inverse(scale: Fraction) -> Fraction:
+    return 1 / scale
+
+
+def laplace_scales(scales: list[Fraction], src: RandomSource) -> list[int]:
+    """One exact ``Lap_Z(scale)`` draw for each of ``scales`` (exact rationals in
+    ``(0, 2**30]``, already checked): the words of all magnitudes and signs are drawn in two
+    calls, then each magnitude is read from its own table in plain Python. For many draws at
+    *different* scales (a counter crossing many time levels), where one call per scale would cost
+    tens of microseconds each."""
+    k = len(scales)
+    words = src.uint32(k).tolist()
+    signs = src.bits(k).tolist()
+    out = []
+    for scale, word, negative in zip(scales, words, signs, strict=True):
+        x = _inverse(scale)
+        m = _table_size(x)
+        one = laplace_magnitude_table(x, m).sample_one(word, src)
+        if one == m:
+            one += _geometric_one(x, src)
+        out.append(-one if negative else one)
+    return out
+
+
+# Below this many values, laplace_sum draws one value at a time in plain Python.
+_SCALAR_DRAWS = 64
+
+
+def laplace_sum(scales: list[Fraction], size: int, src: RandomSource) -> np.ndarray:
+    """``size`` independent sums ``Σ_i Lap_Z(scales[i])`` (exact rationals, already checked),
+    as int64: the noise of many time levels passed at once, each at its own scale. Few values
+    are drawn one at a time (:func:`laplace_scales`, microseconds each); many, one vectorised
+    call per scale."""
+    out = np.zeros(size, dtype=np.int64)
+    if not scales:
+        return out
+    if len(scales) * size <= _SCALAR_DRAWS:
+        for i in range(size):
+            out[i] = sum(laplace_scales(scales, src))
+    else:
+        for scale in scales:
+            out += _laplace_core(scale, size, src)
+    return out
+
+
+def discrete_laplace(scale: float, size: int | tuple[int, ...], rng: RNGLike = None) -> np.ndarray:
+    """Integer Laplace ``Lap_Z(scale)``: ``P(z) ∝ exp(−|z|/scale)`` on ℤ, exactly.
+
+    The magnitude is an exact geometric drawn by inversion against the binary expansions of
+    ``1 − e^{−o/scale}`` (:mod:`sketchsyn.privacy.exactexp`: one 32-bit word per draw in most cases,
+    a longer comparison only on a tie), the sign is a fair bit, and ``−0`` is rejected.
+
+    Parameters
+    ----------
+    scale : float, int or Fraction
+        In ``(0, 2**30]``; taken as its exact rational value (``0.1`` is ``Fraction(0.1)``).
+    size : int or tuple of ints
+        Shape of the output.
+    rng : None, int, SeedSequence, Generator or RandomSource
+        ``None`` is the OS CSPRNG. Seeded output is not private against whoever knows the seed.
+
+    Returns
+    -------
+    ndarray of int64
+
+    Examples
+    --------
+    >>> z = discrete_laplace(1, 10, rng=0)
+    >>> z.shape, z.dtype
+    ((10,), dtype('int64'))
+    """
+    frac = exact_rational(scale, "scale", "discrete_laplace")
+    shape = _shape(size, "discrete_laplace")
+    n = int(np.prod(shape, dtype=np.int64))
+    return _laplace_core(frac, n, as_source(rng)).reshape(shape)
+
+
+def discrete_gaussian(
+    sigma2: float, size: int | tuple[int, ...], rng: RNGLike = None
+) -> np.ndarray:
+    """Discrete Gaussian ``N_Z(0, sigma2)``: ``P(z) ∝ exp(−z²/(2·sigma2))`` on ℤ, exactly.
+
+    CKS Algorithm 3: with ``t = floor(sigma) + 1``, draw ``Y ~ Lap_Z(t)`` and accept it with
+    probability ``exp(−γ)``, ``γ = (|Y| − sigma2/t)² / (2·sigma2)``. The acceptance is exact:
+    ``γ = k + j/256 + δ`` in integers (``δ < 1/256``), ``Bernoulli(e^{−(k + j/256)})`` is one
+    word against a table of binary expansions, and ``Bernoulli(e^{−δ})`` is CKS's
+    ``Bernoulli(exp(−γ))`` loop, which with ``δ`` this small rarely goes past its first step.
+
+    Parameters
+    ----------
+    sigma2 : float, int or Fraction
+        The variance parameter, in ``(0, 2**30]``, taken as its exact rational value.
+    size : int or tuple of ints
+    rng : None, int, SeedSequence, Generator or RandomSource
+
+    Examples
+    --------
+    >>> discrete_gaussian(0.5, 4, rng=3).dtype
+    dtype('int64')
+    """
+    s2 = exact_rational(sigma2, "sigma2", "discrete_gaussian")
+    shape = _shape(size, "discrete_gaussian")
+    n = int(np.prod(shape, dtype=np.int64))
+    src = as_source(rng)
+    a, b = s2.numerator, s2.denominator  # sigma2 = a/b exactly
+    t = math.isqrt(a // b) + 1  # floor(sqrt(x)) == isqrt(floor(x)): floor(sigma) + 1, exactly
+    q = b * t
+    den = 2 * a * b * t * t  # γ = (|y|·q − a)² / den
+    table = exp_table(_STEPS, _K_MAX)
+    out = np.empty(n, dtype=np.int64)
+    todo = np.arange(n)
+    while todo.size:
+        y = _laplace_core(Fraction(t), todo.size, src)
+        values, inverse = _distinct(np.abs(y))
+        # Per distinct |y|, in Python integers: γ·_STEPS = (k·_STEPS + j) + r/den.
+        index = np.empty(values.size, dtype=np.int64)
+        rests: list[int] = []
+        for i, v in enumerate(values.tolist()):
+            whole, rem = divmod((v * q - a) ** 2 * _STEPS, den)
+            index[i] = min(whole, _K_MAX * _STEPS)  # row _K_MAX: thresholds 0 (e^{−23} < 2**-32)
+            rests.append(rem)
+        words = src.uint32(todo.size)
+        idx = index[inverse]
+        thresholds = table[idx]
+        ok = words < thresholds
+        for e in np.flatnonzero(words == thresholds).tolist():
+            # A tie: compare more bits of e^{−(k + j/_STEPS)} (k may exceed the table's rows).
+            v = int(values[inverse[e]])
+            whole = ((v * q - a) ** 2 * _STEPS) // den
+            ok[e] = resolve_ties([Real.exp_neg(Fraction(whole, _STEPS))], src) == 0
+        # Bernoulli(e^{−δ}), δ = r/(den·_STEPS): CKS's loop (K = 1; while Bern(δ/K): K += 1;
+        # accept when K is odd). Bern(δ/K) = Bern(1/(_STEPS·K)) ∧ Bern(r/den), since r < den.
+        cand = np.flatnonzero(ok)
+        first = cand[src.integers(_STEPS, size=cand.size) == 0]
+        if first.size:
+            ok[first] = _bernoulli_exp_delta(inverse[first], rests, den, src, _STEPS)
+        out[todo[ok]] = y[ok]
+        todo = todo[~ok]
+    return out.reshape(shape)
+
+
+def _distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct non-negative ints of ``values`` and each element's index among them."""
+    if values.size == 0:
+        return values, np.zeros(0, dtype=np.intp)
+    top = int(values.max())
+    if top <= 4 * values.size + 1024:
+        present = np.flatnonzero(np.bincount(values, minlength=top + 1))
+        lookup = np.empty(top + 1, dtype=np.intp)
+        lookup[present] = np.arange(present.size)
+        return present, lookup[values]
+    uniq, inverse = np.unique(values, return_inverse=True)
+    return uniq, inverse.ravel()
+
+
+def _bernoulli_exp_delta(
+    which: np.ndarray, rests: list[int], den: int, src: RandomSource, steps: int = _STEPS
+) -> np.ndarray:
+    """The rest of CKS's Bernoulli(e^{−δ}) loop for each ``i`` in ``which``, with
+    ``δ = rests[i]/(den·steps)``, given that the first round's ``Bern(1/steps)`` factor already
+    succeeded. With ``steps = 1`` that factor is certain and this is Bernoulli(e^{−r/den}).
+
+    ``rests`` are Python integers below ``den`` of any size; ``which`` indexes them (int array).
+    """
+    thresholds = np.array([(r << _WORD) // den for r in rests], dtype=np.int64)
+    k = np.ones(which.size, dtype=np.int64)
+    alive = np.flatnonzero(_bernoulli_ratio(which, rests, thresholds, den, src))
+    step = 1
+    while alive.size:
+        step += 1
+        k[alive] = step
+        alive = alive[src.integers(steps * step, size=alive.size) == 0]
+        alive = alive[_bernoulli_ratio(which[alive], rests, thresholds, den, src)]
+    return (k % 2) == 1
+
+
+def _bernoulli_ratio(
+    which: np.ndarray, rests: list[int], thresholds: np.ndarray, den: int, src: RandomSource
+) -> np.ndarray:
+    """Exact Bernoulli(``rests[i]/den``) for each ``i`` in ``which``: a uniform real ``U`` is
+    compared with ``r/den`` one 32-bit word at a time (``thresholds[i]`` is the first digit,
+    ``floor(2**32·r/den)``); only a word equal to the digit needs the next one."""
+    words = src.uint32(which.size).astype(np.int64)
+    digits = thresholds[which]
+    out = words < digits
+    for e in np.flatnonzero(words == digits).tolist():
+        out[e] = resolve_ties([Real.ratio(rests[int(which[e])], den)], src) == 0
+    return out
+
+
+# ----------------------------------------------------------------------------- exact moments
+def discrete_laplace_variance(scale: float) -> float:
+    """Variance of ``Lap_Z(scale)``: ``2p/(1−p)²`` with ``p = exp(−1/scale)``.
+
+    >>> round(discrete_laplace_variance(1.0), 6)
+    1.841347
+    """
+    p = math.exp(-1.0 / float(scale))
+    return 2.0 * p / (1.0 - p) ** 2
+
+
+def discrete_laplace_pmf(z: np.ndarray, scale: float) -> np.ndarray:
+    """Exact pmf of ``Lap_Z(scale)``: ``(1−p)/(1+p)·p^|z|``, ``p = exp(−1/scale)``."""
+    p = math.exp(-1.0 / float(scale))
+    return (1.0 - p) / (1.0 + p) * p ** np.abs(np.asarray(z, dtype=np.float64))
+
+
+def discrete_gaussian_pmf(z: np.ndarray, sigma2: float, tail: int | None = None) -> np.ndarray:
+    """Pmf of ``N_Z(0, sigma2)``, normalised by summing the kernel over ``|z| ≤ tail``."""
+    s2 = float(sigma2)
+    tail = tail if tail is not None else int(50 * math.sqrt(s2) + 50)
+    grid = np.arange(-tail, tail + 1, dtype=np.float64)
+    norm = np.exp(-(grid**2) / (2 * s2)).sum()
+    zz = np.asarray(z, dtype=np.float64)
+    return np.exp(-(zz**2) / (2 * s2)) / norm
+
+
+def discrete_gaussian_variance(sigma2: float) -> float:
+    """Exact variance of ``N_Z(0, sigma2)`` (slightly below sigma2 for small sigma2)."""
+    s2 = float(sigma2)
+    tail = int(50 * math.sqrt(s2) + 50)
+    grid = np.arange(-tail, tail + 1, dtype=np.float64)
+    return float((grid**2 * discrete_gaussian_pmf(grid, s2, tail)).sum())

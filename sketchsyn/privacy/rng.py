@@ -1,0 +1,180 @@
+"""Sources of randomness.
+
+Privacy noise must come from a cryptographically secure generator: the default everywhere in
+sketchsyn (``rng=None``) is the operating system's CSPRNG (``os.urandom``). For tests and
+reproducible experiments a caller may pass an int seed, a :class:`numpy.random.SeedSequence` or a
+:class:`numpy.random.Generator`; such noise is **not private against anyone who knows the seed**
+(or the generator's state).
+
+All samplers in the package draw through :class:`RandomSource`, which offers exactly what they need:
+uniform 64-bit words, uniform integers below a bound (exact, by rejection), uniform floats (for
+placing synthetic points, never for noise) and independent child streams.
+
+>>> src = as_source(7)
+>>> src.secure
+False
+>>> bool((src.integers(10, size=1000) < 10).all())
+True
+>>> as_source(None).secure
+True
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Union
+
+import numpy as np
+
+from ..errors import ParameterError
+
+__all__ = ["RNGLike", "RandomSource", "as_source"]
+
+RNGLike = Union[None, int, np.integer, np.random.SeedSequence, np.random.Generator, "RandomSource"]
+
+_U64 = np.uint64
+
+
+class RandomSource:
+    """Uniform randomness from either the OS CSPRNG or a numpy :class:`~numpy.random.Generator`.
+
+    Build one with :func:`as_source`. ``secure`` is True only for the OS CSPRNG.
+    """
+
+    __slots__ = ("_gen",)
+
+    def __init__(self, generator: np.random.Generator | None = None) -> None:
+        self._gen = generator
+
+    @property
+    def secure(self) -> bool:
+        """True when the words come from the operating system's CSPRNG."""
+        return self._gen is None
+
+    def uint64(self, size: int) -> np.ndarray:
+        """``size`` independent uniform 64-bit words."""
+        size = int(size)
+        if self._gen is None:
+            return np.frombuffer(os.urandom(8 * size), dtype="<u8").astype(_U64, copy=True)
+        return self._gen.integers(0, 2**64, size=size, dtype=_U64, endpoint=False)
+
+    def uint32(self, size: int) -> np.ndarray:
+        """``size`` independent uniform 32-bit words."""
+        size = int(size)
+        if self._gen is None:
+            return np.frombuffer(os.urandom(4 * size), dtype="<u4").astype(np.uint32, copy=True)
+        return self._gen.integers(0, 2**32, size=size, dtype=np.uint32, endpoint=False)
+
+    def bits(self, size: int) -> np.ndarray:
+        """``size`` independent fair bits (bool), one random byte each."""
+        size = int(size)
+        if self._gen is None:
+            raw = np.frombuffer(os.urandom(size), dtype=np.uint8)
+        else:
+            raw = self._gen.integers(0, 256, size=size, dtype=np.uint8)
+        return (raw & np.uint8(1)).astype(bool)
+
+    def integers(self, high: int | np.ndarray, size: int | None = None) -> np.ndarray:
+        """Exactly uniform integers in ``[0, high)`` as int64 (``high`` ≤ 2**62, scalar or array).
+
+        Uses rejection on 64-bit words (Lemire-free, plain modulo with a rejection zone), so the
+        result is exactly uniform, not approximately.
+        """
+        high_arr = np.asarray(high, dtype=np.int64)
+        if high_arr.size and (high_arr.min() < 1 or high_arr.max() > 2**62):
+            raise ParameterError(
+                f"The 'high' parameter of RandomSource.integers must be in [1, 2**62]. "
+                f"Got {high!r} instead."
+            )
+        if size is None:
+            shape = high_arr.shape
+        else:
+            shape = (int(size),)
+        if high_arr.size and high_arr.max() <= 2**32:
+            return self._integers32(high_arr, shape)
+        h = np.broadcast_to(high_arr.astype(_U64), shape).ravel()
+        n = h.size
+        # Words w <= limit = 2**64 − 1 − (2**64 mod h) are accepted, so w % h is exactly uniform.
+        top = _U64(np.iinfo(_U64).max)
+        limit = top - (top % h + _U64(1)) % h
+        words = self.uint64(n)
+        out = words % h
+        bad = np.flatnonzero(words > limit)
+        while bad.size:  # rare: probability < h / 2**64 per draw
+            w = self.uint64(bad.size)
+            ok = w <= limit[bad]
+            out[bad[ok]] = w[ok] % h[bad[ok]]
+            bad = bad[~ok]
+        return out.astype(np.int64).reshape(shape)
+
+    def _integers32(self, high_arr: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        """``integers`` for bounds ≤ 2**32 on 32-bit words, by Lemire's multiply-shift method.
+
+        ``m = w·h`` for a uniform 32-bit ``w``; ``m >> 32`` is the result unless the low half of
+        ``m`` is below ``(2**32 − h) mod h``, in which case ``w`` is redrawn. This is exactly
+        uniform (Lemire 2019, "Fast random integer generation in an interval").
+        """
+        n = int(np.prod(shape, dtype=np.int64))
+        scalar = high_arr.size == 1  # one bound for every draw
+        h = (
+            _U64(int(high_arr.reshape(-1)[0]))
+            if scalar
+            else (np.broadcast_to(high_arr.astype(_U64), shape).ravel())
+        )
+        mask = _U64(0xFFFFFFFF)
+        m = self.uint32(n).astype(_U64) * h
+        low = m & mask
+        out = m >> _U64(32)
+        cand = np.flatnonzero(low < h)  # the rejection zone lies below h
+        while cand.size:
+            hc = h if scalar else h[cand]
+            threshold = (_U64(2**32) - hc) % hc
+            bad = cand[low[cand] < threshold]
+            if not bad.size:
+                break
+            hb = h if scalar else h[bad]
+            m2 = self.uint32(bad.size).astype(_U64) * hb
+            low[bad] = m2 & mask
+            out[bad] = m2 >> _U64(32)
+            cand = bad[low[bad] < hb]
+        return out.astype(np.int64).reshape(shape)
+
+    def random(self, size: int | tuple[int, ...]) -> np.ndarray:
+        """Uniform float64 in ``[0, 1)`` with 53 random bits (for placing points, not for noise)."""
+        shape = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
+        n = int(np.prod(shape, dtype=np.int64))
+        words = self.uint64(n) >> _U64(11)
+        return (words.astype(np.float64) * (1.0 / 2**53)).reshape(shape)
+
+    def spawn(self, n: int) -> list[RandomSource]:
+        """``n`` independent child sources (so two noise sources never share a stream)."""
+        if self._gen is None:
+            return [RandomSource(None) for _ in range(n)]
+        return [RandomSource(g) for g in self._gen.spawn(n)]
+
+    def __repr__(self) -> str:
+        return "RandomSource(os.urandom)" if self._gen is None else f"RandomSource({self._gen!r})"
+
+
+def as_source(rng: RNGLike = None) -> RandomSource:
+    """Turn an ``rng=`` argument into a :class:`RandomSource`.
+
+    ``None`` → OS CSPRNG (private); an int or ``SeedSequence`` → a fresh PCG64 generator;
+    a ``Generator`` → used as it is (shared, so its state advances); a ``RandomSource`` → itself.
+    Seeded sources are for tests and reproducible experiments only: whoever knows the seed can
+    subtract the noise.
+    """
+    if rng is None:
+        return RandomSource(None)
+    if isinstance(rng, RandomSource):
+        return rng
+    if isinstance(rng, np.random.Generator):
+        return RandomSource(rng)
+    if isinstance(rng, np.random.SeedSequence):
+        return RandomSource(np.random.Generator(np.random.PCG64(rng)))
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and int(rng) >= 0:
+        return RandomSource(np.random.Generator(np.random.PCG64(int(rng))))
+    raise ParameterError(
+        "The 'rng' parameter must be None (OS CSPRNG), a non-negative int seed, a "
+        f"numpy SeedSequence or a numpy Generator. Got {rng!r} instead."
+    )

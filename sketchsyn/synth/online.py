@@ -1,0 +1,578 @@
+"""Online synthetic data over an endless stream (seed 000, Algorithm 1; SPEC §5).
+
+One record arrives per time step, forever. At every step ``t`` the synthesizer can release
+synthetic data of exactly ``t`` points, and the ε guarantee covers **all** releases of the whole
+infinite stream together.
+
+The dynamic partition (Algorithm 1). Level ``j`` of the domain's binary hierarchy (the Morton
+prefixes of :meth:`Domain.encode`) exists from step ``t_j = ceil(2^j/ε)``; the depth at step
+``t`` is ``r(t) = floor(log2(ε t))`` (0 while ``ε t < 2``), at most ``domain.max_depth`` and
+60. Every cell ``θ`` of level ``j ≥ 1`` runs an inhomogeneous sparse counter
+(:class:`sketchsyn.counters.tree.InhomogeneousSparseCounter`, seed 000 Algorithm 3) over the Boolean
+stream ``1{x_t ∈ Ω_θ}`` with the budgets ``ε_{j,r}`` of (4.1) for ``d ≥ 2`` (start level ``j``:
+records before ``t_j`` are ignored) and of (5.1) for ``d = 1`` (start level 0: the history is
+replayed into each new cell). The root's count is ``t`` (public: one record per step), so it needs
+no noise. A release reads every cell's latest count, makes the tree consistent with integer
+comparable splits (seed 003, Algorithm 3, as in PMM) and places the consistent count of each
+depth-``r(t)`` cell uniformly in the cell.
+
+Cost (beyond the paper, which steps every counter at every step: ``O(ε t log t)`` per record).
+The ``2**j`` cells of level ``j`` are one :class:`~sketchsyn.counters.sparsebank.InhomogeneousSparseBank`
+(their counters share ε, budgets and start level): a batch costs one vectorised call per level.
+A record at step ``t`` lies in one cell per level, so only the ``r(t)`` counters whose stream
+holds a 1 do work; every other counter stays behind on its own clock and catches up in ``O(log)``
+draws (the number of idle checks before its noisy threshold trips is geometric) when it is next
+touched or read by a release, a save or a copy. A time level that ends closes every counter of a
+bank at once (one vectorised noise draw per cell). ``update_many`` encodes the batch once and
+hands each level its records' cells. State: ``O(ε t)`` cells for ``d ≥ 2`` (the paper's; 64
+bytes per cell, ``nbytes`` reports it). For ``d = 1`` the history must be replayed into the cells
+of each new level, so the synthesizer also keeps one ``uint64`` code per record (``8 t`` bytes)
+and, when level ``j`` starts, replays the ``t_j`` past records into its bank (``O(t_j)``
+vectorised work, ``O(log t)`` per record amortised).
+
+Privacy: pure ε-DP for the whole sequence of releases, event level, **replace one record**
+(neighbouring streams differ in the record of one step; ``t`` is public). A record at step ``t``
+is charged ``ε_{j, r(t)}`` by the one cell of each level ``j`` that counts it (Lemma 3.3);
+:meth:`OnlineSynthesizer.path_budget` returns that sum along the record's path, which (4.2) and
+(5.1) keep at most ``ε/2``; a replaced record changes two paths, hence ε. With the domain's
+``"drop"`` policy a dropped row is not a step (the guarantee covers the stream of accepted
+records and treats the number of dropped rows as public); use ``"clip"`` to keep one step per
+input row. Public: the domain, ε, ``t`` and the partition schedule.
+
+Trusted curator's state: the counters hold **exact running counts** (the segment and level counts
+of sparse counting) and, for ``d = 1``, the exact history. The object, its snapshots and its bytes
+must be kept like the raw data; only releases (``release()``, ``synthetic()``, ``query()``) are
+private. Every step is a release by design, so there is no release-once guard; a saved or copied
+state must not be continued next to its original (two continuations would draw two independent
+noise sequences for the same stream). Copies are caught up to the current step before they are
+made, so a copy released at the same step gives the same release as its original.
+
+>>> import numpy as np
+>>> from sketchsyn import Box, OnlineSynthesizer
+>>> syn = OnlineSynthesizer(Box.unit(2), epsilon=1.0, rng=0)
+>>> syn.update_many(np.random.default_rng(1).random((300, 2)))
+>>> syn.t, syn.depth
+(300, 8)
+>>> syn.synthetic(rng=2).shape
+(300, 2)
+>>> syn.path_budget() <= syn.epsilon / 2
+True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ..errors import (
+    InputError,
+    ParameterError,
+    ReleasedError,
+    SerializationError,
+    check_domain,
+    check_epsilon,
+)
+from ..io.serial import check_version, pack, unpack
+from ..io.stream import consume
+from ..privacy.lineage import Lineage, UsageGuard
+from ..privacy.rng import RNGLike, as_source
+from ..synth.distribution import PrivateDistribution
+from ..synth.tree import consistent_levels_integer
+
+__all__ = ["OnlineSynthesizer", "depth_at", "level_start"]
+
+_KIND = "OnlineSynthesizer"
+_VERSION = 2
+_U64 = np.uint64
+_HEADER_BYTES = 64
+# Deepest level of the partition: the counters take start levels up to 60; the depth reaches it
+# only when ε t ≥ 2^60 (and a domain with fewer levels stops at its max_depth).
+_MAX_LEVEL = 60
+
+
+def level_start(epsilon: float | Fraction, j: int) -> int:
+    """``t_j = ceil(2^j / ε)``: the step at which level ``j`` of the partition appears.
+
+    Computed with the exact rational value of ``epsilon`` (no float rounding).
+
+    >>> level_start(1.0, 10), level_start(0.5, 0), level_start(3.0, 2)
+    (1024, 2, 2)
+    """
+    e = Fraction(epsilon)
+    return -((-(2**j) * e.denominator) // e.numerator)
+
+
+def depth_at(epsilon: float | Fraction, t: int) -> int:
+    """``r(t) = floor(log2(ε t))``, the depth of the partition at step ``t`` (0 while ``ε t < 2``).
+
+    The largest ``j`` with ``t_j ≤ t``, exact in rationals.
+
+    >>> depth_at(1.0, 1023), depth_at(1.0, 1024), depth_at(0.1, 5)
+    (9, 10, 0)
+    """
+    e = Fraction(epsilon)
+    q = (int(t) * e.numerator) // e.denominator  # floor(ε t); 2^j <= ε t  <=>  2^j <= floor(ε t)
+    return max(q.bit_length() - 1, 0)
+
+
+_COUNTERS: Any = None
+_SPARSEBANK: Any = None
+
+
+def _counters_module() -> Any:
+    global _COUNTERS
+    if _COUNTERS is None:
+        from ..counters import tree as counters
+
+        _COUNTERS = counters
+    return _COUNTERS
+
+
+def _sparsebank_module() -> Any:
+    global _SPARSEBANK
+    if _SPARSEBANK is None:
+        from ..counters import sparsebank
+
+        _SPARSEBANK = sparsebank
+    return _SPARSEBANK
+
+
+class OnlineSynthesizer:
+    """Private synthetic data at every step of an endless stream (seed 000, Algorithm 1).
+
+    Parameters
+    ----------
+    domain : Box or BitDomain
+        Public domain; its ``encode`` gives each record its Morton code, its out-of-bounds
+        policy (``"raise"``, ``"clip"``, ``"drop"``) applies as for PrivHP.
+    epsilon : float
+        Total budget ε > 0 of the whole infinite sequence of releases (pure ε-DP, replace one
+        record). It also sets the partition schedule ``t_j = ceil(2^j/ε)``.
+    rng : None, int, SeedSequence or Generator
+        Noise randomness; ``None`` (default) is the OS CSPRNG. A seed makes every cell's noise
+        reproducible (the cells of one level draw from one stream, in the order they are made:
+        the same seed, data and batches give the same releases) and is **not private against
+        anyone who knows it**.
+
+    Attributes
+    ----------
+    t : int
+        Records seen (the current step).
+    depth : int
+        ``r(t)``, the depth of the partition (and of the releases) at step ``t``.
+    """
+
+    #: The bank class each level runs; its constructor takes
+    #: ``(size, epsilon, budgets, start_level, rng=...)`` (None:
+    #: :class:`sketchsyn.counters.sparsebank.InhomogeneousSparseBank`).
+    _bank_class: Any = None
+
+    def __init__(self, domain: Any, epsilon: float, *, rng: RNGLike = None) -> None:
+        check_domain(domain, _KIND)
+        self._domain = domain
+        self._epsilon = check_epsilon(epsilon, _KIND)
+        self._eps = Fraction(self._epsilon)
+        self._d = int(domain.d)
+        self._H = min(int(domain.max_depth), _MAX_LEVEL)
+        self._starts = [level_start(self._eps, j) for j in range(self._H + 2)]
+        self._source = as_source(rng)
+        self._lineage = Lineage.new(self._source, _KIND, self._params())
+        self._init_state()
+        # One stream per level; the cells of a level draw from it in the order they are made.
+        self._level_sources = self._source.spawn(self._H + 1)
+
+    def _init_state(self) -> None:
+        self._t = 0
+        self._n_dropped = 0
+        self._banks: list[Any] = [None] * (self._H + 1)
+        self._budgets: dict[int, Callable[[int], float]] = {}
+        self._made = 0  # deepest level whose start (d = 1: history replay) has been handled
+        self._history = np.empty(0, dtype=_U64)
+        self._n_history = 0
+        self._frozen = False
+        self._release: tuple[int, PrivateDistribution, np.ndarray] | None = None
+        self._usage = UsageGuard()
+
+    # ------------------------------------------------------------------ read-only parameters
+    @property
+    def domain(self) -> Any:
+        """The public domain."""
+        return self._domain
+
+    @property
+    def epsilon(self) -> float:
+        """Budget ε of the whole sequence of releases (replace-one neighbours)."""
+        return self._epsilon
+
+    @property
+    def t(self) -> int:
+        """The current step: the number of records taken so far."""
+        return self._t
+
+    @property
+    def depth(self) -> int:
+        """``r(t)``: depth of the partition at the current step."""
+        return self._depth_at(self._t)
+
+    @property
+    def n_cells(self) -> int:
+        """Cells with a counter: the ``2**j`` cells of every level ``j`` that has started."""
+        return sum(b.size for b in self._banks if b is not None)
+
+    @property
+    def n_dropped(self) -> int:
+        """Rows removed by the domain's ``"drop"`` policy (exact; not private)."""
+        return self._n_dropped
+
+    @property
+    def lineage(self) -> Lineage:
+        """Identity of this object's noise (shared by its snapshots and loaded bytes)."""
+        return self._lineage
+
+    @property
+    def nbytes(self) -> int:
+        """State size: ``Σ bank.nbytes + 8·t (d = 1 history) + 64``.
+
+        A bank holds 64 bytes per cell (see :class:`~sketchsyn.counters.sparsebank.InhomogeneousSparseBank`)
+        and the level ``j`` bank has ``2**j`` cells, so the state grows like ``ε t`` cells
+        (``d ≥ 2``, the paper's partition); for ``d = 1`` the replayed history adds 8 bytes per
+        record.
+        """
+        total = _HEADER_BYTES + 8 * self._n_history
+        return total + sum(int(b.nbytes) for b in self._banks if b is not None)
+
+    def _depth_at(self, t: int) -> int:
+        return min(depth_at(self._eps, t), self._H)
+
+    @staticmethod
+    def level_start(epsilon: float, j: int) -> int:
+        """``t_j = ceil(2^j/ε)`` (see :func:`level_start`)."""
+        return level_start(epsilon, j)
+
+    # ------------------------------------------------------------------ privacy accounting
+    def _budget(self, j: int) -> Callable[[int], float]:
+        fn = self._budgets.get(j)
+        if fn is None:
+            fn = _counters_module().online_budgets(self._epsilon, self._d, j)
+            self._budgets[j] = fn
+        return fn
+
+    def path_budget(self, t: int | None = None) -> float:
+        """The budget charged to the record of step ``t`` along its path of cells (default: now).
+
+        A record at step ``t`` (time level ``r = r(t)``) is counted by one cell per level and
+        costs ``ε_{j,r}`` in the level-``j`` cell (Lemma 3.3): the sum runs over ``j = 1 … r``
+        for ``d ≥ 2`` (deeper cells start later and ignore it) and over every level the domain
+        has for ``d = 1`` (new cells replay it). Records before ``t_0 = ceil(1/ε)`` reach no
+        counter. Algorithm 1 is ε-DP for replace-one neighbours because this is at most ``ε/2``
+        for every ``t`` (two paths change).
+
+        >>> from sketchsyn import Box
+        >>> syn = OnlineSynthesizer(Box.unit(2), 1.0, rng=0)
+        >>> 0 < syn.path_budget(10**6) <= 0.5
+        True
+        """
+        t = self._t if t is None else int(t)
+        if t < 0:
+            raise ParameterError(
+                f"The 't' parameter of {_KIND}.path_budget must be an int >= 0. Got {t} instead."
+            )
+        if t < self._starts[0]:
+            return 0.0
+        r = depth_at(self._eps, t)
+        top = min(r, self._H) if self._d >= 2 else self._H
+        return float(math.fsum(self._budget(j)(r) for j in range(1, top + 1)))
+
+    # ------------------------------------------------------------------ the banks of cells
+    def _bank(self, j: int) -> Any:
+        """The bank of level ``j``'s ``2**j`` cells, made when level ``j`` starts."""
+        bank = self._banks[j]
+        if bank is None:
+            cls = self._bank_class or _sparsebank_module().InhomogeneousSparseBank
+            start = j if self._d >= 2 else 0
+            bank = cls(2**j, self._epsilon, self._budget(j), start, rng=self._level_sources[j])
+            self._banks[j] = bank
+        return bank
+
+    def _touch(self, j: int, until: int, times: np.ndarray, prefixes: np.ndarray) -> None:
+        """Level ``j``'s cells to step ``until``: record at step ``times[i]`` is in cell
+        ``prefixes[i]`` (one 1 per record; idle cells only move the bank's clock)."""
+        self._bank(j).update_events(until, prefixes.astype(np.int64), times)
+
+    def _start_levels(self, r: int) -> None:
+        """Handle the start of levels ``made+1 … r``: for d = 1 replay the history into them."""
+        while self._made < r:
+            j = self._made + 1
+            bank = self._bank(j)
+            if self._d == 1 and self._n_history:
+                # Steps before t_0 are ignored by every counter (Algorithm 3's first time level).
+                first = self._starts[0]
+                hist = self._history[first - 1 : self._n_history]
+                times = np.arange(first, self._n_history + 1, dtype=np.int64)
+                self._touch(j, self._n_history, times, hist >> _U64(self._H - j))
+            elif self._t > bank.t:
+                bank.skip(self._t - bank.t)
+            self._made = j
+
+    def _catch_up(self) -> None:
+        """Bring every level 1 … r(t) to the current step (the banks draw their idle checks)."""
+        self._start_levels(self.depth)
+        for j in range(1, self.depth + 1):
+            bank = self._bank(j)
+            if self._t > bank.t:
+                bank.skip(self._t - bank.t)
+
+    # ------------------------------------------------------------------ updates
+    def _check_open(self) -> None:
+        if self._frozen:
+            raise ReleasedError(f"this {_KIND} is a snapshot; snapshots are read-only")
+
+    def update(self, x: Any) -> None:
+        """Take one record (one time step)."""
+        arr = np.asarray(x)
+        if self._d == 1 and arr.ndim == 0:
+            arr = arr.reshape(1, 1)
+        elif arr.ndim == 1 and (self._d > 1 or arr.shape[0] == 1):
+            arr = arr.reshape(1, -1)
+        else:
+            raise InputError(
+                f"update(x) takes one point of dimension {self._d}; got an array of shape "
+                f"{arr.shape}. Use update_many for batches."
+            )
+        self.update_many(arr)
+
+    def update_many(self, X: Any) -> None:
+        """Take a batch of records, one step per row, in order.
+
+        The batch is checked whole first (a bad row refuses it, state unchanged) and encoded
+        once; its records are then grouped per cell, level by level, and each touched counter
+        takes its steps in order (skipping the idle steps in one call). Work: ``O(r · log t)``
+        per record.
+        """
+        self._check_open()
+        with self._usage.enter(_KIND):
+            codes, dropped = self._domain.encode(X, self._H, return_dropped=True)
+            codes = np.asarray(codes, dtype=_U64)
+            self._advance(codes)
+            self._n_dropped += int(dropped)
+
+    def _advance(self, codes: np.ndarray) -> None:
+        n = codes.size
+        if n == 0:
+            return
+        t0 = self._t
+        cur = t0 + 1  # global step of codes[0]
+        end_all = t0 + n
+        while cur <= end_all:
+            r = self._depth_at(cur)
+            nxt = self._starts[r + 1] if r < self._H else end_all + 1
+            end = min(end_all, nxt - 1)
+            self._start_levels(r)
+            seg = codes[cur - t0 - 1 : end - t0]
+            times = np.arange(cur, end + 1, dtype=np.int64)
+            for j in range(1, r + 1):
+                self._touch(j, end, times, seg >> _U64(self._H - j))
+            self._t = end
+            if self._d == 1:
+                self._append_history(seg)
+            cur = end + 1
+        self._release = None
+
+    def _append_history(self, seg: np.ndarray) -> None:
+        need = self._n_history + seg.size
+        if need > self._history.size:
+            grown = np.empty(max(need, 2 * self._history.size, 1024), dtype=_U64)
+            grown[: self._n_history] = self._history[: self._n_history]
+            self._history = grown
+        self._history[self._n_history : need] = seg
+        self._n_history = need
+
+    def consume(self, iterable: Iterable[Any], batch_size: int = 65536) -> int:
+        """Stream any iterable of rows (or of 2-D arrays) through ``update_many`` in batches.
+
+        Each batch is atomic; returns the number of rows read.
+        """
+        self._check_open()
+        return consume(self.update_many, iterable, batch_size, self._d)
+
+    # ------------------------------------------------------------------ release
+    def noisy_levels(self) -> list[np.ndarray]:
+        """The released counts before consistency: ``[t]`` then each level's noisy counts.
+
+        Level ``j``'s array (length ``2**j``) holds every cell's counter output at step ``t``.
+        Post-processing of the counters' outputs (no further budget).
+        """
+        with self._usage.enter(_KIND):
+            self._catch_up()
+            levels = [np.array([self._t], dtype=np.int64)]
+            for j in range(1, self.depth + 1):
+                levels.append(np.asarray(self._bank(j).query(), dtype=np.int64))
+        return levels
+
+    def _released(self) -> tuple[PrivateDistribution, np.ndarray]:
+        cached = self._release
+        if cached is not None and cached[0] == self._t:
+            return cached[1], cached[2]
+        r = self.depth
+        consistent = consistent_levels_integer(self.noisy_levels(), "uniform")
+        counts = np.asarray(consistent[-1], dtype=np.int64)
+        keep = np.flatnonzero(counts)
+        if keep.size == 0:  # t = 0: the all-zero level is released (uniform, total 0)
+            keep = np.arange(counts.size)
+        dist = PrivateDistribution(
+            self._domain,
+            np.full(keep.size, r, dtype=np.int64),
+            keep.astype(_U64),
+            counts[keep].astype(np.float64),
+            epsilon=self._epsilon,
+            mechanism=_KIND,
+            params={"epsilon": self._epsilon, "t": self._t, "depth": r},
+        )
+        self._release = (self._t, dist, counts)
+        return dist, counts
+
+    def release(self) -> PrivateDistribution:
+        """The release at the current step: a :class:`PrivateDistribution` of total ``t``.
+
+        Every cell's counter is read at step ``t``, the counts are made consistent (integer
+        comparable splits, root ``t``) and the depth-``r(t)`` cells become the leaves. Callable
+        at every step, any number of times, with no further budget (each step's release is part
+        of the guaranteed sequence; calling again at the same step returns the same object).
+        """
+        return self._released()[0]
+
+    def synthetic(self, rng: RNGLike = None) -> np.ndarray:
+        """Exactly ``t`` synthetic points (seed 000's output ``Y_t``), in the domain's units.
+
+        The shape is the domain's ``sample_cells`` shape: ``(t, d)`` for a Box, ``(t,)`` integer
+        keys for a BitDomain. Each depth-``r(t)`` cell gets its consistent count of points,
+        uniform in the cell; ``rng`` only places the points (it is not privacy noise).
+        """
+        _, counts = self._released()
+        cells = np.flatnonzero(counts)
+        prefixes = np.repeat(cells.astype(_U64), counts[cells])
+        levels = np.full(prefixes.size, self.depth, dtype=np.int64)
+        return self._domain.sample_cells(levels, prefixes, rng=as_source(rng))
+
+    def query(self, lower: Any, upper: Any) -> float:
+        """Private count of the records so far in the box ``[lower, upper]`` (from the release)."""
+        return self.release().count(lower, upper)
+
+    # ------------------------------------------------------------------ copies and bytes
+    def _params(self) -> dict[str, Any]:
+        return {"domain": self._domain.to_dict(), "epsilon": self._epsilon}
+
+    def snapshot(self) -> OnlineSynthesizer:
+        """A read-only copy at the current step (every counter caught up first).
+
+        It holds the same exact state (trusted curator's data) and gives the same release at
+        this step as the original.
+        """
+        snap = type(self).from_bytes(self.to_bytes())
+        snap._frozen = True
+        return snap
+
+    def to_bytes(self) -> bytes:
+        """Serialise the state (versioned, checksummed; never pickle).
+
+        The counters are caught up to the current step first. **The bytes hold exact running
+        counts** (the counters' segment and level counts; for d = 1 every record's code): keep
+        them like the raw data. Do not continue a loaded copy next to its original.
+        """
+        with self._usage.enter(_KIND):
+            self._catch_up()
+        levels, offsets, blobs = [], [0], []
+        for j in range(1, self._H + 1):
+            bank = self._banks[j]
+            if bank is not None:
+                blob = bank.to_bytes()
+                levels.append(j)
+                blobs.append(blob)
+                offsets.append(offsets[-1] + len(blob))
+        meta = self._params() | {
+            "t": self._t,
+            "n_dropped": self._n_dropped,
+            "made": self._made,
+            "frozen": self._frozen,
+            "lineage": self._lineage.to_meta(),
+            "bank": None if self._bank_class is None else self._bank_class.__name__,
+        }
+        arrays = {
+            "levels": np.asarray(levels, dtype=np.int64),
+            "offsets": np.asarray(offsets, dtype=np.int64),
+            "blob": np.frombuffer(b"".join(blobs), dtype=np.uint8),
+            "history": self._history[: self._n_history],
+        }
+        return pack(_KIND, _VERSION, meta, arrays, state="trusted")
+
+    @classmethod
+    def from_bytes(cls, blob: bytes) -> OnlineSynthesizer:
+        """Load a state written by :meth:`to_bytes` (its later noise comes from the OS CSPRNG)."""
+        from ..domains.domain import domain_from_dict
+
+        _, version, meta, arrays = unpack(blob, _KIND)
+        check_version(
+            _KIND, version, _VERSION, "version 1 held one counter per cell, before the banks"
+        )
+        obj = object.__new__(cls)
+        try:
+            obj._domain = domain_from_dict(meta["domain"])
+            obj._epsilon = check_epsilon(meta["epsilon"], _KIND)
+            obj._eps = Fraction(obj._epsilon)
+            obj._d = int(obj._domain.d)
+            obj._H = min(int(obj._domain.max_depth), _MAX_LEVEL)
+            obj._starts = [level_start(obj._eps, j) for j in range(obj._H + 2)]
+            obj._source = as_source(None)
+            obj._level_sources = obj._source.spawn(obj._H + 1)
+            obj._lineage = Lineage.from_meta(meta["lineage"], _KIND)
+            obj._init_state()
+            obj._t = int(meta["t"])
+            obj._n_dropped = int(meta["n_dropped"])
+            obj._made = int(meta["made"])
+            obj._frozen = bool(meta["frozen"])
+            levels = arrays["levels"]
+            offsets, data = arrays["offsets"], arrays["blob"]
+            ok = (
+                levels.ndim == 1
+                and offsets.shape == (levels.size + 1,)
+                and int(offsets[0]) == 0
+                and int(offsets[-1]) == data.size
+                and bool(np.all(np.diff(offsets) > 0))
+                and bool(np.all(np.diff(levels) > 0))
+                and (levels.size == 0 or (levels.min() >= 1 and levels.max() <= obj._H))
+                and obj._t >= 0
+                and 0 <= obj._made <= obj._H
+            )
+            if not ok:
+                raise SerializationError(f"{_KIND} blob arrays do not match its parameters")
+            bank_cls = cls._bank_class or _sparsebank_module().InhomogeneousSparseBank
+            raw = data.tobytes()
+            for i, j in enumerate(levels.tolist()):
+                bank = bank_cls.from_bytes(raw[int(offsets[i]) : int(offsets[i + 1])])
+                start = j if obj._d >= 2 else 0
+                if bank.size != 2**j or bank.start_level != start or bank.t != obj._t:
+                    raise SerializationError(f"{_KIND} blob has a bad bank at level {j}")
+                obj._banks[j] = bank
+            history = np.asarray(arrays["history"], dtype=_U64)
+            if obj._d == 1 and history.size != obj._t:
+                raise SerializationError(f"{_KIND} blob history does not match its step count")
+            obj._history = history.copy()
+            obj._n_history = int(history.size)
+        except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, SerializationError):
+                raise
+            raise SerializationError(f"{_KIND} blob is invalid: {exc}") from exc
+        return obj
+
+    def __reduce__(self) -> tuple:
+        return (type(self).from_bytes, (self.to_bytes(),))
+
+    def __repr__(self) -> str:
+        return (
+            f"OnlineSynthesizer(epsilon={self._epsilon}, d={self._d}, t={self._t}, "
+            f"depth={self.depth}, cells={self.n_cells}, nbytes={self.nbytes})"
+        )
