@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ParameterError, check_choice, check_int
+from .errors import InputError, ParameterError, check_choice, check_int
 
 __all__ = ["fit", "release", "summarize"]
 
@@ -164,12 +164,21 @@ def _frame_rows(frame: Any, columns: Sequence[str] | None) -> list[np.ndarray]:
                 f"{missing}. Columns: {list(frame.columns)}."
             )
         frame = frame[list(columns)]
-    return [np.asarray(frame.to_numpy()).reshape(len(frame), -1)]
+    return _block_rows(frame.to_numpy())
 
 
 def _block_rows(block: np.ndarray) -> list[np.ndarray]:
+    """One block as rows × columns: a 1-D block is one column; any other shape than 1-D or 2-D
+    is refused (it is never flattened into rows)."""
     arr = np.asarray(block)
-    return [arr.reshape(arr.shape[0], -1)]
+    if arr.ndim == 1:
+        return [arr[:, None]]
+    if arr.ndim != 2:
+        raise InputError(
+            f"a block of the Dask array must be 1-D (one column) or 2-D (rows × columns); got "
+            f"shape {arr.shape}"
+        )
+    return [arr]
 
 
 def _as_bag(data: Any, columns: Sequence[str] | None) -> Any:

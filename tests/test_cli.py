@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 
 from sketchsyn import PrivHP, cli
+from sketchsyn.cli.common import _Reservoir, _write_atomic
+from sketchsyn.errors import InputError
 from sketchsyn.io.progress import progress
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -325,10 +327,32 @@ def test_state_and_resume_equal_one_uninterrupted_run(tmp_path):
     )
 
 
+def test_evaluate_refuses_keys_read_as_rows_of_two_columns(tmp_path, capsys):
+    """An access log gives one key per line: two --columns must not pair the keys into rows."""
+    log = tmp_path / "access.log"
+    log.write_text("".join(f"10.0.0.{i} - - x\n" for i in range(8)))
+    bounds = "--bounds=0:4294967295,0:4294967295"
+    args = ["evaluate", log, log, "--columns", "a,b", bounds, "--method", "tree"]
+    assert cli.main([str(a) for a in args]) == 2
+    err = capsys.readouterr().err
+    assert "must have shape (n, 2)" in err and "got shape (8,)" in err and str(log) in err
+
+
+def test_reservoir_refuses_a_batch_of_the_wrong_width():
+    res = _Reservoir(10, 2, seed=0)
+    for bad in (np.arange(6.0), np.zeros((3, 4)), np.zeros((2, 3, 2))):
+        with pytest.raises(InputError, match=r"shape \(n, 2\)"):
+            res.add(bad)
+    assert res.seen == 0
+    one = _Reservoir(10, 1, seed=0)
+    one.add(np.arange(3.0))  # (n,) is (n, 1) for one column
+    assert one.sample().tolist() == [[0.0], [1.0], [2.0]]
+
+
 def test_write_atomic_replaces_whole_files(tmp_path):
     target = tmp_path / "f.bin"
     target.write_bytes(b"old")
-    cli._write_atomic(str(target), b"new" * 1000)
+    _write_atomic(str(target), b"new" * 1000)
     assert target.read_bytes() == b"new" * 1000
     assert [p.name for p in tmp_path.iterdir()] == ["f.bin"]
 

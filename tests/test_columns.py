@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sketchsyn import PMM, BitDomain, Box, PrivateDistribution, PrivHP
-from sketchsyn.domains.domain import Domain
+from sketchsyn.domains import Domain
 from sketchsyn.errors import InputError, ParameterError
 
 pd = pytest.importorskip("pandas")

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from sketchsyn import BitDomain, Box
-from sketchsyn.domains.domain import Domain, domain_from_dict
+from sketchsyn.domains import Domain, domain_from_dict
 from sketchsyn.errors import InputError, ParameterError
 
 

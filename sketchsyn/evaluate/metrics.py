@@ -1,8 +1,8 @@
-"""1-Wasserstein distance between data and synthetic data or a released distribution (SPEC §8).
+"""1-Wasserstein distance between data and synthetic data or a released distribution.
 
 Every figure says how it was measured: :func:`wasserstein1` returns ``W1Result(value, method)``.
 Distances are in the domain's metric on the unit box (ℓ∞ after scaling each coordinate to
-[0, 1]; ``|x − y|/2**bits`` for a :class:`~sketchsyn.domains.domain.BitDomain`).
+[0, 1]; ``|x − y|/2**bits`` for a :class:`~sketchsyn.domains.BitDomain`).
 
 - ``"exact"`` (d = 1): ``∫|F − G|`` of the two CDFs; a released distribution's CDF is piecewise
   linear over its leaves, so no sampling is needed.
@@ -14,14 +14,14 @@ Distances are in the domain's metric on the unit box (ℓ∞ after scaling each 
   whose edge from a cell to its parent weighs half the parent's diameter (a path through the
   lowest common ancestor crosses each level twice, so it is at least the LCA's diameter), plus
   ``γ_R`` for the distance inside a level-R cell. The bound holds for every cut R, and the
-  smallest over R = 1…depth is reported. Until issue 14 the edges weighed the full diameter:
-  figures printed before then are up to twice the present ones. It charges every sibling
-  imbalance, so noise in many fine cells inflates it (SPEC §8 measured 0.48, with the full
+  smallest over R = 1…depth is reported. Earlier versions weighed each edge by the full
+  diameter: figures they printed are up to twice the present ones. It charges every sibling
+  imbalance, so noise in many fine cells inflates it (one measurement gave 0.48, with the full
   weights, against an exact 0.023 on a full tree, d = 2, n = 4096, ε = 1): use it for trends and
   for comparing mechanisms on the same data, not as an absolute accuracy claim.
 
 >>> import numpy as np
->>> from sketchsyn.domains.domain import Box
+>>> from sketchsyn.domains import Box
 >>> x = np.array([[0.1], [0.4]]); y = np.array([[0.2], [0.4]])
 >>> wasserstein1(x, y, Box.unit(1))
 W1Result(value=0.05, method='exact')

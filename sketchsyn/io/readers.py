@@ -514,7 +514,7 @@ class AccessLogReader(BatchReader):
         super().__init__(source, None, batch_size=batch_size, on_bad=on_bad)
 
     def _parse(self, lines: list[bytes], first: int) -> tuple[np.ndarray, np.ndarray]:
-        from ..domains.domain import _parse_ipv4
+        from ..domains.ipv4 import _parse_ipv4
 
         tokens = [line.split(None, 1)[0] if line.strip() else b"" for line in lines]
         keep = np.array([bool(t) for t in tokens], dtype=bool)

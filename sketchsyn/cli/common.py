@@ -1,0 +1,219 @@
+"""Shared pieces of the command line: the usage error, argument parsing (columns, bounds,
+sizes), atomic files, loading what ``sketchsyn fit`` wrote, and the evaluation reservoir.
+
+>>> _parse_bounds("0:1,-5:5", ["x", "y"])
+([0.0, -5.0], [1.0, 5.0])
+>>> _parse_bytes("256KB"), _parse_bytes("1MiB")
+(256000, 1048576)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from ..synth.privhp import PrivHP
+
+
+class UsageError(Exception):
+    """A bad argument or bad input met by a command (exit status 2, no traceback)."""
+
+
+_BOUNDS_HELP = (
+    "--bounds is required and must be public: write LOW:HIGH per column, comma-separated, "
+    "in the order of --columns (e.g. --bounds=-74.05:-73.75,40.6:40.9 for lon,lat). Choose "
+    "them from knowledge that does not depend on this data set: the valid range of the "
+    "measurement, a map's bounding box of the area, a sensor's specified range (-180:180,"
+    "-90:90 for any lon,lat). Never use the data's own min/max: they are exact values of the "
+    "most extreme rows and would leak them. Rows outside follow --out-of-bounds "
+    "(raise, clip or drop)."
+)
+
+
+def _fail(message: str) -> UsageError:
+    return UsageError(message)
+
+
+def _parse_columns(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    names = [c.strip() for c in text.split(",")]
+    if not all(names) or len(set(names)) != len(names):
+        raise _fail(f"--columns must be distinct comma-separated names; got {text!r}")
+    return names
+
+
+def _parse_bounds(text: str | None, columns: list[str]) -> tuple[list[float], list[float]]:
+    if not text:
+        raise _fail(_BOUNDS_HELP)
+    lower, upper = [], []
+    parts = text.split(",")
+    if len(parts) != len(columns):
+        raise _fail(
+            f"--bounds has {len(parts)} LOW:HIGH pair(s) but --columns names {len(columns)} "
+            f"column(s) {columns}; give one pair per column, in the same order"
+        )
+    for name, part in zip(columns, parts, strict=True):
+        try:
+            lo_text, hi_text = part.split(":")
+            lo, hi = float(lo_text), float(hi_text)
+        except ValueError:
+            raise _fail(
+                f"--bounds pair {part!r} (column {name!r}) is not LOW:HIGH with two numbers"
+            ) from None
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+            raise _fail(f"--bounds pair {part!r} (column {name!r}) needs finite LOW < HIGH")
+        lower.append(lo)
+        upper.append(hi)
+    return lower, upper
+
+
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20}
+_UNITS["GIB"] = 2**30
+
+
+def _parse_bytes(text: str) -> int:
+    """``"256KB"`` → 256000, ``"1MiB"`` → 1048576 (KB, MB, GB are powers of ten)."""
+    t = text.strip().upper().replace(" ", "")
+    number = t.rstrip("KMGIB")
+    unit = t[len(number) :]
+    try:
+        value = float(number)
+    except ValueError:
+        value = -1.0
+    if unit not in _UNITS or not value > 0:
+        raise _fail(f"--memory {text!r} is not a size like 256KB, 4MB or 1MiB")
+    return int(value * _UNITS[unit])
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a crash leaves the old or the new file, never a torn one.
+
+    A temporary file in the same directory is written, flushed and fsync'ed, then renamed over
+    ``path`` (``os.replace`` is atomic on POSIX and Windows) and the directory is fsync'ed.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".sketchsyn-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    if hasattr(os, "O_DIRECTORY"):
+        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+def _blob_kind(blob: bytes) -> str | None:
+    """The object kind written by ``sketchsyn.io.serial.pack`` (None: not such a file)."""
+    from ..errors import SerializationError
+    from ..io.checkpoint import kind_of
+
+    try:
+        return kind_of(blob)
+    except SerializationError:
+        return None
+
+
+def _load(path: str, what: str) -> Any:
+    """A release or a state from a file written by ``sketchsyn fit``."""
+    from ..synth.distribution import PrivateDistribution
+    from ..synth.pmm import PMM
+
+    try:
+        with open(path, "rb") as fh:
+            blob = fh.read()
+    except OSError as exc:
+        raise _fail(f"cannot read {what} {path!r}: {exc.strerror or exc}") from None
+    kinds = {"PrivateDistribution": PrivateDistribution, "PrivHP": PrivHP, "PMM": PMM}
+    kind = _blob_kind(blob)
+    if kind not in kinds:
+        raise _fail(f"{what} {path!r} is not a file written by sketchsyn fit")
+    return kinds[kind].from_bytes(blob)
+
+
+def _load_release(path: str) -> Any:
+    from ..synth.distribution import PrivateDistribution
+
+    obj = _load(path, "MODEL")
+    if not isinstance(obj, PrivateDistribution):
+        raise _fail(
+            f"MODEL {path!r} is a resumable {type(obj).__name__} state, not a release; "
+            f"release it with: sketchsyn fit --resume {path} DATA -o MODEL"
+        )
+    return obj
+
+
+def _is_released(summary: Any) -> bool:
+    released = getattr(summary, "released", None)
+    if released is None:  # PMM keeps its release in _released
+        released = getattr(summary, "_released", None) is not None
+    return bool(released)
+
+
+def _say(args: argparse.Namespace) -> Any:
+    if args.quiet:
+        return lambda *a: None
+    return lambda *a: print(*a, file=sys.stderr)
+
+
+class _Reservoir:
+    """Uniform reservoir sample of a stream (for the evaluation only; never released).
+
+    Batches must have shape ``(n, d)`` (``(n,)`` is taken as ``(n, 1)`` only when d = 1): a
+    batch of another width is refused, never re-cut into rows of ``d`` values.
+
+    >>> res = _Reservoir(3, 2, seed=0)
+    >>> res.add([[0.0, 1.0], [2.0, 3.0]])
+    >>> res.sample().tolist()
+    [[0.0, 1.0], [2.0, 3.0]]
+    >>> res.add(np.arange(4.0))
+    Traceback (most recent call last):
+    ...
+    sketchsyn.errors.InputError: rows must have shape (n, 2), one value per column; got shape (4,)
+    """
+
+    def __init__(self, size: int, d: int, seed: int) -> None:
+        self.size = size
+        self.items = np.empty((size, d))
+        self.seen = 0
+        self.rng = np.random.default_rng(seed)
+
+    def add(self, X: Any, what: str = "rows") -> None:
+        """Offer a batch ``(n, d)``; ``what`` names it in the error for a bad shape."""
+        X = np.asarray(X, dtype=np.float64)
+        d = self.items.shape[1]
+        if X.ndim == 1 and d == 1:
+            X = X[:, None]
+        if X.ndim != 2 or X.shape[1] != d:
+            raise InputError(
+                f"{what} must have shape (n, {d}), one value per column; got shape {X.shape}"
+            )
+        fill = max(0, min(self.size - self.seen, X.shape[0]))
+        self.items[self.seen : self.seen + fill] = X[:fill]
+        self.seen += fill
+        rest = X[fill:]
+        if rest.shape[0]:
+            # Algorithm R, vectorised: the t-th item (1-based) takes slot u < size w.p. size/t.
+            t = self.seen + np.arange(1, rest.shape[0] + 1)
+            slots = (self.rng.random(rest.shape[0]) * t).astype(np.int64)
+            keep = slots < self.size
+            self.items[slots[keep]] = rest[keep]
+            self.seen += rest.shape[0]
+
+    def sample(self) -> np.ndarray:
+        return self.items[: min(self.seen, self.size)]

@@ -1,0 +1,140 @@
+"""``sketchsyn sample`` (synthetic rows from a release, CSV or JSON lines) and ``sketchsyn info``
+(what a file written by ``sketchsyn fit`` holds).
+
+>>> import numpy as np
+>>> _ipv4_text(np.array([167772161], dtype=np.uint64))
+['10.0.0.1']
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import sys
+import tempfile
+from typing import Any
+
+import numpy as np
+
+from .common import _fail, _is_released, _load, _load_release, _say
+
+
+def _frame_names(domain: Any) -> list[str]:
+    if domain.columns:
+        return list(domain.columns)
+    if type(domain).__name__ == "BitDomain":
+        return ["key"]
+    return [f"x{i}" for i in range(domain.d)]
+
+
+def _is_ipv4(domain: Any) -> bool:
+    return type(domain).__name__ == "BitDomain" and domain.bits == 32
+
+
+def _ipv4_text(keys: np.ndarray) -> list[str]:
+    k = keys.astype(np.int64)
+    parts = [(k >> s) & 255 for s in (24, 16, 8, 0)]
+    return [f"{a}.{b}.{c}.{d}" for a, b, c, d in zip(*(p.tolist() for p in parts), strict=True)]
+
+
+def _write_rows(fh: Any, points: np.ndarray, names: list[str], fmt: str, ipv4: bool) -> None:
+    if ipv4:
+        texts = _ipv4_text(points)
+        if fmt == "csv":
+            fh.write("".join(t + "\n" for t in texts))
+        else:
+            key = json.dumps(names[0])
+            fh.write("".join(f'{{{key}: "{t}"}}\n' for t in texts))
+        return
+    pts = points.reshape(points.shape[0], -1)
+    if fmt == "csv":
+        np.savetxt(fh, pts, fmt="%.17g", delimiter=",")
+    else:
+        template = ", ".join(json.dumps(n).replace("%", "%%") + ": %.17g" for n in names)
+        np.savetxt(fh, pts, fmt="{" + template + "}")
+
+
+def _sample(args: argparse.Namespace) -> int:
+    from ..io.readers import format_of
+    from ..privacy.rng import as_source
+
+    if args.n < 0:
+        raise _fail(f"-n must be >= 0; got {args.n}")
+    release = _load_release(args.model)
+    domain = release.domain
+    names = _frame_names(domain)
+    fmt = args.format or (None if args.output == "-" else format_of(args.output)) or "csv"
+    if fmt not in ("csv", "jsonl"):
+        raise _fail(f"-o {args.output!r}: sample writes CSV or JSON lines (--format csv|jsonl)")
+    src = as_source(args.seed)
+    ipv4 = _is_ipv4(domain)
+    out = sys.stdout if args.output == "-" else None
+    tmp = None
+    if out is None:
+        directory = os.path.dirname(os.path.abspath(args.output))
+        fd, tmp = tempfile.mkstemp(prefix=".sketchsyn-", suffix=".tmp", dir=directory)
+        out = os.fdopen(fd, "w", newline="")
+    try:
+        if fmt == "csv":
+            out.write(",".join(_csv_field(n) for n in names) + "\n")
+        left = args.n
+        while left > 0:
+            m = min(left, args.batch_size)
+            _write_rows(out, release.sample(m, rng=src), names, fmt, ipv4)
+            left -= m
+        if tmp is not None:
+            out.flush()
+            os.fsync(out.fileno())
+            out.close()
+            os.replace(tmp, args.output)
+            tmp = None
+    finally:
+        if tmp is not None:
+            out.close()
+            os.unlink(tmp)
+    if args.output != "-":
+        _say(args)(f"sketchsyn sample: wrote {args.n:,} synthetic rows {names} to {args.output}")
+    return 0
+
+
+def _csv_field(name: str) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="").writerow([name])
+    return buf.getvalue()
+
+
+def _info(args: argparse.Namespace) -> int:
+    obj = _load(args.model, "MODEL")
+    domain = obj.domain
+    kind = type(obj).__name__
+    if kind == "PrivateDistribution":
+        params = obj.params
+        print(f"release of {obj.mechanism} ({args.model})")
+        print(f"  epsilon: {obj.epsilon} (pure differential privacy)")
+        print(f"  privacy unit: {_unit(params.get('neighbours', 'add-remove'))}")
+        print(f"  parameters: {json.dumps(params, sort_keys=True)}")
+        print(f"  leaves: {obj.n_leaves:,}; noisy total: {obj.total:,.1f}")
+        print(f"  bytes: {obj.nbytes:,} in memory, {os.path.getsize(args.model):,} on disk")
+    else:
+        params = obj._params()
+        params.pop("domain", None)
+        released = _is_released(obj)
+        print(f"resumable {kind} state ({args.model}); released: {released}")
+        print(f"  epsilon: {obj.epsilon} (pure differential privacy)")
+        print(f"  privacy unit: {_unit(params.get('neighbours', 'add-remove'))}")
+        print(f"  parameters: {json.dumps(params, sort_keys=True)}")
+        if kind == "PMM":
+            print("  note: a PMM state holds EXACT counts (not private) until its release")
+        print(f"  bytes: {obj.nbytes:,} in memory, {os.path.getsize(args.model):,} on disk")
+    print(f"  domain: {domain!r}")
+    print(f"  columns: {list(domain.columns) if domain.columns else 'none'}")
+    return 0
+
+
+def _unit(neighbours: str) -> str:
+    if neighbours == "replace":
+        return "one row replaced by another (event level)"
+    return "one row added or removed (event level: a person with m rows is protected at m·epsilon)"
