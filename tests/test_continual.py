@@ -328,3 +328,52 @@ def test_single_rows_are_counted_in_groups_before_any_read() -> None:
     assert a.t == b.t == 2499
     np.testing.assert_array_equal(a.cell_values(0), b.cell_values(0))
     assert a.nbytes == size
+
+
+# ------------------------------------------------------------- forged headers (issue regression)
+def _forge(blob: bytes, kind: str, version: int | None = None, **changes: object) -> bytes:
+    """``blob`` with header fields changed and the (unkeyed) digest recomputed."""
+    from sketchsyn.io.serial import pack, read
+
+    got = read(blob, kind)
+    meta = dict(got.meta) | changes
+    return pack(
+        kind, got.version if version is None else version, meta, got.arrays, state="trusted"
+    )
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("epsilon", 1e-320),
+        ("epsilon", 1.5e308),
+        ("epsilon", 2**62),
+        ("frozen", 1),
+        ("frozen", "yes"),
+        ("width", 2**40),
+        ("horizon", 2**62),
+        ("t", -1),
+    ],
+)
+def test_forged_header_fields_are_refused_naming_them(field: str, value: object) -> None:
+    import time
+
+    c = ContinualPrivHP(Box.unit(2), 1.0, k=4, width=8, horizon=64, depth=6, rng=0)
+    c.update_many(np.random.default_rng(0).random((10, 2)))
+    start = time.perf_counter()
+    with pytest.raises(SerializationError, match=field):
+        ContinualPrivHP.from_bytes(_forge(c.to_bytes(), "ContinualPrivHP", **{field: value}))
+    assert time.perf_counter() - start < 1.0
+
+
+def test_a_newer_format_version_is_refused() -> None:
+    c = ContinualPrivHP(Box.unit(2), 1.0, k=4, width=8, horizon=64, depth=6, rng=0)
+    with pytest.raises(SerializationError, match="version 2"):
+        ContinualPrivHP.from_bytes(_forge(c.to_bytes(), "ContinualPrivHP", version=2))
+
+
+def test_saved_state_is_declared_trusted() -> None:
+    from sketchsyn.io.serial import header_of
+
+    c = ContinualPrivHP(Box.unit(2), 1.0, k=4, width=8, horizon=64, depth=6, rng=0)
+    assert c.state_privacy == "trusted" and header_of(c.to_bytes()).state == "trusted"

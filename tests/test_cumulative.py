@@ -207,3 +207,52 @@ def test_built_counters_have_corollary_b1_budgets_and_horizons() -> None:
     )
     expected = math.sqrt(2 * worst * math.log(horizon * (horizon + 1) / 0.05))
     assert synth.error_bound(0.05) == pytest.approx(expected, rel=1e-6)
+
+
+# ------------------------------------------------------------- forged headers (issue regression)
+def _forge(blob: bytes, kind: str, version: int | None = None, **changes: object) -> bytes:
+    """``blob`` with header fields changed and the (unkeyed) digest recomputed."""
+    from sketchsyn.io.serial import pack, read
+
+    got = read(blob, kind)
+    meta = dict(got.meta) | changes
+    return pack(
+        kind, got.version if version is None else version, meta, got.arrays, state="trusted"
+    )
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("n", 2**31),
+        ("n", 2**40),
+        ("rho", 1e-320),
+        ("rho", 1.5e308),
+        ("keep_history", 1),
+        ("frozen", 0),
+        ("t", 2**40),
+    ],
+)
+def test_forged_header_refused_before_allocating(field: str, value: object) -> None:
+    import time
+
+    synth = CumulativeSynthesizer(10, 4, 1.0, rng=1)
+    synth.update([0, 1] * 5)
+    blob = _forge(synth.to_bytes(), "CumulativeSynthesizer", **{field: value})
+    start = time.perf_counter()
+    with pytest.raises(SerializationError) as info:
+        CumulativeSynthesizer.from_bytes(blob)
+    assert time.perf_counter() - start < 1.0
+    text = str(info.value)
+    assert field in text or (field == "n" and "real" in text), text
+
+
+def test_newer_version_refused_and_state_trusted() -> None:
+    from sketchsyn.io.serial import header_of
+
+    synth = CumulativeSynthesizer(10, 4, 1.0, rng=1)
+    assert header_of(synth.to_bytes()).state == "trusted"
+    with pytest.raises(SerializationError, match="version 2"):
+        CumulativeSynthesizer.from_bytes(
+            _forge(synth.to_bytes(), "CumulativeSynthesizer", version=2)
+        )

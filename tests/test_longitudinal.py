@@ -286,3 +286,67 @@ def test_assignment_counts_exact_and_uniform() -> None:
         tally[np.arange(8), values] += 1
     expected = targets[groups] / np.bincount(groups)[groups][:, None]
     assert np.abs(tally / 3000 - expected).max() < 0.04
+
+
+# ------------------------------------------------------------- forged headers (issue regression)
+def _forge(blob: bytes, kind: str, version: int | None = None, **changes: object) -> bytes:
+    """``blob`` with header fields changed and the (unkeyed) digest recomputed."""
+    from sketchsyn.io.serial import pack, read
+
+    got = read(blob, kind)
+    meta = dict(got.meta) | changes
+    return pack(
+        kind, got.version if version is None else version, meta, got.arrays, state="trusted"
+    )
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("rho", 1e-320),
+        ("rho", 1.5e308),
+        ("beta", 1e-320),
+        ("beta", 1.0),
+        ("n", 2**40),
+        ("window", 2**31),
+        ("horizon", 2**31 + 1),
+        ("keep_history", 1),
+        ("frozen", "no"),
+        ("t", 2**62),
+    ],
+)
+def test_forged_header_refused_fast_naming_the_field(field: str, value: object) -> None:
+    import time
+
+    synth = FixedWindowSynthesizer(20, horizon=6, window=2, rho=1.0, rng=0)
+    synth.update(np.ones(20, dtype=int))
+    synth.update(np.zeros(20, dtype=int))
+    blob = _forge(synth.to_bytes(), "FixedWindowSynthesizer", **{field: value})
+    start = time.perf_counter()
+    with pytest.raises(SerializationError) as info:
+        FixedWindowSynthesizer.from_bytes(blob)
+    assert time.perf_counter() - start < 1.0
+    text = str(info.value)
+    assert field in text or (field == "window" and "real" in text), text
+
+
+def test_tiny_beta_and_huge_window_refused_at_construction() -> None:
+    import time
+
+    with pytest.raises(ParameterError, match="beta"):
+        FixedWindowSynthesizer(10, 4, 2, 1.0, beta=1e-320)
+    start = time.perf_counter()
+    with pytest.raises(ParameterError, match="window"):
+        FixedWindowSynthesizer(10, 2**31, 2**30, 1.0, alphabet=65536)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_newer_version_refused_and_state_trusted() -> None:
+    from sketchsyn.io.serial import header_of
+
+    synth = FixedWindowSynthesizer(10, 4, 2, 1.0, rng=0)
+    assert header_of(synth.to_bytes()).state == "trusted"
+    with pytest.raises(SerializationError, match="version 2"):
+        FixedWindowSynthesizer.from_bytes(
+            _forge(synth.to_bytes(), "FixedWindowSynthesizer", version=2)
+        )

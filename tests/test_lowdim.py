@@ -456,3 +456,55 @@ def _state(syn: LowDimSynthesizer) -> tuple:
     plain = tuple(a.tobytes() for a in arrays.values() if a.dtype != np.uint8)
     inner = syn._inner._counts.tobytes() if getattr(syn, "_inner", None) is not None else b""
     return json.dumps(strip(meta), sort_keys=True), plain, inner
+
+
+# ------------------------------------------------------------- issue regressions
+def test_fit_refuses_a_wrong_width_instead_of_reshaping_it_into_rows() -> None:
+    X = np.random.default_rng(0).random((2000, 5))
+    with pytest.raises(InputError, match=r"\(n, 5\).*\(2000, 4\)"):
+        LowDimSynthesizer(Box.unit(5), 1.0, rng=0).fit(X[:, :4])
+
+
+def _forge(blob: bytes, kind: str, version: int | None = None, arrays=None, **changes) -> bytes:
+    """``blob`` with header fields (or arrays) changed and the (unkeyed) digest recomputed."""
+    from sketchsyn.io.serial import pack, read
+
+    got = read(blob, kind)
+    meta = dict(got.meta) | changes
+    version = got.version if version is None else version
+    return pack(kind, version, meta, got.arrays | (arrays or {}), state=got.state)
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("split", 5), ("split", [1, 1]), ("split", [1e-320, 1, 1]), ("epsilon", 1.5e308)],
+)
+def test_forged_synthesizer_fields_are_refused(field: str, value: object) -> None:
+    syn = LowDimSynthesizer(Box.unit(3), 1.0, rng=0)
+    syn.update_many(np.random.default_rng(0).random((50, 3)))
+    with pytest.raises(SerializationError, match=field):
+        LowDimSynthesizer.from_bytes(_forge(syn.to_bytes(), "LowDimSynthesizer", **{field: value}))
+
+
+def test_newer_versions_bool_flags_and_nan_sums_are_refused() -> None:
+    from sketchsyn.io.serial import header_of
+
+    syn = LowDimSynthesizer(Box.unit(3), 1.0, rng=0)
+    syn.update_many(np.random.default_rng(0).random((50, 3)))
+    blob = syn.to_bytes()
+    assert header_of(blob).state == "trusted"
+    with pytest.raises(SerializationError, match="version 2"):
+        LowDimSynthesizer.from_bytes(_forge(blob, "LowDimSynthesizer", version=2))
+    with pytest.raises(SerializationError, match="frozen"):
+        LowDimSynthesizer.from_bytes(_forge(blob, "LowDimSynthesizer", frozen=1))
+    nan = np.full(3, np.nan)
+    with pytest.raises(SerializationError, match="s1"):
+        LowDimSynthesizer.from_bytes(_forge(blob, "LowDimSynthesizer", arrays={"s1": nan}))
+    dist = LowDimSynthesizer(Box.unit(3), 1.0, target_dim=1, rng=0).fit(
+        np.random.default_rng(1).random((500, 3))
+    )
+    assert header_of(dist.to_bytes()).state == "private"
+    with pytest.raises(SerializationError, match="one_pass"):
+        LowDimDistribution.from_bytes(_forge(dist.to_bytes(), "LowDimDistribution", one_pass=0))
+    with pytest.raises(SerializationError, match="version 2"):
+        LowDimDistribution.from_bytes(_forge(dist.to_bytes(), "LowDimDistribution", version=2))

@@ -6,7 +6,7 @@ the global steps at which each cell of a level saw a 1 and how far its clock wen
 scheduling of the lazy synthesizer is compared exactly with a straightforward per-step reference
 of ``_Recorder`` objects, one per cell. The real counters (the synthesizer's
 ``sketchsyn.counters.sparsebank.InhomogeneousSparseBank``, and per-cell
-``sketchsyn.counters.tree.InhomogeneousSparseCounter`` objects in the reference) are used for the
+``sketchsyn.counters.InhomogeneousSparseCounter`` objects in the reference) are used for the
 accounting, the distribution of the released counts, the utility trend and drift.
 """
 
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from sketchsyn import Box
-from sketchsyn.domains.domain import BitDomain
+from sketchsyn.domains import BitDomain
 from sketchsyn.errors import InputError, ReleasedError, SerializationError
 from sketchsyn.synth.online import OnlineSynthesizer, depth_at, level_start
 
@@ -293,7 +293,7 @@ def test_bytes_snapshot_pickle_round_trip():
 # --------------------------------------------------------------------- with the real counters
 @pytest.fixture
 def counters():
-    return pytest.importorskip("sketchsyn.counters.tree")
+    return pytest.importorskip("sketchsyn.counters")
 
 
 @pytest.mark.parametrize("d", [1, 2, 3, 6])
@@ -457,3 +457,56 @@ def test_real_counters_copies_release_the_same_at_the_same_step(counters):
     a.update_many(X)
     b.update_many(X)
     assert np.array_equal(a.release().leaves().count, b.release().leaves().count)
+
+
+# ------------------------------------------------------------- forged headers (issue regression)
+def _forge(blob, kind, version=None, **changes):
+    """``blob`` with header fields changed and the (unkeyed) digest recomputed."""
+    from sketchsyn.io.serial import pack, read
+
+    got = read(blob, kind)
+    meta = dict(got.meta) | changes
+    return pack(
+        kind, got.version if version is None else version, meta, got.arrays, state="trusted"
+    )
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("epsilon", 2**62),
+        ("epsilon", 1e-320),
+        ("epsilon", 1.5e308),
+        ("t", 2**62),
+        ("made", 60),
+        ("frozen", 0),
+        ("n_dropped", -1),
+    ],
+)
+def test_forged_header_refused_fast_naming_the_field(field, value):
+    import time
+
+    syn = OnlineSynthesizer(Box.unit(2), 1.0, rng=0)
+    syn.update_many(np.random.default_rng(1).random((50, 2)))
+    blob = _forge(syn.to_bytes(), "OnlineSynthesizer", **{field: value})
+    start = time.perf_counter()
+    with pytest.raises(SerializationError, match=field if field != "t" else "made"):
+        OnlineSynthesizer.from_bytes(blob)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_out_of_range_epsilon_refused_at_construction():
+    from sketchsyn.errors import ParameterError
+
+    for eps in (2**62, 1e-320, 1.5e308):
+        with pytest.raises(ParameterError, match="epsilon"):
+            OnlineSynthesizer(Box.unit(2), eps)
+
+
+def test_state_is_trusted_and_newer_version_refused():
+    from sketchsyn.io.serial import header_of
+
+    syn = OnlineSynthesizer(Box.unit(2), 1.0, rng=0)
+    assert header_of(syn.to_bytes()).state == "trusted" == syn.state_privacy
+    with pytest.raises(SerializationError, match="version 3"):
+        OnlineSynthesizer.from_bytes(_forge(syn.to_bytes(), "OnlineSynthesizer", version=3))

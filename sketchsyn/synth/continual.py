@@ -39,11 +39,12 @@ level and of ``j`` cells per sketch level, so with the per-level budgets ``σ_l`
 compose to ε. The step count ``t`` is public (each release states it): if rows arrive in time,
 make a step a time slot and ``skip()`` empty slots, so that ``t`` is the clock and not a count.
 
-State: this is a trusted curator's state. It holds the **exact** running counts plus the noise
-drawn so far; ``to_bytes`` writes both. Only releases are private. (That is the price of the
-lazy noise: a binary mechanism that draws each p-sum's noise when the p-sum opens keeps noisy
-values only, at one draw per cell per step.) One object is used by one thread at a time (a second
-thread entering an update or a release gets :class:`~sketchsyn.errors.ConcurrentUseError`).
+State: this is a trusted curator's state (``STATE_PRIVACY = "trusted"``). It holds the
+**exact** running counts plus the noise drawn so far; ``to_bytes`` writes both. Only releases
+are private. (That is the price of the lazy noise: a binary mechanism that draws each p-sum's
+noise when the p-sum opens keeps noisy values only, at one draw per cell per step.) One object
+is used by one thread at a time (a second thread entering an update or a release gets
+:class:`~sketchsyn.errors.ConcurrentUseError`).
 Memory, fixed at construction::
 
     nbytes = 8·C·(1 + h) + C·h + 8·h + 8·1024 + 8·(r + 1) + 64,  C = w·j·(r − L_k) + 2^{L_k+1} − 1
@@ -75,7 +76,6 @@ import numpy as np
 from ..errors import (
     IncompatibleError,
     InputError,
-    ParameterError,
     ReleasedError,
     SerializationError,
     check_choice,
@@ -84,8 +84,9 @@ from ..errors import (
     check_int,
     check_memory,
 )
-from ..io.serial import MetaReader, pack, unpack
+from ..io.serial import MetaReader
 from ..io.stream import consume
+from ..io.summary import Summary
 from ..privacy import accounting
 from ..privacy.lineage import Lineage, UsageGuard
 from ..privacy.noise import discrete_laplace, discrete_laplace_variance
@@ -97,7 +98,6 @@ from ..synth.privhp import PrivHP
 __all__ = ["ContinualPrivHP", "binary_levels"]
 
 _KIND = "ContinualPrivHP"
-_VERSION = 1
 _HEADER_BYTES = 64
 # Rows given one at a time (``update``) are encoded at once and counted in groups of this many.
 _PENDING = 1024
@@ -114,8 +114,11 @@ def binary_levels(horizon: int) -> int:
     return int(check_int(horizon, "horizon", "binary_levels", minimum=1)).bit_length()
 
 
-class ContinualPrivHP:
+class ContinualPrivHP(Summary):
     """PrivHP released at every step of a stream of at most ``horizon`` rows (ε-DP, event level).
+
+    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): the bytes hold the exact running
+    counts (open partial sums) with the noise drawn so far; only releases are private.
 
     Parameters
     ----------
@@ -124,8 +127,8 @@ class ContinualPrivHP:
     epsilon : float
         Total budget ε of all releases together, split over the levels as ``sigmas``.
     k, width, sketch_depth, depth, expected_n, sketch, seed
-        As in :class:`~sketchsyn.synth.privhp.PrivHP`. ``expected_n`` defaults to ``horizon`` (it only
-        chooses ``depth`` when ``depth`` is not given).
+        As in :class:`~sketchsyn.synth.privhp.PrivHP`. ``expected_n`` defaults to ``horizon``
+        (it only chooses ``depth`` when ``depth`` is not given).
     horizon : int
         Public number of steps ``T`` the stream may last (one row per step); updates past it
         are refused.
@@ -140,6 +143,9 @@ class ContinualPrivHP:
     noise_scales : ndarray
         Integer Laplace scale of one p-sum on each level: ``h/σ_l`` or ``j·h/σ_l``.
     """
+
+    STATE_PRIVACY = "trusted"
+    FORMAT_VERSION = 1
 
     def __init__(
         self,
@@ -525,29 +531,6 @@ class ContinualPrivHP:
         """Draw (once) every noise slot step ``t`` reads, for every cell."""
         self._noisy(np.arange(self._noise.shape[0], dtype=np.int64))
 
-    def snapshot(self) -> ContinualPrivHP:
-        """A read-only copy at step ``t``.
-
-        Every p-sum noise step ``t`` needs is drawn first (once, shared with this object), so the
-        snapshot never draws noise and can never release a second draw of one p-sum.
-        """
-        self._fill()
-        snap = self._copy()
-        snap._frozen = True
-        return snap
-
-    def _copy(self) -> ContinualPrivHP:
-        new = object.__new__(ContinualPrivHP)
-        new.__dict__.update(self.__dict__)
-        new._exact = PrivHP.from_bytes(self._exact.to_bytes())
-        new._noise = self._noise.copy()
-        new._usage = UsageGuard()
-        new._pending = self._pending.copy()
-        new._drawn = self._drawn.copy()
-        new._block = self._block.copy()
-        new._last = None
-        return new
-
     def merge(self, other: ContinualPrivHP) -> None:
         """Append the rows of ``other`` as the next ``other.t`` steps of this stream.
 
@@ -583,16 +566,14 @@ class ContinualPrivHP:
         self._last = None
         other._absorbed = True
 
-    def to_bytes(self, *, key: bytes | str | None = None) -> bytes:
-        """Serialise (versioned, checksummed; never pickle).
+    def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The exact running counts and the noise drawn so far (a trusted curator's state).
 
-        The blob holds the **exact running counts** (a trusted curator's state) and the noise
-        drawn so far, with the lineage in its header. A loaded copy must not continue a stream
-        that its original also continues: the two would draw different noise for the same
-        p-sums and their releases together would spend the budget twice. Every noise slot
-        step ``t`` reads is drawn first (once, as :meth:`snapshot` does), so a loaded copy
-        releases at step ``t`` exactly what this object releases. ``key`` (bytes shared with
-        the reader) makes the digest a keyed MAC.
+        Every noise slot step ``t`` reads is drawn first (once), so a loaded copy or a snapshot
+        releases at step ``t`` exactly what this object releases and never draws a second
+        noise for one p-sum. A loaded copy must not continue a stream that its original also
+        continues: the two would draw different noise for the same later p-sums and their
+        releases together would spend the budget twice.
         """
         if not self._frozen:
             self._fill()
@@ -610,58 +591,104 @@ class ContinualPrivHP:
             "drawn": self._drawn,
             "block": self._block,
         }
-        return pack(_KIND, _VERSION, meta, arrays, key=key, state="trusted")
+        return meta, arrays
 
     @classmethod
-    def from_bytes(cls, blob: bytes, *, key: bytes | str | None = None) -> ContinualPrivHP:
-        """Load a blob of :meth:`to_bytes`; later noise comes from the OS CSPRNG.
+    def _from_state(
+        cls,
+        fields: MetaReader,
+        arrays: dict[str, np.ndarray],
+        version: int,
+        blob: bytes,
+        rng: Any,
+    ) -> ContinualPrivHP:
+        """Check every field and every array against the parameters, then build (later noise
+        comes from the OS CSPRNG)."""
+        from ..domains import domain_from_dict
 
-        The header and every array's dtype and shape are checked against the parameters.
-        """
-        from ..domains.domain import domain_from_dict
-
-        _, _, meta, arrays = unpack(blob, _KIND, key=key)
-        r = MetaReader(meta, _KIND)
-        names = ("k", "width", "sketch_depth", "depth", "seed", "horizon", "t")
-        ints = {name: r.int(name, minimum=0) for name in names}
+        domain = domain_from_dict(fields.dict("domain"))
+        epsilon = fields.epsilon("epsilon")
+        k = fields.int("k", minimum=1, maximum=2**62)
+        width = fields.int("width", minimum=1, maximum=2**40)
+        sketch_depth = fields.int("sketch_depth", minimum=1, maximum=2**20)
+        depth = fields.int("depth", minimum=1, maximum=int(domain.max_depth))
+        seed = fields.int("seed", minimum=0, maximum=2**32 - 1)
+        horizon = fields.int("horizon", minimum=1, maximum=2**62)
+        t = fields.int("t", minimum=0, maximum=horizon)
+        sketch = fields.str("sketch", ("count-min", "count-sketch"))
+        frozen = fields.bool("frozen")
+        lineage = Lineage.from_meta(fields._get("lineage", None), _KIND)
+        # The shapes the parameters give, checked against the arrays before anything is built.
+        L = min(k.bit_length() - 1, depth)
+        n_tree = 2 ** (L + 1) - 1
+        n_cells = n_tree + width * sketch_depth * (depth - L)
+        h = binary_levels(horizon)
         try:
-            obj = cls(
-                domain_from_dict(r.dict("domain")),
-                r.float("epsilon", positive=True),
-                ints["k"],
-                ints["width"],
-                horizon=ints["horizon"],
-                sketch_depth=ints["sketch_depth"],
-                depth=ints["depth"],
-                sketch=r.str("sketch", ("count-min", "count-sketch")),
-                seed=ints["seed"],
-                rng=None,
+            tree_a = fields.array(arrays, "tree", np.int64, (n_tree,))
+            bank_a = fields.array(arrays, "bank", np.int64, (depth - L, sketch_depth, width))
+            noise_a = fields.array(arrays, "noise", np.int64, (n_cells, h))
+            drawn_a = fields.array(arrays, "drawn", np.bool_, (n_cells, h))
+            block_a = fields.array(arrays, "block", np.int64, (h,))
+        except SerializationError as exc:
+            raise SerializationError(
+                f"{exc} (header fields k={k}, width={width}, sketch_depth={sketch_depth}, "
+                f"depth={depth}, horizon={horizon})"
+            ) from None
+        if set(arrays) != {"tree", "bank", "noise", "drawn", "block"}:
+            raise SerializationError(f"{_KIND} blob holds unexpected arrays {sorted(arrays)}")
+        n_seen = int(tree_a[0])
+        levels_ok = all(
+            int(tree_a[2**level - 1 : 2 ** (level + 1) - 1].sum()) == n_seen
+            for level in range(L + 1)
+        )
+        if not (0 <= n_seen <= t) or (tree_a < 0).any() or not levels_ok:
+            raise SerializationError(
+                f"{_KIND} blob array 'tree' is not a hierarchy of exact counts of at most "
+                f"t={t} rows"
             )
-        except (ParameterError, TypeError, KeyError, ValueError) as exc:
-            if isinstance(exc, SerializationError):
-                raise
-            raise SerializationError(f"{_KIND} blob has bad parameters: {exc}") from exc
+        if (
+            sketch == "count-min"
+            and bank_a.size
+            and ((bank_a < 0).any() or (bank_a.sum(axis=2) != n_seen).any())
+        ):
+            raise SerializationError(
+                f"{_KIND} blob array 'bank' is not a Count-Min bank of {n_seen} rows"
+            )
+        if sketch == "count-sketch" and bank_a.size and (np.abs(bank_a) > n_seen).any():
+            raise SerializationError(f"{_KIND} blob array 'bank' has counts above {n_seen}")
+        if noise_a.size and int(np.abs(noise_a).max()) >= 2**52:
+            raise SerializationError(f"{_KIND} blob array 'noise' holds values out of range")
+        if drawn_a.size and int(drawn_a.view(np.uint8).max()) > 1:
+            raise SerializationError(f"{_KIND} blob array 'drawn' holds non-boolean bytes")
+        limits = np.array([t >> i for i in range(h)], dtype=np.int64)
+        if (block_a < 0).any() or (block_a > limits).any():
+            raise SerializationError(
+                f"{_KIND} blob array 'block' names blocks past step t={t}: {block_a.tolist()}"
+            )
+        obj = cls(
+            domain,
+            epsilon,
+            k,
+            width,
+            horizon=horizon,
+            sketch_depth=sketch_depth,
+            depth=depth,
+            sketch=sketch,
+            seed=seed,
+            rng=None,
+        )
         ex = obj._exact
-        targets = {
-            "tree": ex._tree,
-            "bank": ex._bank,
-            "noise": obj._noise,
-            "drawn": obj._drawn,
-            "block": obj._block,
-        }
-        for name, target in targets.items():
-            target[...] = r.array(arrays, name, target.dtype, target.shape)
-        if ints["t"] > obj._horizon:
-            raise SerializationError(f"{_KIND} blob has a step t above its horizon")
-        obj._t = ints["t"]
+        ex._tree[...] = tree_a
+        ex._bank[...] = bank_a
+        obj._noise[...] = noise_a
+        obj._drawn[...] = drawn_a
+        obj._block[...] = block_a
+        obj._t = t
         # The inner exact state counts the rows; only differences of n_seen are used.
-        ex._n_seen = int(ex._tree[0])
-        obj._frozen = r.bool("frozen")
-        obj._lineage = Lineage.from_meta(meta.get("lineage"), _KIND)
+        ex._n_seen = n_seen
+        obj._frozen = frozen
+        obj._lineage = lineage
         return obj
-
-    def __reduce__(self) -> tuple:
-        return (ContinualPrivHP.from_bytes, (self.to_bytes(),))
 
     def cell_variance(self, level: int, t: int | None = None) -> float:
         """Variance of one released cell of ``level`` at step ``t``: ``popcount(t)·Var Lap_Z(b)``.

@@ -40,8 +40,9 @@ from ..errors import (
     check_choice,
     check_epsilon,
     check_int,
+    check_memory,
 )
-from ..io.serial import bad_contents, check_version, pack, unpack
+from ..io.serial import MetaReader
 from ..privacy.accounting import zcdp_to_approx_dp
 from ..privacy.lineage import Lineage
 from ..privacy.rng import RNGLike, as_source
@@ -50,20 +51,19 @@ from ..synth.longitudinal import _assignment_source, _PanelCopies, as_column
 
 __all__ = ["CumulativeSynthesizer", "available_counters", "counter_budgets", "monotonize"]
 
-_VERSION = 1
 _COUNTERS = {"tree": "BinaryMechanism", "sqrt": "SqrtFactorizationCounter"}
 
 
 def _counter_class(kind: str) -> Any:
-    """The stream counter class of :mod:`sketchsyn.counters.tree` named by ``counter=``."""
-    from ..counters import tree as counters
+    """The stream counter class of :mod:`sketchsyn.counters` named by ``counter=``."""
+    from .. import counters
 
     return getattr(counters, _COUNTERS[kind])
 
 
 def available_counters() -> list[str]:
-    """The ``counter=`` values whose stream counter :mod:`sketchsyn.counters.tree` provides."""
-    from ..counters import tree as counters
+    """The ``counter=`` values whose stream counter :mod:`sketchsyn.counters` provides."""
+    from .. import counters
 
     return [kind for kind, name in _COUNTERS.items() if hasattr(counters, name)]
 
@@ -80,7 +80,8 @@ def counter_budgets(rho: float, horizon: int) -> list[Fraction]:
     # ceil(log2(m)) for integers without float error: (m - 1).bit_length().
     levels = [max((horizon - b).bit_length(), 1) for b in range(1, horizon + 1)]
     total = sum(level**3 for level in levels)
-    return [Fraction(rho) * level**3 / total for level in levels]
+    share = {level: Fraction(rho) * level**3 / total for level in set(levels)}
+    return [share[level] for level in levels]
 
 
 def monotonize(noisy: np.ndarray, previous: np.ndarray) -> np.ndarray:
@@ -148,14 +149,14 @@ class CumulativeSynthesizer(_PanelCopies):
     Notes
     -----
     State: the real people's running counts (**exact data**: a trusted curator's state, and so
-    are its bytes), the synthetic people's counts, ``Ŝ`` (``T + 1`` integers) and the counters
-    (``O(T log T)`` numbers in all): ``O(n + T log T)`` whatever the number of periods so far.
+    are its bytes: ``STATE_PRIVACY = "trusted"``), the synthetic people's counts, ``Ŝ``
+    (``T + 1`` integers) and the counters (``O(T log T)`` numbers in all): ``O(n + T log T)``
+    whatever the number of periods so far.
     The mechanism releases at every period by design (no release-once guard); a loaded copy
     must not continue a stream its original also continues (that would spend ρ twice).
     """
 
     _kind = "CumulativeSynthesizer"
-    _STATE = ("_real", "_synth", "_s_hat")
 
     def __init__(
         self,
@@ -178,6 +179,11 @@ class CumulativeSynthesizer(_PanelCopies):
                 f"Got {keep_history!r} instead."
             )
         self._keep_history = keep_history
+        check_memory(
+            2 * self._n * np.dtype(_weight_dtype(self._horizon)).itemsize,
+            name,
+            f"the running counts of n={self._n} real and synthetic people",
+        )
         self._budgets = counter_budgets(self._rho, self._horizon)
         source = as_source(rng)
         self._lineage = Lineage.new(source, self._kind, self._params())
@@ -371,13 +377,16 @@ class CumulativeSynthesizer(_PanelCopies):
         return np.column_stack(self._history)
 
     # ------------------------------------------------------------------ copies and bytes
-    def to_bytes(self) -> bytes:
-        """Versioned, checksummed bytes (schema version 1).
-
-        Holds the public parameters, the lineage, ``Ŝ``, the synthetic counts, each counter's
-        own bytes, the history if kept, and **the real people's running counts (exact data: a
+    def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The public parameters, the lineage, ``Ŝ``, the synthetic counts, each counter's own
+        bytes, the history if kept, and **the real people's running counts (exact data: a
         trusted curator's state)**. Randomness is not saved: :meth:`from_bytes` takes a fresh
-        ``rng``.
+        ``rng`` for the counters built later.
+
+        >>> s = CumulativeSynthesizer(10, 4, 1.0, rng=1)
+        >>> _ = s.update([0, 1] * 5)
+        >>> CumulativeSynthesizer.from_bytes(s.to_bytes()) == s
+        True
         """
         meta = {
             **self._params(),
@@ -394,52 +403,75 @@ class CumulativeSynthesizer(_PanelCopies):
             arrays[f"counter{b}"] = np.frombuffer(c.to_bytes(), dtype=np.uint8)
         for i, h in enumerate(self._history):
             arrays[f"history{i}"] = h
-        return pack(self._kind, _VERSION, meta, arrays, state="trusted")
+        return meta, arrays
 
     @classmethod
-    def from_bytes(cls, blob: bytes, rng: RNGLike = None) -> CumulativeSynthesizer:
-        """Load bytes written by :meth:`to_bytes`; ``rng`` drives the counters built later.
-
-        >>> s = CumulativeSynthesizer(10, 4, 1.0, rng=1)
-        >>> _ = s.update([0, 1] * 5)
-        >>> CumulativeSynthesizer.from_bytes(s.to_bytes()) == s
-        True
-        """
-        _, version, meta, arrays = unpack(blob, cls._kind)
-        check_version(cls._kind, version, _VERSION)
-        with bad_contents(cls._kind):
-            obj = cls(
-                meta["n"],
-                meta["horizon"],
-                meta["rho"],
-                counter=meta["counter"],
-                rng=rng,
-                keep_history=meta["keep_history"],
+    def _from_state(
+        cls,
+        fields: MetaReader,
+        arrays: dict[str, np.ndarray],
+        version: int,
+        blob: bytes,
+        rng: Any,
+    ) -> CumulativeSynthesizer:
+        """Check every field, array and counter against the parameters before anything is
+        allocated from the header; ``rng`` drives the counters built later."""
+        n = fields.int("n", minimum=1, maximum=2**40)
+        horizon = fields.int("horizon", minimum=1, maximum=2**20)
+        rho = fields.epsilon("rho")
+        counter = fields.str("counter", tuple(available_counters()))
+        keep_history = fields.bool("keep_history")
+        t = fields.int("t", minimum=0, maximum=horizon)
+        frozen = fields.bool("frozen")
+        lineage = Lineage.from_meta(fields._get("lineage", None), cls._kind)
+        n_hist = t if keep_history else 0
+        names = {"real", "synth", "s_hat"} | {f"counter{b}" for b in range(t)}
+        names |= {f"history{i}" for i in range(n_hist)}
+        if set(arrays) != names:
+            raise SerializationError(
+                f"{cls._kind} blob holds arrays {sorted(arrays)[:8]}, expected real, synth, "
+                f"s_hat, t={t} counters and {n_hist} history columns"
             )
-            t = check_int(meta["t"], "t", cls._kind, minimum=0, maximum=obj._horizon)
-            lineage = Lineage.from_meta(meta["lineage"], cls._kind)
-            real, synth, s_hat = arrays["real"], arrays["synth"], arrays["s_hat"]
-            kind = _counter_class(obj._counter)
-            counters = [kind.from_bytes(arrays[f"counter{b}"].tobytes()) for b in range(t)]
-            history = [arrays[f"history{i}"] for i in range(t if obj._keep_history else 0)]
+        # The arrays first (their sizes are bounded by the blob; n and horizon are not).
+        dtype = _weight_dtype(horizon)
+        real = fields.array(arrays, "real", dtype, (n,))
+        synth = fields.array(arrays, "synth", dtype, (n,))
+        s_hat = fields.array(arrays, "s_hat", np.int64, (t + 1,))
         if (
-            real.shape != obj._real.shape
-            or real.dtype != obj._real.dtype
-            or synth.shape != obj._synth.shape
-            or synth.dtype != obj._synth.dtype
-            or s_hat.shape != (t + 1,)
-            or s_hat.dtype != np.int64
-            or int(s_hat[0]) != obj._n
+            (n and (int(real.max()) > t or int(synth.max()) > t))
+            or int(s_hat[0]) != n
             or (np.diff(s_hat) > 0).any()
             or not np.array_equal(
                 np.bincount(synth, minlength=t + 1)[::-1].cumsum()[::-1][: t + 1], s_hat
             )
         ):
             raise SerializationError(f"{cls._kind} blob state does not match its parameters")
+        history = []
+        for i in range(n_hist):
+            h = arrays[f"history{i}"]
+            bad = h.dtype.kind not in "iu" or (h.size and (int(h.max()) > 1 or int(h.min()) < 0))
+            if h.shape != (n,) or bad:
+                raise SerializationError(
+                    f"{cls._kind} blob array 'history{i}' must hold n={n} bits, got "
+                    f"{h.dtype}{list(h.shape)}"
+                )
+            history.append(h)
+        budgets = counter_budgets(rho, horizon) if t else []
+        kind = _counter_class(counter)
+        counters = []
+        for b in range(t):
+            c = kind.from_bytes(arrays[f"counter{b}"].tobytes())
+            if c.horizon != horizon - b or c.t != t - b or c.rho != float(budgets[b]):
+                raise SerializationError(
+                    f"{cls._kind} blob counter{b} has horizon {c.horizon}, step {c.t} and rho "
+                    f"{c.rho}; expected {horizon - b}, {t - b} and {float(budgets[b])}"
+                )
+            counters.append(c)
+        obj = cls(n, horizon, rho, counter=counter, rng=rng, keep_history=keep_history)
         obj._t, obj._lineage = t, lineage
         obj._real, obj._synth, obj._s_hat = real, synth, s_hat
         obj._counters, obj._history = counters, history
-        obj._frozen = bool(meta.get("frozen", False))
+        obj._frozen = frozen
         return obj
 
     def __repr__(self) -> str:

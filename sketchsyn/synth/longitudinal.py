@@ -42,8 +42,10 @@ from ..errors import (
     SerializationError,
     check_epsilon,
     check_int,
+    check_memory,
 )
-from ..io.serial import bad_contents, check_version, pack, unpack
+from ..io.serial import MetaReader
+from ..io.summary import Summary
 from ..privacy.accounting import zcdp_to_approx_dp
 from ..privacy.lineage import Lineage
 from ..privacy.noise import discrete_gaussian
@@ -52,9 +54,19 @@ from ..synth.assign import assign_within_groups
 
 __all__ = ["FixedWindowSynthesizer", "as_column"]
 
-_VERSION = 1
 _MAX_BINS = 2**22  # alphabet**window: noise draws and histogram entries per period
 _MAX_SIGMA2 = 2**30  # the discrete Gaussian sampler's range
+# Least beta: ln(q^k (T − k + 1)/beta) stays finite (q^k ≤ 2**22, T ≤ 2**31).
+_MIN_BETA = 1e-300
+
+
+def _bins(alphabet: int, window: int) -> int | None:
+    """``alphabet**window`` when it is at most ``_MAX_BINS``, else ``None`` (computed without
+    building a huge power for a huge window)."""
+    if window > _MAX_BINS.bit_length():
+        return None
+    bins = alphabet**window
+    return bins if bins <= _MAX_BINS else None
 
 
 def _code_dtype(size: int) -> type:
@@ -126,47 +138,25 @@ def _assignment_source(src: RandomSource) -> RandomSource:
     return RandomSource(np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy))))
 
 
-class _PanelCopies(abc.ABC):
-    """Copies, pickling and equality of a longitudinal synthesizer (fixed window and
-    cumulative): its state is its public parameters, ``t`` and the arrays named in ``_STATE``
-    (object identity, the lineage and the randomness are not compared)."""
+class _PanelCopies(Summary):
+    """Bytes, copies, pickling and equality of a longitudinal synthesizer (fixed window and
+    cumulative), through :class:`~sketchsyn.io.summary.Summary`.
 
-    _STATE: tuple[str, ...] = ()
+    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): it holds the real people's exact
+    reports or running counts. Randomness is not saved: ``from_bytes(blob, rng)`` takes a fresh
+    ``rng`` for the periods still to come. Equality compares the public parameters, ``t`` and
+    the state arrays (not the lineage, the read-only flag or the randomness).
+    """
+
+    STATE_PRIVACY = "trusted"
+    FORMAT_VERSION = 1
+    TAKES_RNG = True
     _frozen: bool
     _t: int
 
     @abc.abstractmethod
     def _params(self) -> dict[str, Any]:
         """The public parameters (what the constructor was given)."""
-
-    @abc.abstractmethod
-    def to_bytes(self) -> bytes:
-        """Versioned, checksummed bytes of the state."""
-
-    @classmethod
-    @abc.abstractmethod
-    def from_bytes(cls, blob: bytes, rng: RNGLike = None) -> Any:
-        """Load bytes written by :meth:`to_bytes`."""
-
-    def snapshot(self) -> Any:
-        """An independent read-only copy (its :meth:`update` raises :class:`ReleasedError`)."""
-        snap = type(self).from_bytes(self.to_bytes())
-        snap._frozen = True
-        return snap
-
-    def __reduce__(self) -> tuple:
-        return (type(self).from_bytes, (self.to_bytes(),))
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return (
-            self._params() == other._params()
-            and self._t == other._t
-            and all(np.array_equal(getattr(self, a), getattr(other, a)) for a in self._STATE)
-        )
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 class FixedWindowSynthesizer(_PanelCopies):
@@ -229,17 +219,16 @@ class FixedWindowSynthesizer(_PanelCopies):
     State: per real person the last ``k − 1`` reports packed into one integer (base ``q``), per
     synthetic person the same, and the ``q^k`` synthetic counts: ``O(n + n*)`` small integers
     whatever ``T``. The real people's packed reports are **exact data**: this object is a
-    trusted curator's state, and so are its bytes. Its outputs (the columns, :meth:`query`,
-    :meth:`histogram`) are private.
+    trusted curator's state, and so are its bytes (``STATE_PRIVACY = "trusted"``). Its outputs
+    (the columns, :meth:`query`, :meth:`histogram`) are private.
 
     The mechanism releases at every period by design, so it has no release-once guard. A copy
-    (snapshot, bytes) carries the same :class:`~sketchsyn.privacy.lineage.Lineage`; a loaded copy must
-    not continue a stream that its original also continues: the two would publish independent
+    (snapshot, bytes) carries the same :class:`~sketchsyn.privacy.lineage.Lineage`; a loaded copy
+    must not continue a stream that its original also continues: the two would publish independent
     noise on the same periods and spend ρ twice.
     """
 
     _kind = "FixedWindowSynthesizer"
-    _STATE = ("_real", "_synth", "_p")
 
     def __init__(
         self,
@@ -263,10 +252,10 @@ class FixedWindowSynthesizer(_PanelCopies):
         if (
             isinstance(beta, bool)
             or not isinstance(beta, numbers.Real)
-            or not 0.0 < float(beta) < 1.0
+            or not _MIN_BETA <= float(beta) < 1.0
         ):
             raise ParameterError(
-                f"The 'beta' parameter of {name} must be a real number in (0, 1). "
+                f"The 'beta' parameter of {name} must be a real number in [{_MIN_BETA:g}, 1). "
                 f"Got {beta!r} instead."
             )
         self._beta = float(beta)
@@ -278,12 +267,13 @@ class FixedWindowSynthesizer(_PanelCopies):
         self._keep_history = keep_history
         self._max_synthetic = check_int(max_synthetic, "max_synthetic", name, minimum=1)
         q, k = self._alphabet, self._window
-        if q**k > _MAX_BINS:
+        bins = _bins(q, k)
+        if bins is None:
             raise ParameterError(
                 f"The 'window' parameter of {name} must keep alphabet**window <= {_MAX_BINS} "
-                f"histogram bins. Got window={k} with alphabet={q} ({q**k} bins) instead."
+                f"histogram bins. Got window={k} with alphabet={q} instead."
             )
-        self._bins = q**k
+        self._bins = bins
         self._groups = q ** (k - 1)
         self._releases = self._horizon - k + 1
         self._sigma2 = Fraction(self._releases) / (2 * Fraction(self._rho))
@@ -300,13 +290,19 @@ class FixedWindowSynthesizer(_PanelCopies):
                 f"to {needed} synthetic people, more than max_synthetic={self._max_synthetic}. "
                 "Raise rho, beta or max_synthetic, or lower window or alphabet."
             )
+        # Codes below q^k (and q itself) fit this dtype, so arithmetic stays in it.
+        self._dtype = _code_dtype(max(self._bins, self._alphabet + 1))
+        item = np.dtype(self._dtype).itemsize
+        check_memory(
+            item * self._n + 8 * self._bins,
+            name,
+            f"the last reports of n={self._n} people and {self._bins} bins",
+        )
         source = as_source(rng)
         self._lineage = Lineage.new(source, self._kind, self._params())
         self._noise_src, assign = source.spawn(2)
         self._assign_src = _assignment_source(assign)
         self._t = 0
-        # Codes below q^k (and q itself) fit this dtype, so arithmetic stays in it.
-        self._dtype = _code_dtype(max(self._bins, self._alphabet + 1))
         self._real = np.zeros(self._n, dtype=self._dtype)
         self._synth = np.zeros(0, dtype=self._dtype)
         self._p = np.zeros(self._bins, dtype=np.int64)
@@ -611,13 +607,16 @@ class FixedWindowSynthesizer(_PanelCopies):
         return np.column_stack(self._history)
 
     # ------------------------------------------------------------------ copies and bytes
-    def to_bytes(self) -> bytes:
-        """Versioned, checksummed bytes (:func:`sketchsyn.io.serial.pack`, schema version 1).
-
-        Holds the public parameters, the lineage, the period, ``repairs``, the synthetic codes
-        and counts, the history if kept, and **the real people's last ``k − 1`` reports
-        (exact data: a trusted curator's state; keep these bytes as private as the data)**.
+    def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The public parameters, the lineage, the period, ``repairs``, the synthetic codes and
+        counts, the history if kept, and **the real people's last ``k − 1`` reports (exact
+        data: a trusted curator's state; keep these bytes as private as the data)**.
         Randomness is not saved: :meth:`from_bytes` takes a fresh ``rng``.
+
+        >>> s = FixedWindowSynthesizer(10, 4, 2, 1.0, rng=1)
+        >>> _ = s.update([0, 1] * 5)
+        >>> FixedWindowSynthesizer.from_bytes(s.to_bytes()) == s
+        True
         """
         meta = {
             **self._params(),
@@ -629,51 +628,96 @@ class FixedWindowSynthesizer(_PanelCopies):
         arrays = {"real": self._real, "synth": self._synth, "p": self._p}
         for i, h in enumerate(self._history):
             arrays[f"history{i}"] = h
-        return pack(self._kind, _VERSION, meta, arrays, state="trusted")
+        return meta, arrays
 
     @classmethod
-    def from_bytes(cls, blob: bytes, rng: RNGLike = None) -> FixedWindowSynthesizer:
-        """Load bytes written by :meth:`to_bytes`; ``rng`` drives the periods still to come.
-
-        >>> s = FixedWindowSynthesizer(10, 4, 2, 1.0, rng=1)
-        >>> _ = s.update([0, 1] * 5)
-        >>> FixedWindowSynthesizer.from_bytes(s.to_bytes()) == s
-        True
-        """
-        _, version, meta, arrays = unpack(blob, cls._kind)
-        check_version(cls._kind, version, _VERSION)
-        with bad_contents(cls._kind):
-            obj = cls(
-                meta["n"],
-                meta["horizon"],
-                meta["window"],
-                meta["rho"],
-                beta=meta["beta"],
-                alphabet=meta["alphabet"],
-                rng=rng,
-                keep_history=meta["keep_history"],
-                max_synthetic=meta["max_synthetic"],
+    def _from_state(
+        cls,
+        fields: MetaReader,
+        arrays: dict[str, np.ndarray],
+        version: int,
+        blob: bytes,
+        rng: Any,
+    ) -> FixedWindowSynthesizer:
+        """Check every field and array against the parameters, then build; ``rng`` drives the
+        periods still to come."""
+        n = fields.int("n", minimum=1, maximum=2**40)
+        horizon = fields.int("horizon", minimum=1, maximum=2**31)
+        window = fields.int("window", minimum=1, maximum=horizon)
+        alphabet = fields.int("alphabet", minimum=2, maximum=65536)
+        rho = fields.epsilon("rho")
+        beta = fields.float("beta", minimum=_MIN_BETA, maximum=1.0)
+        if beta >= 1.0:
+            raise SerializationError(
+                f"{cls._kind} blob header field 'beta' must be a number in "
+                f"[{_MIN_BETA:g}, 1), got {beta!r}"
             )
-            t = check_int(meta["t"], "t", cls._kind, minimum=0, maximum=obj._horizon)
-            repairs = check_int(meta["repairs"], "repairs", cls._kind, minimum=0)
-            lineage = Lineage.from_meta(meta["lineage"], cls._kind)
-            real, synth, p = arrays["real"], arrays["synth"], arrays["p"]
-            history = [arrays[f"history{i}"] for i in range(len(arrays) - 3)]
+        keep_history = fields.bool("keep_history")
+        max_synthetic = fields.int("max_synthetic", minimum=1, maximum=2**62)
+        t = fields.int("t", minimum=0, maximum=horizon)
+        repairs = fields.int("repairs", minimum=0, maximum=2**62)
+        frozen = fields.bool("frozen")
+        lineage = Lineage.from_meta(fields._get("lineage", None), cls._kind)
+        bins = _bins(alphabet, window)
+        if bins is None:
+            raise SerializationError(
+                f"{cls._kind} blob header fields 'alphabet'={alphabet} and 'window'={window} "
+                f"give more than {_MAX_BINS} bins"
+            )
+        groups = bins // alphabet
+        dtype = _code_dtype(max(bins, alphabet + 1))
+        # The arrays first: their sizes are bounded by the blob, the header's are not.
+        real = fields.array(arrays, "real", dtype, (n,))
+        p = fields.array(arrays, "p", np.int64, (bins,))
+        synth = arrays.get("synth")
+        if synth is None or synth.dtype != np.dtype(dtype) or synth.ndim != 1:
+            raise SerializationError(f"{cls._kind} blob array 'synth' must be 1-D {dtype}")
+        started = t >= window
+        n_hist = t - window + 1 if keep_history and started else 0
+        names = {"real", "synth", "p"} | {f"history{i}" for i in range(n_hist)}
+        if set(arrays) != names:
+            raise SerializationError(
+                f"{cls._kind} blob holds arrays {sorted(arrays)[:8]}, expected {len(names)}: "
+                "real, synth, p and one history column per released period"
+            )
         if (
-            real.shape != obj._real.shape
-            or real.dtype != obj._real.dtype
-            or synth.dtype != obj._synth.dtype
-            or p.shape != obj._p.shape
-            or p.dtype != np.int64
-            or (real.size and int(real.max()) >= obj._groups)
-            or (synth.size and int(synth.max()) >= obj._groups)
-            or int(p.sum()) != synth.size
+            (real.size and int(real.max()) >= groups)
+            or (synth.size and int(synth.max()) >= groups)
             or (p < 0).any()
+            or int(p.sum()) != synth.size
+            or (not started and synth.size)
         ):
             raise SerializationError(f"{cls._kind} blob state does not match its parameters")
+        history = []
+        for i in range(n_hist):
+            shape = (synth.size, window) if i == 0 else (synth.size,)
+            h = arrays[f"history{i}"]
+            if (
+                h.shape != shape
+                or h.dtype.kind not in "iu"
+                or (h.size and int(h.max()) >= alphabet)
+            ):
+                raise SerializationError(
+                    f"{cls._kind} blob array 'history{i}' must hold {shape} reports below "
+                    f"{alphabet}, got {h.dtype}{list(h.shape)}"
+                )
+            history.append(h)
+        obj = cls(
+            n,
+            horizon,
+            window,
+            rho,
+            beta=beta,
+            alphabet=alphabet,
+            rng=rng,
+            keep_history=keep_history,
+            max_synthetic=max_synthetic,
+        )
+        if started and synth.size > max(obj._max_synthetic, n + 2 * bins * obj._n_pad):
+            raise SerializationError(f"{cls._kind} blob has more synthetic people than allowed")
         obj._t, obj._repairs, obj._lineage = t, repairs, lineage
         obj._real, obj._synth, obj._p, obj._history = real, synth, p, history
-        obj._frozen = bool(meta.get("frozen", False))
+        obj._frozen = frozen
         return obj
 
     def __repr__(self) -> str:

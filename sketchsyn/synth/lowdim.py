@@ -59,8 +59,9 @@ from typing import Any
 
 import numpy as np
 
-from ..domains.domain import Box, domain_from_dict
+from ..domains import Box, domain_from_dict
 from ..errors import (
+    EPSILON_RANGE,
     IncompatibleError,
     InputError,
     ParameterError,
@@ -69,182 +70,35 @@ from ..errors import (
     check_choice,
     check_epsilon,
     check_int,
+    check_memory,
     check_positive,
 )
-from ..io.serial import pack, unpack
+from ..io.serial import MetaReader
 from ..io.stream import consume
+from ..io.summary import Summary
 from ..privacy import accounting
 from ..privacy.rng import RNGLike, as_source
 from ..synth import private_pca
-from ..synth.distribution import PrivateDistribution
+from ..synth.lowdim_release import MAX_N as _MAX_N
+from ..synth.lowdim_release import LowDimDistribution
 from ..synth.pmm import PMM
 from ..synth.psmm import MAX_CELLS, PSMM
 
 __all__ = ["LowDimDistribution", "LowDimSynthesizer"]
 
 _KIND = "LowDimSynthesizer"
-_DIST_KIND = "LowDimDistribution"
-_MAX_N = 2**31  # S2 entries are below n·QUANT² < 2**63
 _MAX_INNER_DEPTH = 26
+# Largest ratio of two weights of ``split``: the smallest stage keeps a realisable budget.
+_MAX_SPLIT_RATIO = 2.0**20
+_PHASES = ("accumulate", "synthesize", "released")
 
 
-class LowDimDistribution:
-    """The release of :class:`LowDimSynthesizer`: a private distribution on a d'-dim subspace.
-
-    Attributes
-    ----------
-    inner : PrivateDistribution
-        PMM's or PSMM's release over the d'-dimensional box of projected coordinates.
-    components : ndarray (d, d')
-        Orthonormal private principal directions, in unit-box coordinates
-        (coordinate i scaled to ``(x_i − lower_i)/(upper_i − lower_i)``).
-    mean : ndarray (d,)
-        The private mean, in user units.
-    spectrum : ndarray (d,)
-        Noisy eigenvalues of ``M̂`` (unit-box units), decreasing.
-    target_dim : int
-        d', fixed by the caller or chosen privately (§4.5).
-    """
-
-    def __init__(
-        self,
-        domain: Box,
-        inner: PrivateDistribution,
-        components: np.ndarray,
-        mean_unit: np.ndarray,
-        spectrum: np.ndarray,
-        *,
-        epsilon: float,
-        epsilon_parts: dict[str, float],
-        method: str,
-        n: int,
-        one_pass: bool,
-    ) -> None:
-        self._domain = domain
-        self._inner = inner
-        self._components = np.asarray(components, dtype=np.float64)
-        self._mean_unit = np.asarray(mean_unit, dtype=np.float64)
-        self._spectrum = np.asarray(spectrum, dtype=np.float64)
-        self._epsilon = float(epsilon)
-        self._parts = dict(epsilon_parts)
-        self._method = method
-        self._n = int(n)
-        self._one_pass = bool(one_pass)
-
-    @property
-    def domain(self) -> Box:
-        return self._domain
-
-    @property
-    def inner(self) -> PrivateDistribution:
-        return self._inner
-
-    @property
-    def components(self) -> np.ndarray:
-        return self._components.copy()
-
-    @property
-    def mean(self) -> np.ndarray:
-        """Private mean in user units."""
-        return self._domain.lower + self._mean_unit * (self._domain.upper - self._domain.lower)
-
-    @property
-    def spectrum(self) -> np.ndarray:
-        return self._spectrum.copy()
-
-    @property
-    def target_dim(self) -> int:
-        return int(self._components.shape[1])
-
-    @property
-    def epsilon(self) -> float:
-        return self._epsilon
-
-    @property
-    def epsilon_parts(self) -> dict[str, float]:
-        return dict(self._parts)
-
-    @property
-    def mechanism(self) -> str:
-        return f"LowDim+{self._method.upper()}"
-
-    @property
-    def total(self) -> float:
-        """Noisy (consistent) count of the synthesis stage's records."""
-        return float(self._inner.total)
-
-    @property
-    def nbytes(self) -> int:
-        return int(
-            self._inner.nbytes
-            + self._components.nbytes
-            + self._mean_unit.nbytes
-            + self._spectrum.nbytes
-            + 64
-        )
-
-    def sample(self, m: int, rng: RNGLike = None) -> np.ndarray:
-        """``m`` synthetic points in user units: ``clip(X̄_priv + V̂ a)`` with ``a ~ inner``.
-
-        Post-processing of the release: a seed here does not weaken privacy.
-        """
-        m = check_int(m, "m", "LowDimDistribution.sample", minimum=0)
-        a = self._inner.sample(m, rng=as_source(rng))
-        unit = np.clip(self._mean_unit + a @ self._components.T, 0.0, 1.0)
-        return self._domain.lower + unit * (self._domain.upper - self._domain.lower)
-
-    def to_bytes(self) -> bytes:
-        """Versioned, checksummed bytes (only private values: the release itself)."""
-        meta = {
-            "domain": self._domain.to_dict(),
-            "epsilon": self._epsilon,
-            "epsilon_parts": self._parts,
-            "method": self._method,
-            "n": self._n,
-            "one_pass": self._one_pass,
-        }
-        arrays = {
-            "inner": np.frombuffer(self._inner.to_bytes(), dtype=np.uint8),
-            "components": self._components,
-            "mean_unit": self._mean_unit,
-            "spectrum": self._spectrum,
-        }
-        return pack(_DIST_KIND, 1, meta, arrays, state="private")
-
-    @classmethod
-    def from_bytes(cls, blob: bytes) -> LowDimDistribution:
-        _, _, meta, arrays = unpack(blob, _DIST_KIND)
-        try:
-            return cls(
-                domain_from_dict(meta["domain"]),
-                PrivateDistribution.from_bytes(arrays["inner"].tobytes()),
-                arrays["components"],
-                arrays["mean_unit"],
-                arrays["spectrum"],
-                epsilon=meta["epsilon"],
-                epsilon_parts=meta["epsilon_parts"],
-                method=meta["method"],
-                n=meta["n"],
-                one_pass=meta["one_pass"],
-            )
-        except KeyError as exc:
-            raise SerializationError(f"{_DIST_KIND} blob lacks {exc}") from None
-
-    def __reduce__(self) -> tuple:
-        return (type(self).from_bytes, (self.to_bytes(),))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, LowDimDistribution) and self.to_bytes() == other.to_bytes()
-
-    def __repr__(self) -> str:
-        return (
-            f"LowDimDistribution(d={self._domain.d}, target_dim={self.target_dim}, "
-            f"method={self._method!r}, epsilon={self._epsilon!r}, total={self.total:.0f})"
-        )
-
-
-class LowDimSynthesizer:
+class LowDimSynthesizer(Summary):
     """Private PCA, then PMM or PSMM on the private d'-dimensional subspace (Algorithm 5).
+
+    Saved state: **trusted** before the release (``STATE_PRIVACY = "trusted"``): the exact
+    moment sums, then the synthesis stage's exact cell counts; after ``release()`` it holds the
+    release only and is **private** (:attr:`state_privacy`).
 
     Parameters
     ----------
@@ -278,6 +132,9 @@ class LowDimSynthesizer:
     epsilon_parts : dict
         ``{"covariance": ε_cov, "mean": ε_mean, "synthesis": ε_synth}``, summing to ε.
     """
+
+    STATE_PRIVACY = "trusted"
+    FORMAT_VERSION = 1
 
     def __init__(
         self,
@@ -345,10 +202,10 @@ class LowDimSynthesizer:
                 f"The 'split' parameter of {owner} must be three positive weights. "
                 f"Got {split!r} instead."
             ) from None
-        if len(weights) != 3:
+        if len(weights) != 3 or max(weights) > _MAX_SPLIT_RATIO * min(weights):
             raise ParameterError(
-                f"The 'split' parameter of {owner} must be three positive weights. "
-                f"Got {split!r} instead."
+                f"The 'split' parameter of {owner} must be three positive weights, the largest "
+                f"at most 2**20 times the smallest. Got {split!r} instead."
             )
         self._split = tuple(weights)
         total = sum(weights)
@@ -359,6 +216,12 @@ class LowDimSynthesizer:
             "mean": e_mean,
             "synthesis": self._epsilon - (e_cov + e_mean),
         }
+        if min(self._parts.values()) < EPSILON_RANGE[0]:
+            raise ParameterError(
+                f"The 'epsilon' parameter of {owner} must leave every stage of 'split' a budget "
+                f">= 2**-30. Got epsilon={epsilon!r} with split={split!r} instead."
+            )
+        check_memory(16 * d * d, owner, f"the {d} × {d} moment sums")
         self._source = as_source(rng)
         d2 = (d, d)
         self._s1 = np.zeros(d, dtype=np.int64)
@@ -642,7 +505,8 @@ class LowDimSynthesizer:
         if self._phase != "accumulate" or self._n_pca:
             raise ParameterError("fit() needs a fresh LowDimSynthesizer")
         if isinstance(source, np.ndarray):
-            source = [source.reshape(-1, self._domain.d) if source.ndim == 2 else source]
+            # One batch, checked as given: a wrong width is refused, never reshaped into rows.
+            source = [source]
         self.consume(source, batch_size)
         self.fix_subspace()
         self.consume(source, batch_size)
@@ -756,22 +620,23 @@ class LowDimSynthesizer:
         self._inner.merge(other._inner)
         self._n_synth += other._n_synth
 
-    def snapshot(self) -> LowDimSynthesizer:
-        """An independent, read-only copy of the state."""
-        snap = type(self).from_bytes(self.to_bytes())
-        snap._frozen = True
-        return snap
+    @property
+    def state_privacy(self) -> str:
+        """``"trusted"`` before the release (exact sums or cell counts), ``"private"`` after
+        (only the release is kept)."""
+        return "private" if self._phase == "released" else "trusted"
 
-    def to_bytes(self) -> bytes:
-        """Versioned, checksummed bytes of the state (never pickle).
-
-        Before ``fix_subspace`` the blob holds the **exact** sums ``S1``, ``S2`` and ``n_pca``;
-        after it, the noisy covariance and mean (private) and the synthesis stage's **exact**
-        cell counts. Both are a trusted curator's state: keep them with the data holder. After
-        ``release()`` the blob holds only the release (private) and the released flag; a loaded
-        released object refuses updates and returns the stored release.
-        """
-        meta: dict[str, Any] = self._params() | {"phase": self._phase, "n_pca": self._n_pca}
+    def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Before ``fix_subspace`` the **exact** sums ``S1``, ``S2`` and ``n_pca``; after it,
+        the noisy covariance and mean (private) and the synthesis stage's **exact** cell counts
+        (a trusted curator's state: keep it with the data holder). After ``release()`` only the
+        release (private) and the released flag; a loaded released object refuses updates and
+        returns the stored release."""
+        meta: dict[str, Any] = self._params() | {
+            "phase": self._phase,
+            "n_pca": self._n_pca,
+            "frozen": self._frozen,
+        }
         arrays: dict[str, np.ndarray] = {}
         if self._phase == "accumulate":
             arrays = {"s1": self._s1, "s2": self._s2}
@@ -794,54 +659,126 @@ class LowDimSynthesizer:
             assert self._released is not None
             meta |= {"fixed_target_dim": self._target_dim, "fixed_depth": self._depth}
             arrays = {"release": np.frombuffer(self._released.to_bytes(), dtype=np.uint8)}
-        return pack(_KIND, 1, meta, arrays, state="trusted")
+        return meta, arrays
 
     @classmethod
-    def from_bytes(cls, blob: bytes) -> LowDimSynthesizer:
-        """Inverse of :meth:`to_bytes` (the noise source of a loaded object is the OS CSPRNG)."""
-        _, _, meta, arrays = unpack(blob, _KIND)
-        try:
-            obj = cls(
-                domain_from_dict(meta["domain"]),
-                meta["epsilon"],
-                target_dim=meta["target_dim"],
-                method=meta["method"],
-                depth=meta["depth"],
-                pca_rows=meta["pca_rows"],
-                expected_n=meta["expected_n"],
-                split=tuple(meta["split"]),
+    def _from_state(
+        cls,
+        fields: MetaReader,
+        arrays: dict[str, np.ndarray],
+        version: int,
+        blob: bytes,
+        rng: Any,
+    ) -> LowDimSynthesizer:
+        """Every field is type- and range-checked and every array checked against the
+        parameters before the object is built (the noise of a loaded object is the OS
+        CSPRNG)."""
+        domain = domain_from_dict(fields.dict("domain"))
+        if not isinstance(domain, Box):
+            raise SerializationError(f"{_KIND} blob header field 'domain' is not a Box")
+        d = int(domain.d)
+        split = fields._get("split", None)
+        if (
+            not isinstance(split, list)
+            or len(split) != 3
+            or any(isinstance(w, bool) or not isinstance(w, (int, float)) for w in split)
+        ):
+            raise SerializationError(
+                f"{_KIND} blob header field 'split' must be three positive weights, got "
+                f"{str(split)[:60]}"
             )
-            obj._n_pca = int(meta["n_pca"])
-            phase = meta["phase"]
-            if phase == "accumulate":
-                d = obj._domain.d
-                if arrays["s1"].shape != (d,) or arrays["s2"].shape != (d, d):
-                    raise SerializationError(f"{_KIND} blob sums do not match d = {d}")
-                obj._s1[...] = arrays["s1"]
-                obj._s2[...] = arrays["s2"]
-            elif phase == "synthesize":
-                obj._target_dim = int(meta["fixed_target_dim"])
-                obj._depth = int(meta["fixed_depth"])
-                inner_blob = arrays["inner"].tobytes()
-                inner_cls = PMM if obj._method == "pmm" else PSMM
-                obj._install(
-                    arrays["cov_grid"], meta["cov_k"], arrays["mean_grid"], meta["mean_k"], None
+        opt = {
+            name: (None if fields._get(name, None) is None else fields.int(name, minimum=0))
+            for name in ("target_dim", "depth", "pca_rows", "expected_n")
+        }
+        phase = fields.str("phase", _PHASES)
+        n_pca = fields.int("n_pca", minimum=0, maximum=_MAX_N)
+        frozen = fields.bool("frozen", default=False)
+        expected = {"accumulate": {"s1", "s2"}, "synthesize": {"cov_grid", "mean_grid", "inner"}}
+        if set(arrays) != expected.get(phase, {"release"}):
+            raise SerializationError(
+                f"{_KIND} blob in phase {phase!r} holds unexpected arrays {sorted(arrays)}"
+            )
+        # The arrays are checked against d before the constructor allocates the d × d sums.
+        if phase == "accumulate":
+            s1 = fields.array(arrays, "s1", np.int64, (d,))
+            s2 = fields.array(arrays, "s2", np.int64, (d, d))
+            if (s1 < 0).any() or (np.diagonal(s2) < 0).any() or not np.array_equal(s2, s2.T):
+                raise SerializationError(f"{_KIND} blob sums 's1'/'s2' are not moment sums")
+        elif phase == "synthesize":
+            cov_grid = fields.array(arrays, "cov_grid", np.int64, (d, d))
+            mean_grid = fields.array(arrays, "mean_grid", np.int64, (d,))
+            if not np.array_equal(cov_grid, cov_grid.T):
+                raise SerializationError(f"{_KIND} blob array 'cov_grid' is not symmetric")
+        obj = cls(
+            domain,
+            fields.epsilon("epsilon"),
+            target_dim=opt["target_dim"],
+            method=fields.str("method", ("pmm", "psmm")),
+            depth=opt["depth"],
+            pca_rows=opt["pca_rows"],
+            expected_n=opt["expected_n"],
+            split=tuple(float(w) for w in split),
+        )
+        if obj._pca_rows is not None and n_pca > obj._pca_rows:
+            raise SerializationError(
+                f"{_KIND} blob header field 'n_pca' must be at most pca_rows = "
+                f"{obj._pca_rows}, got {n_pca}"
+            )
+        obj._n_pca = n_pca
+        obj._frozen = frozen
+        if phase == "accumulate":
+            obj._s1[...] = s1
+            obj._s2[...] = s2
+            return obj
+        smallest = 3 if obj._method == "psmm" else 1
+        target = fields.int("fixed_target_dim", minimum=smallest, maximum=d)
+        limit = int(np.log2(MAX_CELLS)) if obj._method == "psmm" else _MAX_INNER_DEPTH
+        depth = fields.int("fixed_depth", minimum=1, maximum=limit)
+        for name, value in (("fixed_target_dim", target), ("fixed_depth", depth)):
+            given = obj._target_dim_arg if name == "fixed_target_dim" else obj._depth_arg
+            if given is not None and value != given:
+                raise SerializationError(
+                    f"{_KIND} blob header field {name!r} is {value}, but the parameters fix "
+                    f"it to {given}"
                 )
-                obj._inner = inner_cls.from_bytes(inner_blob)
-                obj._n_synth = int(meta["n_synth"])
-            elif phase == "released":
-                obj._target_dim = int(meta["fixed_target_dim"])
-                obj._depth = int(meta["fixed_depth"])
-                obj._released = LowDimDistribution.from_bytes(arrays["release"].tobytes())
-                obj._phase = "released"
-            else:
-                raise SerializationError(f"{_KIND} blob has unknown phase {phase!r}")
-        except KeyError as exc:
-            raise SerializationError(f"{_KIND} blob lacks {exc}") from None
+        obj._target_dim, obj._depth = target, depth
+        if phase == "released":
+            raw = fields.array(arrays, "release", np.uint8, arrays["release"].shape)
+            obj._released = LowDimDistribution.from_bytes(raw.reshape(-1).tobytes())
+            if obj._released.target_dim != target:
+                raise SerializationError(f"{_KIND} blob release does not have d' = {target}")
+            obj._phase = "released"
+            return obj
+        if n_pca < 2:
+            raise SerializationError(
+                f"{_KIND} blob header field 'n_pca' must be >= 2 once the subspace is fixed, "
+                f"got {n_pca}"
+            )
+        cov_k = private_pca.covariance_noise(d, n_pca, obj._parts["covariance"]).k
+        mean_k = private_pca.mean_noise(d, n_pca, obj._parts["mean"]).k
+        for name, want in (("cov_k", cov_k), ("mean_k", mean_k)):
+            got = fields.int(name, minimum=-(2**20), maximum=2**20)
+            if got != want:
+                raise SerializationError(
+                    f"{_KIND} blob header field {name!r} must be {want} (the grid of n_pca = "
+                    f"{n_pca}), got {got}"
+                )
+        n_synth = fields.int("n_synth", minimum=0, maximum=2**62)
+        raw = fields.array(arrays, "inner", np.uint8, arrays["inner"].shape)
+        inner_cls = PMM if obj._method == "pmm" else PSMM
+        inner = inner_cls.from_bytes(raw.reshape(-1).tobytes())
+        obj._install(cov_grid, cov_k, mean_grid, mean_k, None)
+        assert obj._inner is not None
+        if (
+            type(inner) is not type(obj._inner)
+            or inner.domain != obj._inner.domain
+            or inner._level != obj._inner._level
+        ):
+            raise SerializationError(f"{_KIND} blob synthesis stage does not match its subspace")
+        obj._inner = inner
+        obj._n_synth = n_synth
         return obj
-
-    def __reduce__(self) -> tuple:
-        return (type(self).from_bytes, (self.to_bytes(),))
 
     def __repr__(self) -> str:
         return (

@@ -17,9 +17,10 @@ comparable splits (seed 003, Algorithm 3, as in PMM) and places the consistent c
 depth-``r(t)`` cell uniformly in the cell.
 
 Cost (beyond the paper, which steps every counter at every step: ``O(ε t log t)`` per record).
-The ``2**j`` cells of level ``j`` are one :class:`~sketchsyn.counters.sparsebank.InhomogeneousSparseBank`
-(their counters share ε, budgets and start level): a batch costs one vectorised call per level.
-A record at step ``t`` lies in one cell per level, so only the ``r(t)`` counters whose stream
+The ``2**j`` cells of level ``j`` are one
+:class:`~sketchsyn.counters.sparsebank.InhomogeneousSparseBank` (their counters share ε,
+budgets and start level): a batch costs one vectorised call per level. A record at step ``t``
+lies in one cell per level, so only the ``r(t)`` counters whose stream
 holds a 1 do work; every other counter stays behind on its own clock and catches up in ``O(log)``
 draws (the number of idle checks before its noisy threshold trips is geometric) when it is next
 touched or read by a release, a save or a copy. A time level that ends closes every counter of a
@@ -76,8 +77,9 @@ from ..errors import (
     check_domain,
     check_epsilon,
 )
-from ..io.serial import check_version, pack, unpack
+from ..io.serial import MetaReader
 from ..io.stream import consume
+from ..io.summary import Summary
 from ..privacy.lineage import Lineage, UsageGuard
 from ..privacy.rng import RNGLike, as_source
 from ..synth.distribution import PrivateDistribution
@@ -86,12 +88,13 @@ from ..synth.tree import consistent_levels_integer
 __all__ = ["OnlineSynthesizer", "depth_at", "level_start"]
 
 _KIND = "OnlineSynthesizer"
-_VERSION = 2
 _U64 = np.uint64
 _HEADER_BYTES = 64
 # Deepest level of the partition: the counters take start levels up to 60; the depth reaches it
 # only when ε t ≥ 2^60 (and a domain with fewer levels stops at its max_depth).
 _MAX_LEVEL = 60
+# The largest step a saved state may claim (int64 clocks and codes stay exact below it).
+_MAX_T = 2**62
 
 
 def level_start(epsilon: float | Fraction, j: int) -> int:
@@ -126,7 +129,7 @@ _SPARSEBANK: Any = None
 def _counters_module() -> Any:
     global _COUNTERS
     if _COUNTERS is None:
-        from ..counters import tree as counters
+        from .. import counters
 
         _COUNTERS = counters
     return _COUNTERS
@@ -135,14 +138,17 @@ def _counters_module() -> Any:
 def _sparsebank_module() -> Any:
     global _SPARSEBANK
     if _SPARSEBANK is None:
-        from ..counters import sparsebank
+        from .. import counters
 
-        _SPARSEBANK = sparsebank
+        _SPARSEBANK = counters
     return _SPARSEBANK
 
 
-class OnlineSynthesizer:
+class OnlineSynthesizer(Summary):
     """Private synthetic data at every step of an endless stream (seed 000, Algorithm 1).
+
+    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): the counters' exact running
+    counts (and, for ``d = 1``, every record's code); only releases are private.
 
     Parameters
     ----------
@@ -170,6 +176,10 @@ class OnlineSynthesizer:
     #: ``(size, epsilon, budgets, start_level, rng=...)`` (None:
     #: :class:`sketchsyn.counters.sparsebank.InhomogeneousSparseBank`).
     _bank_class: Any = None
+
+    STATE_PRIVACY = "trusted"
+    FORMAT_VERSION = 2
+    VERSION_NOTE = "version 1 held one counter per cell, before the banks"
 
     def __init__(self, domain: Any, epsilon: float, *, rng: RNGLike = None) -> None:
         check_domain(domain, _KIND)
@@ -237,8 +247,9 @@ class OnlineSynthesizer:
     def nbytes(self) -> int:
         """State size: ``Σ bank.nbytes + 8·t (d = 1 history) + 64``.
 
-        A bank holds 64 bytes per cell (see :class:`~sketchsyn.counters.sparsebank.InhomogeneousSparseBank`)
-        and the level ``j`` bank has ``2**j`` cells, so the state grows like ``ε t`` cells
+        A bank holds 64 bytes per cell (see
+        :class:`~sketchsyn.counters.sparsebank.InhomogeneousSparseBank`) and the level ``j``
+        bank has ``2**j`` cells, so the state grows like ``ε t`` cells
         (``d ≥ 2``, the paper's partition); for ``d = 1`` the replayed history adds 8 bytes per
         record.
         """
@@ -466,23 +477,10 @@ class OnlineSynthesizer:
     def _params(self) -> dict[str, Any]:
         return {"domain": self._domain.to_dict(), "epsilon": self._epsilon}
 
-    def snapshot(self) -> OnlineSynthesizer:
-        """A read-only copy at the current step (every counter caught up first).
-
-        It holds the same exact state (trusted curator's data) and gives the same release at
-        this step as the original.
-        """
-        snap = type(self).from_bytes(self.to_bytes())
-        snap._frozen = True
-        return snap
-
-    def to_bytes(self) -> bytes:
-        """Serialise the state (versioned, checksummed; never pickle).
-
-        The counters are caught up to the current step first. **The bytes hold exact running
-        counts** (the counters' segment and level counts; for d = 1 every record's code): keep
-        them like the raw data. Do not continue a loaded copy next to its original.
-        """
+    def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The banks' bytes (caught up to the current step first), the d = 1 history and the
+        counts: **exact running counts** (keep them like the raw data). Do not continue a
+        loaded copy next to its original."""
         with self._usage.enter(_KIND):
             self._catch_up()
         levels, offsets, blobs = [], [0], []
@@ -507,69 +505,88 @@ class OnlineSynthesizer:
             "blob": np.frombuffer(b"".join(blobs), dtype=np.uint8),
             "history": self._history[: self._n_history],
         }
-        return pack(_KIND, _VERSION, meta, arrays, state="trusted")
+        return meta, arrays
 
     @classmethod
-    def from_bytes(cls, blob: bytes) -> OnlineSynthesizer:
-        """Load a state written by :meth:`to_bytes` (its later noise comes from the OS CSPRNG)."""
-        from ..domains.domain import domain_from_dict
+    def _from_state(
+        cls,
+        fields: MetaReader,
+        arrays: dict[str, np.ndarray],
+        version: int,
+        blob: bytes,
+        rng: Any,
+    ) -> OnlineSynthesizer:
+        """Check the header and arrays, then load the banks (later noise: the OS CSPRNG).
 
-        _, version, meta, arrays = unpack(blob, _KIND)
-        check_version(
-            _KIND, version, _VERSION, "version 1 held one counter per cell, before the banks"
-        )
-        obj = object.__new__(cls)
-        try:
-            obj._domain = domain_from_dict(meta["domain"])
-            obj._epsilon = check_epsilon(meta["epsilon"], _KIND)
-            obj._eps = Fraction(obj._epsilon)
-            obj._d = int(obj._domain.d)
-            obj._H = min(int(obj._domain.max_depth), _MAX_LEVEL)
-            obj._starts = [level_start(obj._eps, j) for j in range(obj._H + 2)]
-            obj._source = as_source(None)
-            obj._level_sources = obj._source.spawn(obj._H + 1)
-            obj._lineage = Lineage.from_meta(meta["lineage"], _KIND)
-            obj._init_state()
-            obj._t = int(meta["t"])
-            obj._n_dropped = int(meta["n_dropped"])
-            obj._made = int(meta["made"])
-            obj._frozen = bool(meta["frozen"])
-            levels = arrays["levels"]
-            offsets, data = arrays["offsets"], arrays["blob"]
-            ok = (
-                levels.ndim == 1
-                and offsets.shape == (levels.size + 1,)
-                and int(offsets[0]) == 0
-                and int(offsets[-1]) == data.size
-                and bool(np.all(np.diff(offsets) > 0))
-                and bool(np.all(np.diff(levels) > 0))
-                and (levels.size == 0 or (levels.min() >= 1 and levels.max() <= obj._H))
-                and obj._t >= 0
-                and 0 <= obj._made <= obj._H
+        The levels saved must be exactly ``1 … r(t)`` (a save catches every level up), so the
+        state a release reads is the one in the blob: a header cannot make it grow.
+        """
+        from ..domains import domain_from_dict
+
+        domain = domain_from_dict(fields.dict("domain"))
+        epsilon = fields.epsilon("epsilon")
+        t = fields.int("t", minimum=0, maximum=_MAX_T)
+        n_dropped = fields.int("n_dropped", minimum=0, maximum=_MAX_T)
+        frozen = fields.bool("frozen")
+        bank_name = fields._get("bank", None)
+        if bank_name is not None and not isinstance(bank_name, str):
+            raise SerializationError(
+                f"{_KIND} blob header field 'bank' must be null or a string, got {bank_name!r}"
             )
-            if not ok:
-                raise SerializationError(f"{_KIND} blob arrays do not match its parameters")
-            bank_cls = cls._bank_class or _sparsebank_module().InhomogeneousSparseBank
-            raw = data.tobytes()
-            for i, j in enumerate(levels.tolist()):
-                bank = bank_cls.from_bytes(raw[int(offsets[i]) : int(offsets[i + 1])])
-                start = j if obj._d >= 2 else 0
-                if bank.size != 2**j or bank.start_level != start or bank.t != obj._t:
-                    raise SerializationError(f"{_KIND} blob has a bad bank at level {j}")
-                obj._banks[j] = bank
-            history = np.asarray(arrays["history"], dtype=_U64)
-            if obj._d == 1 and history.size != obj._t:
-                raise SerializationError(f"{_KIND} blob history does not match its step count")
-            obj._history = history.copy()
-            obj._n_history = int(history.size)
-        except (KeyError, TypeError, ValueError) as exc:
-            if isinstance(exc, SerializationError):
-                raise
-            raise SerializationError(f"{_KIND} blob is invalid: {exc}") from exc
+        lineage = Lineage.from_meta(fields._get("lineage", None), _KIND)
+        obj = object.__new__(cls)
+        obj._domain = domain
+        obj._epsilon = check_epsilon(epsilon, _KIND)
+        obj._eps = Fraction(obj._epsilon)
+        obj._d = int(domain.d)
+        obj._H = min(int(domain.max_depth), _MAX_LEVEL)
+        made = fields.int("made", minimum=0, maximum=obj._H)
+        depth = min(depth_at(obj._eps, t), obj._H)
+        if made != depth:
+            raise SerializationError(
+                f"{_KIND} blob header field 'made' must be the depth r(t) = {depth} at step "
+                f"t={t} (a save catches every level up), got {made!r}"
+            )
+        if set(arrays) != {"levels", "offsets", "blob", "history"}:
+            raise SerializationError(f"{_KIND} blob holds unexpected arrays {sorted(arrays)}")
+        levels = fields.array(arrays, "levels", np.int64, (made,))
+        offsets = fields.array(arrays, "offsets", np.int64, (made + 1,))
+        data = arrays["blob"]
+        if data.dtype != np.uint8 or data.ndim != 1:
+            raise SerializationError(f"{_KIND} blob array 'blob' must be 1-D uint8 bytes")
+        history = fields.array(arrays, "history", _U64, (t if obj._d == 1 else 0,))
+        if not np.array_equal(levels, np.arange(1, made + 1)):
+            raise SerializationError(
+                f"{_KIND} blob array 'levels' must be 1 … {made}, got {levels.tolist()[:8]}"
+            )
+        if (
+            int(offsets[0]) != 0
+            or int(offsets[-1]) != data.size
+            or not bool(np.all(np.diff(offsets) > 0))
+        ):
+            raise SerializationError(f"{_KIND} blob array 'offsets' does not cut 'blob'")
+        if history.size and obj._H < 64 and int(history.max()) >> obj._H:
+            raise SerializationError(f"{_KIND} blob array 'history' holds codes past depth")
+        obj._starts = [level_start(obj._eps, j) for j in range(obj._H + 2)]
+        obj._source = as_source(None)
+        obj._level_sources = obj._source.spawn(obj._H + 1)
+        obj._lineage = lineage
+        obj._init_state()
+        obj._t = t
+        obj._n_dropped = n_dropped
+        obj._made = made
+        obj._frozen = frozen
+        bank_cls = cls._bank_class or _sparsebank_module().InhomogeneousSparseBank
+        raw = data.tobytes()
+        for i, j in enumerate(levels.tolist()):
+            bank = bank_cls.from_bytes(raw[int(offsets[i]) : int(offsets[i + 1])])
+            start = j if obj._d >= 2 else 0
+            if bank.size != 2**j or bank.start_level != start or bank.t != t:
+                raise SerializationError(f"{_KIND} blob has a bad bank at level {j}")
+            obj._banks[j] = bank
+        obj._history = history.copy()
+        obj._n_history = int(history.size)
         return obj
-
-    def __reduce__(self) -> tuple:
-        return (type(self).from_bytes, (self.to_bytes(),))
 
     def __repr__(self) -> str:
         return (
