@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from sketchsyn.domains.domain import BitDomain, Box
+from sketchsyn.domains import BitDomain, Box
 from sketchsyn.errors import ParameterError, SerializationError
 from sketchsyn.io.serial import pack
 from sketchsyn.synth.distribution import PrivateDistribution
@@ -243,7 +243,7 @@ def test_corrupt_blobs_raise():
         PrivateDistribution.from_bytes(
             pack("PrivateDistribution", 1, meta, arrays, state="trusted")
         )
-    with pytest.raises(SerializationError, match="domain class"):
+    with pytest.raises(SerializationError, match="domain_class"):
         PrivateDistribution.from_bytes(
             pack(
                 "PrivateDistribution",

@@ -95,7 +95,7 @@ def test_diagnostics_only_when_asked_by_name():
         php.to_bytes(include_diagnostics="yes")
     for obj in _offline():
         obj.update_many(_points(50))
-        assert "diagnostics" not in unpack(obj.to_bytes(), obj._kind)[2]
+        assert "diagnostics" not in unpack(obj.to_bytes(), obj.kind)[2]
         assert type(obj).from_bytes(obj.to_bytes(include_diagnostics=True)).n_seen == 50
 
 
@@ -594,3 +594,95 @@ def test_blob_header_is_plain_json_of_public_fields():
         "lineage",
         "released",
     }
+
+
+# ------------------------------------------------------------------ forged floats and integers
+def _forgeable():
+    from sketchsyn import AdaptiveGrid, PrivTree
+
+    php = _php(rng=1)
+    php.update_many(_points(300))
+    pt = PrivTree(BOX, 1.0, level=6)
+    pt.update_many(_points(300))
+    pmm = PMM(BOX, 1.0, depth=4)
+    pmm.update_many(_points(300))
+    pmm.release()
+    return {
+        "PrivHP": php,
+        "PrivTree": pt,
+        "AdaptiveGrid": AdaptiveGrid(BOX, 1.0, 1000, level=6),
+        "PMM": pmm,
+        "CountMinSketch": CountMinSketch(16, 2, epsilon=1.0, rng=0),
+        "PrivateDistribution": php.snapshot().release(),
+    }
+
+
+def _re_pack(obj, meta_edit=None, array_edit=None) -> bytes:
+    from sketchsyn.io.serial import read
+
+    got = read(obj.to_bytes(), obj.kind)
+    meta, arrays = dict(got.meta), dict(got.arrays)
+    if meta_edit:
+        meta.update(meta_edit)
+    if array_edit:
+        arrays.update(array_edit(arrays))
+    return pack(obj.kind, got.version, meta, arrays, state=got.state)
+
+
+@pytest.mark.parametrize(
+    ("kind", "field", "value"),
+    [
+        ("PrivHP", "epsilon", 1e-320),
+        ("PrivHP", "epsilon", 1.5e308),
+        ("PrivHP", "k", 2**70),
+        ("PrivHP", "release_k", 2**70),
+        ("PrivTree", "tree_fraction", 1e-320),
+        ("PrivTree", "tree_fraction", 5e-324),
+        ("PrivTree", "epsilon", 1.5e308),
+        ("AdaptiveGrid", "c", 1e-320),
+        ("AdaptiveGrid", "c", 1.5e308),
+        ("AdaptiveGrid", "alpha", 1e-320),
+        ("CountMinSketch", "epsilon", 1e-320),
+        ("CountMinSketch", "epsilon", 1.5e308),
+        ("PrivateDistribution", "epsilon", 1e-320),
+    ],
+)
+def test_forged_header_numbers_refused_naming_the_field(kind, field, value):
+    """Issue 9: tiny or huge floats and huge integers in a header raise SerializationError
+    naming the field (they raised OverflowError, or loaded silently, before)."""
+    obj = _forgeable()[kind]
+    with pytest.raises(SerializationError, match=repr(field)):
+        type(obj).from_bytes(_re_pack(obj, {field: value}))
+
+
+def test_forged_diagnostics_beyond_int64_refused():
+    obj = _forgeable()["PrivHP"]
+    forged = _re_pack(obj, {"diagnostics": {"n_seen": 2**70, "n_dropped": 0}})
+    with pytest.raises(SerializationError, match="n_seen"):
+        PrivHP.from_bytes(forged)
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "make"),
+    [
+        ("PrivHP", "sigmas", lambda a: np.full(a["sigmas"].shape, np.nan)),
+        ("PMM", "extra.synthetic_counts", lambda a: np.full(16, np.nan)),
+        ("PMM", "extra.synthetic_counts", lambda a: np.zeros(3, dtype=np.int64)),
+        ("PrivateDistribution", "counts", lambda a: np.full(a["counts"].shape, 1.5e308)),
+    ],
+    ids=["privhp-nan-sigmas", "pmm-nan-extra", "pmm-short-extra", "dist-infinite-total"],
+)
+def test_forged_arrays_refused_naming_the_array(kind, name, make):
+    """Issue 9: NaN or mis-shaped arrays are refused (they loaded silently before)."""
+    obj = _forgeable()[kind]
+    with pytest.raises(SerializationError, match=repr(name)):
+        type(obj).from_bytes(_re_pack(obj, array_edit=lambda a: {name: make(a)}))
+
+
+@pytest.mark.parametrize("flag", ["frozen", "released"])
+@pytest.mark.parametrize("kind", ["PrivHP", "PrivTree", "PMM"])
+def test_flags_must_be_real_bools(kind, flag):
+    obj = _forgeable()[kind]
+    for value in (0, 1, "true"):
+        with pytest.raises(SerializationError, match=flag):
+            type(obj).from_bytes(_re_pack(obj, {flag: value}))

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ParameterError, check_domain, check_epsilon, check_int
+from ..io.serial import MetaReader
 from ..privacy.accounting import fit_to_budget, laplace_scale
 from ..privacy.noise import discrete_laplace, discrete_laplace_variance
 from ..privacy.rng import RNGLike
@@ -69,8 +70,6 @@ class GridHistogram(LevelCounts):
     Give exactly one of ``level`` (Morton level), ``cells_per_axis`` (a power of two, Box only)
     or ``memory_bytes`` (finest level whose state fits).
     """
-
-    _kind = "GridHistogram"
 
     def __init__(
         self,
@@ -124,10 +123,19 @@ class GridHistogram(LevelCounts):
         return super()._params() | {"epsilon": self._epsilon}
 
     @classmethod
-    def _from_params(cls, meta: dict[str, Any]) -> GridHistogram:
-        from ..domains.domain import domain_from_dict
+    def _from_params(cls, fields: MetaReader, rng: RNGLike) -> GridHistogram:
+        from ..domains import domain_from_dict
 
-        return cls(domain_from_dict(meta["domain"]), meta["epsilon"], level=meta["depth"])
+        return cls(
+            domain_from_dict(fields.dict("domain")),
+            fields.epsilon("epsilon"),
+            level=fields.int("depth", minimum=1),
+            rng=rng,
+        )
+
+    @classmethod
+    def _param_fields(cls) -> set[str]:
+        return super()._param_fields() | {"epsilon"}
 
     def _release_now(self) -> tuple[PrivateDistribution, dict[str, np.ndarray]]:
         """Add the noise once, clamp at zero, return the private distribution."""
@@ -186,8 +194,6 @@ class AdaptiveGrid(LevelCounts):
     >>> ag.level, ag.level1, ag.noise_scales
     (12, 8, (2.0, 2.0))
     """
-
-    _kind = "AdaptiveGrid"
 
     def __init__(
         self,
@@ -249,17 +255,22 @@ class AdaptiveGrid(LevelCounts):
         }
 
     @classmethod
-    def _from_params(cls, meta: dict[str, Any]) -> AdaptiveGrid:
-        from ..domains.domain import domain_from_dict
+    def _from_params(cls, fields: MetaReader, rng: RNGLike) -> AdaptiveGrid:
+        from ..domains import domain_from_dict
 
         return cls(
-            domain_from_dict(meta["domain"]),
-            meta["epsilon"],
-            meta["expected_n"],
-            level=meta["depth"],
-            alpha=meta["alpha"],
-            c=meta["c"],
+            domain_from_dict(fields.dict("domain")),
+            fields.epsilon("epsilon"),
+            fields.int("expected_n", minimum=1, maximum=2**62),
+            level=fields.int("depth", minimum=1),
+            alpha=fields.float("alpha", minimum=1e-9, maximum=1 - 1e-9),
+            c=fields.float("c", minimum=1e-12, maximum=1e12),
+            rng=rng,
         )
+
+    @classmethod
+    def _param_fields(cls) -> set[str]:
+        return super()._param_fields() | {"epsilon", "expected_n", "alpha", "c"}
 
     def _release_now(self) -> tuple[PrivateDistribution, dict[str, np.ndarray]]:
         """Draw both levels' noise once, make them consistent, return the distribution."""
@@ -329,8 +340,6 @@ class PrivTree(LevelCounts):
     (12, 4, 4.666667, 6.469374, 2.0)
     """
 
-    _kind = "PrivTree"
-
     def __init__(
         self,
         domain: Any,
@@ -392,15 +401,20 @@ class PrivTree(LevelCounts):
         }
 
     @classmethod
-    def _from_params(cls, meta: dict[str, Any]) -> PrivTree:
-        from ..domains.domain import domain_from_dict
+    def _from_params(cls, fields: MetaReader, rng: RNGLike) -> PrivTree:
+        from ..domains import domain_from_dict
 
         return cls(
-            domain_from_dict(meta["domain"]),
-            meta["epsilon"],
-            level=meta["depth"],
-            tree_fraction=meta["tree_fraction"],
+            domain_from_dict(fields.dict("domain")),
+            fields.epsilon("epsilon"),
+            level=fields.int("depth", minimum=1),
+            tree_fraction=fields.float("tree_fraction", minimum=1e-9, maximum=1 - 1e-9),
+            rng=rng,
         )
+
+    @classmethod
+    def _param_fields(cls) -> set[str]:
+        return super()._param_fields() | {"epsilon", "tree_fraction"}
 
     def _release_now(self) -> tuple[PrivateDistribution, dict[str, np.ndarray]]:
         """Grow the tree with noisy split decisions, add the leaf noise, return the release."""

@@ -5,7 +5,7 @@ progress bars.
 
 from __future__ import annotations
 
-from .checkpoint import Checkpointable, kind_of, load, save
+from .checkpoint import kind_of, load, save
 from .progress import progress, wants_bar
 from .readers import (
     AccessLogReader,
@@ -30,7 +30,6 @@ __all__ = [
     "BatchReader",
     "CONTAINER_VERSION",
     "CSVReader",
-    "Checkpointable",
     "JSONLinesReader",
     "MetaReader",
     "bad_contents",

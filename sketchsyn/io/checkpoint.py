@@ -6,16 +6,18 @@ it, renames it over the target with :func:`os.replace` (atomic on POSIX and Wind
 ``fsync``\\ s the directory so that the rename itself is durable. A crash or power cut at any
 moment therefore leaves either the old file or the new one under ``path``, never a torn mix (for
 a killed process this is tested; for a power cut it rests on the file system honouring
-``fsync``); a killed writer may leave a stray ``.<name>.<pid>.*.tmp`` beside it, which :func:`load` never
-reads and the next :func:`save` of the same path removes (once that process is gone); every
-other error path removes its temporary file at once. Options of ``save`` go to ``to_bytes``: ``key=`` (a shared secret; the digest
-becomes a keyed MAC, load with the same ``key``) and, for PrivHP, ``include_diagnostics=True``
+``fsync``); a killed writer may leave a stray ``.<name>.<pid>.*.tmp`` beside it, which
+:func:`load` never reads and the next :func:`save` of the same path removes (once that process
+is gone); every other error path removes its temporary file at once. Options of ``save`` go to
+``to_bytes``: ``key=`` (a shared secret; the digest becomes a keyed MAC, load with the same
+``key``) and, for PrivHP, ``include_diagnostics=True``
 (keeps the exact ``n_seen`` / ``n_dropped`` a resuming collector needs).
 
 :func:`load` reads the kind stored in the blob (``"PrivHP"``, ``"CountMinSketch"``, …) and hands
 the bytes to that class's ``from_bytes``, which checks the checksum and the format version.
-Every summary and release inherits :class:`Checkpointable`, so ``obj.save(path)`` and
-``Class.load(path)`` work on each of them.
+Every summary and release derives from :class:`~sketchsyn.io.summary.Summary`, so
+``obj.save(path)`` and ``Class.load(path)`` work on each of them, and :func:`load` finds every
+kind through :func:`sketchsyn.io.summary.registry`.
 
 What a file holds is what ``to_bytes`` holds: a PrivHP state with its noise (load it as one
 lineage: releasing two loaded copies at different stream positions spends the budget twice),
@@ -45,7 +47,8 @@ from ..errors import SerializationError
 from .serial import header_of
 from .summary import registry
 
-__all__ = ["Checkpointable", "kind_of", "load", "save"]
+__all__ = ["kind_of", "load", "save"]
+
 
 def kind_of(blob: bytes) -> str:
     """The kind named in a sketchsyn blob's header (not yet checked against its checksum).
@@ -155,24 +158,3 @@ def load(path: str | os.PathLike[str], *, key: bytes | str | None = None) -> Any
             f"(known kinds: {', '.join(sorted(known))})"
         )
     return cls.from_bytes(blob, key=key)
-
-
-class Checkpointable:
-    """Mixin giving a class with ``to_bytes`` / ``from_bytes`` atomic ``save`` and ``load``."""
-
-    __slots__ = ()
-
-    def save(self, path: str | os.PathLike[str], **options: Any) -> None:
-        """Write this object's bytes to ``path`` atomically (:func:`sketchsyn.io.checkpoint.save`)."""
-        save(self, path, **options)
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str], *, key: bytes | str | None = None) -> Any:
-        """Load an object of this class (or a subclass) saved with :meth:`save`."""
-        obj = load(path, key=key)
-        if not isinstance(obj, cls):
-            raise SerializationError(
-                f"{os.fspath(path)!r} holds a {type(obj).__name__}, not a {cls.__name__}; "
-                f"use sketchsyn.io.checkpoint.load to load any kind"
-            )
-        return obj

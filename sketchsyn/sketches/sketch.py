@@ -2,14 +2,15 @@
 
 A sketch is a ``depth × width`` table of int64 counters (``j × w`` in the paper), hashed by a
 public :class:`~sketchsyn.sketches.hashing.HashFamily`. With ``epsilon`` every cell starts at
-``Lap_Z(depth/epsilon)`` (exact integer Laplace, :func:`sketchsyn.privacy.noise.discrete_laplace`): one item
-changes one cell per row by one, so the L1 sensitivity of the table is ``depth`` and the table is
-``epsilon``-DP (event level, add/remove one item) at every moment from construction on; every
-later read of it is post-processing. Without ``epsilon`` the sketch is raw (exact, not private),
+``Lap_Z(depth/epsilon)`` (exact integer Laplace,
+:func:`sketchsyn.privacy.noise.discrete_laplace`): one item changes one cell per row by one, so
+the L1 sensitivity of the table is ``depth`` and the table is ``epsilon``-DP (event level,
+add/remove one item) at every moment from construction on; every later read of it is
+post-processing. Without ``epsilon`` the sketch is raw (exact, not private),
 for a trusted collector who merges before adding noise.
 
-Keys are non-negative integers below 2**64 (see :func:`~sketchsyn.sketches.hashing.as_keys`), or ``str`` /
-``bytes`` objects, which are mapped to a uint64 by :meth:`HashFamily.key_of
+Keys are non-negative integers below 2**64 (see :func:`~sketchsyn.sketches.hashing.as_keys`),
+or ``str`` / ``bytes`` objects, which are mapped to a uint64 by :meth:`HashFamily.key_of
 <sketchsyn.sketches.hashing.HashFamily.key_of>`.
 
 Objects are single-threaded: an update or merge that finds another thread inside one raises
@@ -17,10 +18,11 @@ Objects are single-threaded: an update or merge that finds another thread inside
 fine).
 
 A private sketch's bytes (``to_bytes``, pickle) hold its public parameters, its noisy table and its
-lineage (the identity of its noise draw, :mod:`sketchsyn.privacy.lineage`): ``merge`` refuses two sketches
-that share a noise draw (a copy of one, or two built with the same seed). To report a stream
-periodically, keep a raw sketch and ship ``flush(epsilon)``: a private sketch of the items since the
-last flush with fresh noise (disjoint items, so the shipped sketches compose in parallel).
+lineage (the identity of its noise draw, :mod:`sketchsyn.privacy.lineage`): ``merge`` refuses
+two sketches that share a noise draw (a copy of one, or two built with the same seed). To
+report a stream periodically, keep a raw sketch and ship ``flush(epsilon)``: a private sketch
+of the items since the last flush with fresh noise (disjoint items, so the shipped sketches
+compose in parallel).
 
 >>> cms = CountMinSketch(width=256, depth=3, epsilon=1.0, rng=0)
 >>> cms.update_many([1, 2, 2, 3, 3, 3])
@@ -53,8 +55,8 @@ from ..errors import (
     check_int,
     check_memory,
 )
-from ..io.checkpoint import Checkpointable
-from ..io.serial import MetaReader, check_version, pack, unpack
+from ..io.serial import MetaReader
+from ..io.summary import Summary
 from ..privacy.accounting import laplace_scale
 from ..privacy.lineage import Lineage, UsageGuard
 from ..privacy.noise import discrete_laplace
@@ -63,7 +65,6 @@ from ..sketches.hashing import HashFamily, as_keys
 
 __all__ = ["CountMinSketch", "CountSketch"]
 
-_VERSION = 2  # 2: lineage in the header; version 1 blobs (no lineage) still load
 _SCALARS_BYTES = 32  # width, depth, seed, epsilon: four 8-byte scalars
 _LIMIT = 2**62  # no counter may reach this magnitude (int64 headroom, checked per batch)
 _STR_TYPES = (str, bytes, bytearray, memoryview)
@@ -147,10 +148,11 @@ def _check_unit_interval(value: object, name: str, owner: str) -> float:
 
 
 # ------------------------------------------------------------------ shared machinery
-class _Sketch(Checkpointable, abc.ABC):
+class _Sketch(Summary):
     """Shared machinery of :class:`CountMinSketch` and :class:`CountSketch`."""
 
-    _kind = "Sketch"
+    FORMAT_VERSION = 2  # 2: lineage in the header; version 1 blobs (no lineage) still load
+    READS = (1, 2)
     _signed = False
 
     def __init__(
@@ -195,7 +197,7 @@ class _Sketch(Checkpointable, abc.ABC):
             )
         # A raw table holds no noise: its identity is random even with a seed.
         self._lineage = Lineage.new(
-            source if epsilon is not None else as_source(None), self._kind, self._public_params()
+            source if epsilon is not None else as_source(None), self.kind, self._public_params()
         )
         self._usage = UsageGuard()
         self._frozen = False
@@ -454,23 +456,6 @@ class _Sketch(Checkpointable, abc.ABC):
         elif other._epsilon is not None:
             self._epsilon = max(self._epsilon, other._epsilon)
 
-    def snapshot(self) -> _Sketch:
-        """A read-only copy (its updates and merges raise :class:`ReleasedError`).
-
-        The copy shares this sketch's lineage: the two hold one noise draw.
-
-        Examples
-        --------
-        >>> s = CountMinSketch(16, 2)
-        >>> snap = s.snapshot()
-        >>> s.update(1)
-        >>> snap.query(1), s.query(1)
-        (0, 1)
-        """
-        snap = type(self).from_bytes(self.to_bytes())
-        snap._frozen = True
-        return snap
-
     def flush(self, epsilon: float, rng: RNGLike = None) -> _Sketch:
         """Ship the items since the last flush: a private sketch of them, with fresh noise.
 
@@ -504,96 +489,72 @@ class _Sketch(Checkpointable, abc.ABC):
             self._bound = 0
         return private
 
-    def to_bytes(self, *, key: bytes | str | None = None) -> bytes:
-        """Versioned, checksummed bytes (:func:`sketchsyn.io.serial.pack`, schema version 2).
+    # -------------------------------------------------------------- bytes (Summary hooks)
+    @property
+    def state_privacy(self) -> str:
+        """``"private"`` for a sketch built with ``epsilon`` (a noisy table), ``"trusted"`` for a
+        raw one (exact counts: a curator's state).
 
-        The payload holds ``width``, ``depth``, ``seed``, ``epsilon``, the lineage (identity of
-        the noise draw), whether the object is a read-only snapshot, and the (noisy) table:
-        nothing else. ``key`` (bytes shared with the reader) makes the digest a keyed MAC.
-
-        Every copy loaded from these bytes holds the same noise draw: merging two of them is
-        refused in any process, but nothing can stop two processes from publishing two copies
-        at different stream positions (their difference is exact). To ship a stream
-        periodically, use :meth:`flush` on a raw sketch.
+        The bytes (``to_bytes``, schema version 2) hold ``width``, ``depth``, ``seed``,
+        ``epsilon``, the lineage (identity of the noise draw), whether the object is a read-only
+        snapshot, and the table: nothing else. Every copy loaded from them holds the same noise
+        draw: merging two of them is refused in any process, but nothing can stop two processes
+        from publishing two copies at different stream positions (their difference is exact).
+        To ship a stream periodically, use :meth:`flush` on a raw sketch.
 
         Examples
         --------
+        >>> CountSketch(8, 3).state_privacy, CountSketch(8, 3, epsilon=1.0, rng=0).state_privacy
+        ('trusted', 'private')
         >>> s = CountSketch(8, 3, seed=2)
         >>> CountSketch.from_bytes(s.to_bytes()) == s
         True
-        """
-        meta = self._public_params() | {
-            "frozen": self._frozen,
-            "lineage": self._lineage.to_meta(),
-        }
-        return pack(
-            self._kind, _VERSION, meta, {"table": self._table}, key=key,
-            state="trusted" if self._epsilon is None else "private",
-        )
-
-    @classmethod
-    def from_bytes(cls, blob: bytes, *, key: bytes | str | None = None) -> Any:
-        """Load a sketch written by :meth:`to_bytes` (schema versions 1 and 2).
-
-        Every header field and the table's dtype and shape are checked before anything is
-        allocated. A version 1 blob (no lineage) gets a lineage derived from its bytes.
-
-        Raises
-        ------
-        SerializationError
-            If the blob is truncated, altered, of another kind, of a newer version, or its
-            contents are inconsistent.
-
-        Examples
-        --------
-        >>> blob = CountMinSketch(8, 2).to_bytes()
-        >>> CountMinSketch.from_bytes(blob[:-3])
+        >>> CountMinSketch.from_bytes(CountMinSketch(8, 2).to_bytes()[:-3])
         Traceback (most recent call last):
         ...
         sketchsyn.errors.SerializationError: CountMinSketch blob is corrupt: checksum mismatch (truncated or altered).
         """  # noqa: E501
-        _, version, meta, arrays = unpack(blob, cls._kind, key=key)
-        check_version(cls._kind, version, (1, _VERSION))
-        r = MetaReader(meta, cls._kind)
-        width = r.int("width", minimum=1, maximum=2**31)
-        depth = r.int("depth", minimum=1, maximum=1024)
-        seed = r.int("seed", minimum=0, maximum=2**32 - 1)
-        epsilon = r.float("epsilon", positive=True, optional=True)
-        frozen = r.bool("frozen", default=False)
-        table = r.array(arrays, "table", np.int64, (depth, width))
+        return "trusted" if self._epsilon is None else "private"
+
+    def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        meta = self._public_params() | {
+            "frozen": self._frozen,
+            "lineage": self._lineage.to_meta(),
+        }
+        return meta, {"table": self._table}
+
+    @classmethod
+    def _from_state(
+        cls,
+        fields: MetaReader,
+        arrays: dict[str, np.ndarray],
+        version: int,
+        blob: bytes,
+        rng: Any,
+    ) -> _Sketch:
+        """Schema versions 1 and 2; a version 1 blob (no lineage) gets a lineage derived from
+        its bytes. Every field and the table are checked before anything is allocated."""
+        width = fields.int("width", minimum=1, maximum=2**31)
+        depth = fields.int("depth", minimum=1, maximum=1024)
+        seed = fields.int("seed", minimum=0, maximum=2**32 - 1)
+        epsilon = fields.epsilon("epsilon", optional=True)
+        frozen = fields.bool("frozen", default=False)
+        table = fields.array(arrays, "table", np.int64, (depth, width))
         if version >= 2:
-            lineage = Lineage.from_meta(meta.get("lineage"), cls._kind)
+            lineage = Lineage.from_meta(fields._get("lineage", None), cls.kind)
         else:
             lineage = Lineage.of_legacy_blob(blob)
-        try:
-            obj = cls(width, depth, None, seed)
-            if epsilon is not None:
-                laplace_scale(depth, epsilon, cls._kind)
-        except ParameterError as exc:
-            raise SerializationError(f"{cls._kind} blob has bad parameters: {exc}") from exc
+        if epsilon is not None:
+            laplace_scale(depth, epsilon, cls.kind)
         if table.size and int(np.abs(table).max()) >= _LIMIT:
-            raise SerializationError(f"{cls._kind} blob table has counters beyond 2**62")
+            raise SerializationError(f"{cls.kind} blob table has counters beyond 2**62")
+        obj = cls(width, depth, None, seed)
         obj._table[...] = table
         obj._bound = obj._abs_max()
         obj._epsilon = epsilon
         obj._frozen = frozen
         obj._lineage = lineage
         return obj
-
-    def __reduce__(self) -> tuple:
-        # pickle / multiprocessing / Dask only transport our own format.
-        return (type(self).from_bytes, (self.to_bytes(),))
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return (
-            self._family == other._family  # type: ignore[attr-defined]
-            and self._epsilon == other._epsilon  # type: ignore[attr-defined]
-            and np.array_equal(self._table, other._table)  # type: ignore[attr-defined]
-        )
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -615,9 +576,9 @@ class CountMinSketch(_Sketch):
     seed : int
         Public hash seed in ``[0, 2**32)``; sketches merge only with equal seeds.
     rng : None, int, SeedSequence, Generator or RandomSource
-        Source of the construction noise, via :func:`sketchsyn.privacy.rng.as_source` (``None``: the OS
-        CSPRNG; a seed is for tests only and is not private against whoever knows it). When
-        building many sketches, give each its own stream, e.g.
+        Source of the construction noise, via :func:`sketchsyn.privacy.rng.as_source`
+        (``None``: the OS CSPRNG; a seed is for tests only and is not private against whoever
+        knows it). When building many sketches, give each its own stream, e.g.
         ``as_source(rng).spawn(n)``, so that no two share noise.
 
     Notes
@@ -637,8 +598,6 @@ class CountMinSketch(_Sketch):
     >>> CountMinSketch(64, 2, epsilon=0.5, rng=1).epsilon
     0.5
     """
-
-    _kind = "CountMinSketch"
 
     def query_many(self, keys: object) -> np.ndarray:
         """Estimated counts (int64): the minimum over rows.
@@ -717,7 +676,6 @@ class CountSketch(_Sketch):
     dtype('float64')
     """
 
-    _kind = "CountSketch"
     _signed = True
 
     def query_many(self, keys: object) -> np.ndarray:

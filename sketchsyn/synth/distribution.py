@@ -7,7 +7,7 @@ privacy. Points are placed uniformly inside the chosen cells; the uniform floats
 are not privacy noise.
 
 >>> import numpy as np
->>> from sketchsyn.domains.domain import Box
+>>> from sketchsyn.domains import Box
 >>> dist = PrivateDistribution(
 ...     Box.unit(2), levels=[1, 2, 2], prefixes=[0, 2, 3], counts=[6.0, 3.0, 1.0],
 ...     epsilon=1.0, mechanism="hand-made")
@@ -32,14 +32,13 @@ from ..errors import (
     check_epsilon,
     check_int,
 )
-from ..io.checkpoint import Checkpointable
-from ..io.serial import pack, unpack
+from ..io.serial import MetaReader
+from ..io.summary import Summary
 from ..privacy.rng import RNGLike, as_source
 
 __all__ = ["Leaves", "PrivateDistribution"]
 
 _KIND = "PrivateDistribution"
-_VERSION = 1
 _U64 = np.uint64
 _ALL_ONES = np.iinfo(np.uint64).max
 _DOMAIN_CLASSES = ("Box", "BitDomain")
@@ -54,7 +53,7 @@ class Leaves(NamedTuple):
 
     Examples
     --------
-    >>> from sketchsyn.domains.domain import Box
+    >>> from sketchsyn.domains import Box
     >>> lv = PrivateDistribution(Box.unit(2), [0], [0], [2.0], epsilon=1.0,
     ...                          mechanism="hand-made").leaves()
     >>> lv.lower.tolist(), lv.upper.tolist(), lv.mass.tolist()
@@ -81,7 +80,7 @@ def _spans(levels: np.ndarray, prefixes: np.ndarray, resolution: int) -> tuple[n
 _SAMPLE_CHUNK = 1 << 18  # points drawn per chunk by sample()
 
 
-class PrivateDistribution(Checkpointable):
+class PrivateDistribution(Summary):
     """A differentially private distribution over the leaves of a released tree.
 
     The mass of a leaf is its count divided by the total; inside a leaf the distribution is
@@ -107,7 +106,7 @@ class PrivateDistribution(Checkpointable):
 
     Examples
     --------
-    >>> from sketchsyn.domains.domain import Box
+    >>> from sketchsyn.domains import Box
     >>> dist = PrivateDistribution(Box.unit(2), [1, 1], [0, 1], [3.0, 1.0],
     ...                            epsilon=0.5, mechanism="hand-made", params={"k": 2})
     >>> dist.total, dist.n_leaves, dist.params
@@ -295,7 +294,7 @@ class PrivateDistribution(Checkpointable):
             weaken the privacy of the release.
         as_frame : bool, default False
             Return a pandas DataFrame (pandas needed) whose columns are the domain's
-            :attr:`~sketchsyn.domains.domain.Domain.columns`, or ``x0, x1, …`` (``key`` for a
+            :attr:`~sketchsyn.domains.Domain.columns`, or ``x0, x1, …`` (``key`` for a
             ``BitDomain``) when the domain has none.
 
         Returns
@@ -310,7 +309,7 @@ class PrivateDistribution(Checkpointable):
 
         Examples
         --------
-        >>> from sketchsyn.domains.domain import Box
+        >>> from sketchsyn.domains import Box
         >>> dist = PrivateDistribution(Box.unit(2), [1, 1], [0, 1], [1.0, 0.0],
         ...                            epsilon=1.0, mechanism="hand-made")
         >>> pts = dist.sample(1000, rng=1)
@@ -354,7 +353,7 @@ class PrivateDistribution(Checkpointable):
 
         Examples
         --------
-        >>> from sketchsyn.domains.domain import Box
+        >>> from sketchsyn.domains import Box
         >>> dist = PrivateDistribution(Box.unit(2), [1, 1], [1, 0], [1.0, 3.0],
         ...                            epsilon=1.0, mechanism="hand-made")
         >>> lv = dist.leaves()
@@ -379,7 +378,7 @@ class PrivateDistribution(Checkpointable):
 
         Examples
         --------
-        >>> from sketchsyn.domains.domain import Box
+        >>> from sketchsyn.domains import Box
         >>> dist = PrivateDistribution(Box.unit(2), [1, 1], [0, 1], [3.0, 1.0],
         ...                            epsilon=1.0, mechanism="hand-made")
         >>> dist.count([0.0, 0.0], [1.0, 1.0]), dist.count([0.25, 0.0], [0.75, 1.0])
@@ -398,7 +397,7 @@ class PrivateDistribution(Checkpointable):
 
         Examples
         --------
-        >>> from sketchsyn.domains.domain import Box
+        >>> from sketchsyn.domains import Box
         >>> dist = PrivateDistribution(Box.unit(2), [1, 2, 2], [0, 2, 3], [2.0, 1.0, 1.0],
         ...                            epsilon=1.0, mechanism="hand-made")
         >>> dist.cell_mass(0, [0]).tolist(), dist.cell_mass(1, [0, 1]).tolist()
@@ -436,20 +435,34 @@ class PrivateDistribution(Checkpointable):
         out = out + np.where(inside, share, 0.0)
         return np.maximum(out, 0.0)  # cumsum differences can be -1e-17
 
-    # -------------------------------------------------------------------------- serialisation
-    def to_bytes(self, *, key: bytes | str | None = None) -> bytes:
-        """Serialise (versioned, checksummed; the domain goes in the header via ``to_dict``).
+    # -------------------------------------------------------------------------- bytes
+    @property
+    def state_privacy(self) -> str:
+        """``"private"`` for a release (``epsilon`` given); ``"trusted"`` for a distribution
+        of exact counts (``epsilon=None``).
 
-        ``key`` (bytes shared with the reader) makes the digest a keyed MAC.
+        The bytes (``to_bytes``: versioned, checksummed; the domain goes in the header via
+        ``to_dict``) hold the public parameters and the leaves.
 
         Examples
         --------
-        >>> from sketchsyn.domains.domain import Box
+        >>> from sketchsyn.domains import Box
         >>> dist = PrivateDistribution(Box.unit(2), [1, 1], [0, 1], [3.0, 1.0],
         ...                            epsilon=1.0, mechanism="hand-made")
-        >>> PrivateDistribution.from_bytes(dist.to_bytes()) == dist
-        True
+        >>> PrivateDistribution.from_bytes(dist.to_bytes()) == dist, dist.state_privacy
+        (True, 'private')
+        >>> try:
+        ...     PrivateDistribution.from_bytes(b"not a blob")
+        ... except SerializationError as exc:
+        ...     print(type(exc).__name__)
+        SerializationError
         """
+        return "trusted" if self._epsilon is None else "private"
+
+    def _freeze(self) -> None:
+        """A distribution is read-only already."""
+
+    def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         meta = {
             "domain_class": type(self._domain).__name__,
             "domain": self._domain.to_dict(),
@@ -457,64 +470,38 @@ class PrivateDistribution(Checkpointable):
             "mechanism": self._mechanism,
             "params": self._params,
         }
-        arrays = {"levels": self._level, "prefixes": self._prefix, "counts": self._count}
-        return pack(_KIND, _VERSION, meta, arrays, key=key, state="private")
+        return meta, {"levels": self._level, "prefixes": self._prefix, "counts": self._count}
 
     @classmethod
-    def from_bytes(cls, blob: bytes, *, key: bytes | str | None = None) -> PrivateDistribution:
-        """Inverse of :meth:`to_bytes`; raises :class:`SerializationError` on a bad blob.
+    def _from_state(
+        cls,
+        fields: MetaReader,
+        arrays: dict[str, np.ndarray],
+        version: int,
+        blob: bytes,
+        rng: Any,
+    ) -> PrivateDistribution:
+        from .. import domains
 
-        Examples
-        --------
-        >>> try:
-        ...     PrivateDistribution.from_bytes(b"not a blob")
-        ... except SerializationError as exc:
-        ...     print(type(exc).__name__)
-        SerializationError
-        """
-        _, version, meta, arrays = unpack(blob, _KIND, key=key)
-        if version != _VERSION:
-            raise SerializationError(
-                f"{_KIND} blob has format version {version}; this sketchsyn reads {_VERSION}."
-            )
-        try:
-            from ..domains import domain as domains
-
-            name = meta["domain_class"]
-            if name not in _DOMAIN_CLASSES:
-                raise SerializationError(f"{_KIND} blob names an unknown domain class {name!r}")
-            domain = getattr(domains, name).from_dict(meta["domain"])
-            return cls(
-                domain,
-                arrays["levels"],
-                arrays["prefixes"],
-                arrays["counts"],
-                epsilon=meta["epsilon"],
-                mechanism=meta["mechanism"],
-                params=meta["params"],
-            )
-        except SerializationError:
-            raise
-        except (KeyError, TypeError, ValueError) as exc:
-            raise SerializationError(f"{_KIND} blob holds invalid contents: {exc}") from exc
-
-    def __reduce__(self) -> tuple:
-        return (_from_bytes, (self.to_bytes(),))
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, PrivateDistribution):
-            return NotImplemented
-        return (
-            self._domain == other._domain
-            and self._epsilon == other._epsilon
-            and self._mechanism == other._mechanism
-            and self._params == other._params
-            and np.array_equal(self._level, other._level)
-            and np.array_equal(self._prefix, other._prefix)
-            and np.array_equal(self._count, other._count)
+        name = fields.str("domain_class", _DOMAIN_CLASSES)
+        epsilon = fields.epsilon("epsilon", optional=True)
+        mechanism = fields.str("mechanism")
+        params = fields.dict("params")
+        levels = arrays.get("levels")
+        if levels is None or levels.ndim != 1:
+            raise SerializationError(f"{_KIND} blob array 'levels' is missing or not 1-D")
+        n = levels.shape[0]
+        levels = fields.array(arrays, "levels", np.int64, (n,))
+        prefixes = fields.array(arrays, "prefixes", np.uint64, (n,))
+        counts = fields.array(arrays, "counts", np.float64, (n,))
+        with np.errstate(over="ignore"):
+            total = counts.sum()
+        if not np.isfinite(total):
+            raise SerializationError(f"{_KIND} blob array 'counts' sums to infinity")
+        domain = getattr(domains, name).from_dict(fields.dict("domain"))
+        return cls(
+            domain, levels, prefixes, counts, epsilon=epsilon, mechanism=mechanism, params=params
         )
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
@@ -533,7 +520,3 @@ def _as_frame(points: np.ndarray, domain: Any) -> Any:
     if names is None:
         names = [f"x{i}" for i in range(points.shape[1])]
     return pd.DataFrame(points, columns=list(names))
-
-
-def _from_bytes(blob: bytes) -> PrivateDistribution:
-    return PrivateDistribution.from_bytes(blob)

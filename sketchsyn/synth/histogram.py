@@ -16,7 +16,6 @@ import numpy as np
 from ..errors import (
     IncompatibleError,
     InputError,
-    ParameterError,
     ReleasedError,
     SerializationError,
     check_bool,
@@ -24,9 +23,9 @@ from ..errors import (
     check_int,
     check_memory,
 )
-from ..io.checkpoint import Checkpointable
-from ..io.serial import MetaReader, pack, unpack
+from ..io.serial import MetaReader
 from ..io.stream import consume
+from ..io.summary import Summary
 from ..privacy.lineage import Lineage, UsageGuard, state_digest
 from ..privacy.rng import RNGLike, as_source
 from ..synth.distribution import PrivateDistribution
@@ -34,21 +33,24 @@ from ..synth.distribution import PrivateDistribution
 __all__ = ["LevelCounts"]
 
 _MAX_LEVEL = 30  # 2**30 int64 counters = 8 GiB: beyond that no machine here holds the state
-_VERSION = 2  # 2: lineage, released flag and the release in the blob; diagnostics on request
 _STATE_FIELDS = ("frozen", "lineage", "released", "diagnostics")
 
 
-class LevelCounts(Checkpointable, abc.ABC):
+class LevelCounts(Summary):
     """Base class: exact counts of the ``2**level`` cells of one level of ``domain``.
 
-    Subclasses give :meth:`_release_now` (draw the noise, return the release) and
-    :meth:`_from_params` (rebuild from a blob's header). The base class owns the state, the
-    protocol and the release guard: a summary is released once; every copy of it (snapshot,
-    deepcopy, pickle, bytes) shares its lineage, so in one process a copy of the released state
-    returns the same release and any other copy refuses; a released blob carries the release.
+    Subclasses give :meth:`_release_now` (draw the noise, return the release),
+    :meth:`_from_params` (rebuild from a blob's header) and :meth:`_param_fields`. The base
+    class owns the state, the protocol and the release guard: a summary is released once;
+    every copy of it (snapshot, deepcopy, pickle, bytes) shares its lineage, so in one process
+    a copy of the released state returns the same release and any other copy refuses; a
+    released blob carries the release.
     """
 
-    _kind = "LevelCounts"
+    STATE_PRIVACY = "trusted"  # exact counts until the release (and after it)
+    FORMAT_VERSION = 2  # 2: lineage, released flag and the release in the blob
+    READS = (1, 2)
+    TAKES_RNG = True
 
     def __init__(
         self, domain: Any, level: int, rng: RNGLike, owner: str, level_name: str = "depth"
@@ -67,7 +69,7 @@ class LevelCounts(Checkpointable, abc.ABC):
         self._n_dropped = 0
         self._frozen = False
         # Exact counts hold no noise yet: the identity is random (the release draws it).
-        self._lineage = Lineage.new(as_source(None), self._kind, {})
+        self._lineage = Lineage.new(as_source(None), self.kind, {})
         self._usage = UsageGuard()
 
     # ---------------------------------------------------------------- protocol
@@ -163,22 +165,10 @@ class LevelCounts(Checkpointable, abc.ABC):
             self._n_dropped += other._n_dropped
             self._lineage = lineage
 
-    def snapshot(self) -> LevelCounts:
-        """A read-only copy of the (exact) state, sharing this summary's lineage."""
-        snap = self._copy()
-        snap._frozen = True
-        return snap
-
-    def _copy(self) -> LevelCounts:
-        new = object.__new__(type(self))
-        new.__dict__.update(self.__dict__)
-        new._counts = self._counts.copy()
-        new._usage = UsageGuard()
-        return new
-
-    def __deepcopy__(self, memo: dict) -> LevelCounts:
-        """A copy in this process: same lineage (one release guard), diagnostics kept."""
-        return self._copy()
+    def _copy_options(self) -> dict[str, Any]:
+        """A copy in this process (deepcopy, pickle, snapshot) keeps the diagnostics: the state
+        is a curator's already."""
+        return {"include_diagnostics": True}
 
     # ---------------------------------------------------------------- release
     def _digest(self) -> bytes:
@@ -216,19 +206,18 @@ class LevelCounts(Checkpointable, abc.ABC):
     def _release_now(self) -> tuple[PrivateDistribution, dict[str, np.ndarray]]:
         """Draw the noise and build the release; extra arrays are kept (and saved) with it."""
 
-    # ---------------------------------------------------------------- bytes
-    def to_bytes(
-        self, *, key: bytes | str | None = None, include_diagnostics: bool = False
-    ) -> bytes:
-        """Versioned, checksummed bytes (never pickle).
+    # ---------------------------------------------------------------- bytes (Summary hooks)
+    def _state(
+        self, include_diagnostics: bool = False
+    ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Header and arrays of the bytes (format version 2; version 1 still loads).
 
         Before the release the counts are **exact** (a trusted curator's state: keep it with
         the data holder). The blob records the lineage and, once released, the release and
         its extra arrays, so a reloaded released summary returns its release instead of
-        drawing new noise. ``n_seen``/``n_dropped`` only with ``include_diagnostics=True``;
-        ``key`` makes the digest a keyed MAC.
+        drawing new noise. ``n_seen``/``n_dropped`` only with ``include_diagnostics=True``.
         """
-        check_bool(include_diagnostics, "include_diagnostics", f"{self._kind}.to_bytes")
+        check_bool(include_diagnostics, "include_diagnostics", f"{self.kind}.to_bytes")
         meta = self._params() | {
             "frozen": self._frozen,
             "lineage": self._lineage.to_meta(),
@@ -241,62 +230,80 @@ class LevelCounts(Checkpointable, abc.ABC):
         if stored is not None:
             arrays["release"] = np.frombuffer(stored[0].to_bytes(), dtype=np.uint8)
             arrays |= {f"extra.{k}": v for k, v in stored[1].items()}
-        return pack(self._kind, _VERSION, meta, arrays, key=key, state="trusted")
+        return meta, arrays
 
     @classmethod
     @abc.abstractmethod
-    def _from_params(cls, meta: dict[str, Any]) -> LevelCounts:
-        """Rebuild an empty summary from a blob's (validated) header."""
+    def _from_params(cls, fields: MetaReader, rng: RNGLike) -> LevelCounts:
+        """Rebuild an empty summary from a blob's header, every field read through ``fields``."""
 
     @classmethod
-    def from_bytes(cls, blob: bytes, *, key: bytes | str | None = None) -> LevelCounts:
-        """Load a summary written by :meth:`to_bytes` (format versions 1 and 2).
-
-        The header and the counts' dtype and shape are validated before anything is built.
-        """
-        _, version, meta, arrays = unpack(blob, cls._kind, key=key)
-        if version not in (1, _VERSION):
-            raise SerializationError(
-                f"{cls._kind} blob has format version {version}; this sketchsyn reads 1 to "
-                f"{_VERSION}"
-            )
-        meta = dict(meta)
+    def _from_state(
+        cls,
+        fields: MetaReader,
+        arrays: dict[str, np.ndarray],
+        version: int,
+        blob: bytes,
+        rng: Any,
+    ) -> LevelCounts:
+        """The header and the counts' dtype and shape are validated before anything is built;
+        ``rng`` seeds the noise of a later release (default: the OS CSPRNG)."""
         if version == 1:
-            meta["diagnostics"] = {"n_seen": meta.pop("n_seen"), "n_dropped": meta.pop("n_dropped")}
+            meta = dict(fields._meta)
+            meta["diagnostics"] = {
+                "n_seen": meta.pop("n_seen", None),
+                "n_dropped": meta.pop("n_dropped", None),
+            }
             meta |= {"frozen": False, "released": False}
             meta["lineage"] = Lineage.of_legacy_blob(blob).to_meta()
-        r = MetaReader(meta, cls._kind)
-        depth = r.int("depth", minimum=1, maximum=_MAX_LEVEL)
-        counts = r.array(arrays, "counts", np.int64, (2**depth,))
-        frozen, released = r.bool("frozen"), r.bool("released")
-        lineage = Lineage.from_meta(meta.get("lineage"), cls._kind)
-        r.dict("domain")
-        try:
-            obj = cls._from_params({k: v for k, v in meta.items() if k not in _STATE_FIELDS})
-        except SerializationError:
-            raise
-        except (ParameterError, TypeError, KeyError, ValueError) as exc:
-            raise SerializationError(f"{cls._kind} blob has bad parameters: {exc}") from exc
+            fields = MetaReader(meta, cls.kind)
+        unknown = set(fields._meta) - set(_STATE_FIELDS) - cls._param_fields()
+        if unknown:
+            raise SerializationError(f"{cls.kind} blob header has unknown fields {sorted(unknown)}")
+        depth = fields.int("depth", minimum=1, maximum=_MAX_LEVEL)
+        counts = fields.array(arrays, "counts", np.int64, (2**depth,))
+        frozen, released = fields.bool("frozen"), fields.bool("released")
+        lineage = Lineage.from_meta(fields._get("lineage", None), cls.kind)
+        n_seen = n_dropped = 0
+        if fields.has("diagnostics"):
+            diag = MetaReader(fields.dict("diagnostics"), cls.kind)
+            n_seen = diag.int("n_seen", minimum=0, maximum=2**63 - 1)
+            n_dropped = diag.int("n_dropped", minimum=0, maximum=2**63 - 1)
+        release = None
+        if released and "release" in arrays:
+            raw = fields.array(arrays, "release", np.uint8, arrays["release"].shape)
+            if raw.ndim != 1:
+                raise SerializationError(f"{cls.kind} blob array 'release' is not 1-D")
+            release = PrivateDistribution.from_bytes(raw.tobytes())
+        obj = cls._from_params(fields, rng)
         if obj._level != depth:
-            raise SerializationError(f"{cls._kind} blob counts do not match its depth")
+            raise SerializationError(f"{cls.kind} blob counts do not match its depth")
+        extra = {}
+        shapes = obj._extra_shapes() if release is not None else {}
+        for name in arrays:
+            if name.startswith("extra."):
+                if name[6:] not in shapes:
+                    raise SerializationError(f"{cls.kind} blob has an unexpected array {name!r}")
+                extra[name[6:]] = fields.array(arrays, name, *shapes[name[6:]])
         obj._counts[...] = counts
         obj._frozen = frozen
         obj._lineage = lineage
-        if r.has("diagnostics"):
-            diag = MetaReader(r.dict("diagnostics"), cls._kind)
-            obj._n_seen = diag.int("n_seen", minimum=0)
-            obj._n_dropped = diag.int("n_dropped", minimum=0)
+        obj._n_seen, obj._n_dropped = n_seen, n_dropped
         if released and not lineage.released:
-            if "release" in arrays:
-                dist = PrivateDistribution.from_bytes(arrays["release"].tobytes())
-                extra = {k[6:]: v for k, v in arrays.items() if k.startswith("extra.")}
-                lineage.record(obj._digest(), (dist, extra))
+            if release is not None:
+                lineage.record(obj._digest(), (release, extra))
             else:  # released at another state: this copy may never be released
                 lineage.record(b"", (None, {}))
         return obj
 
-    def __reduce__(self) -> tuple:
-        return (type(self).from_bytes, (self.to_bytes(),))
+    @classmethod
+    def _param_fields(cls) -> set[str]:
+        """The header fields :meth:`_from_params` reads."""
+        return {"domain", "depth"}
+
+    def _extra_shapes(self) -> dict[str, tuple[Any, tuple[int, ...]]]:
+        """Dtype and shape of each extra array the release keeps (checked on load)."""
+        return {}
 
     def _complete_levels(self) -> list[np.ndarray]:
         """Exact counts of every level 0…depth (each parent is the sum of its two children)."""

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ParameterError, check_choice, check_domain, check_epsilon, check_int
+from ..io.serial import MetaReader
 from ..privacy import accounting
 from ..privacy.noise import discrete_laplace
 from ..privacy.rng import RNGLike, as_source
@@ -54,8 +55,6 @@ class PMM(LevelCounts):
         Comparable integer transform used for consistency.
     rng : noise randomness (``None``: OS CSPRNG; a seed is not private).
     """
-
-    _kind = "PMM"
 
     def __init__(
         self,
@@ -106,16 +105,23 @@ class PMM(LevelCounts):
         return super()._params() | {"epsilon": self._epsilon, "consistency": self._consistency}
 
     @classmethod
-    def _from_params(cls, meta: dict[str, Any]) -> PMM:
-        from ..domains.domain import domain_from_dict
+    def _from_params(cls, fields: MetaReader, rng: RNGLike) -> PMM:
+        from ..domains import domain_from_dict
 
         return cls(
-            domain_from_dict(meta["domain"]),
-            meta["epsilon"],
-            depth=meta["depth"],
-            consistency=meta["consistency"],
-            rng=None,
+            domain_from_dict(fields.dict("domain")),
+            fields.epsilon("epsilon"),
+            depth=fields.int("depth", minimum=1),
+            consistency=fields.str("consistency", ("uniform", "proportional")),
+            rng=rng,
         )
+
+    @classmethod
+    def _param_fields(cls) -> set[str]:
+        return super()._param_fields() | {"epsilon", "consistency"}
+
+    def _extra_shapes(self) -> dict[str, tuple[Any, tuple[int, ...]]]:
+        return {"synthetic_counts": (np.int64, (2**self._level,))}
 
     def _release_now(self) -> tuple[PrivateDistribution, dict[str, np.ndarray]]:
         """Draw the noise once, make the tree consistent, return the private distribution."""

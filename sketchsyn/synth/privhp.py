@@ -49,13 +49,12 @@ between): to report periodically, keep a ``raw=True`` summary and ship :meth:`Pr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
-from functools import partial
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
+from ..domains import domain_from_dict
 from ..errors import (
     IncompatibleError,
     InputError,
@@ -69,74 +68,59 @@ from ..errors import (
     check_int,
     check_memory,
 )
-from ..io.checkpoint import Checkpointable
-from ..io.serial import MetaReader, pack, unpack
+from ..io.serial import MetaReader
 from ..io.stream import consume
+from ..io.summary import Summary
 from ..privacy import accounting
 from ..privacy.lineage import Lineage, UsageGuard, state_digest
-from ..privacy.noise import discrete_laplace, discrete_laplace_variance
+from ..privacy.noise import discrete_laplace
 from ..privacy.rng import RNGLike, as_source
-from ..sketches.hashing import murmur3_32
 from ..sketches.sketch import CountMinSketch, CountSketch
-from ..synth import tree
-from ..synth.distribution import PrivateDistribution
+from . import tree
+from .bank import LevelBank
+from .distribution import PrivateDistribution
+from .release import grow_release, least_squares_levels, noisy_state
+from .sizing import HEADER_BYTES, Sizing
 
 __all__ = ["PrivHP"]
 
 _KIND = "PrivHP"
-_VERSION = 2  # 2: no exact diagnostics, lineage, released flag and release in the blob
+# The least-squares step now lives in sketchsyn.synth.release; the old private name stays.
+_least_squares_levels = least_squares_levels
 _STATE_FIELDS = ("raw", "frozen", "lineage", "released", "diagnostics")
 _SKETCHES = {"count-min": CountMinSketch, "count-sketch": CountSketch}
-# Fixed per-object overhead counted in nbytes: the σ array and small scalars.
-_HEADER_BYTES = 64
-# Batches with at least this many rows are split over two threads.
-_PARALLEL_MIN_ROWS = 16384
-# for_memory: most sketch levels below the counters (fitted in docs/utility.md).
-_SKETCH_LEVELS = 2
-_POOL: ThreadPoolExecutor | None = None
+_ALLOCATIONS = ("optimal", "uniform")
+_NEIGHBOURS = ("add-remove", "replace")
+_MAX_K = 2**62  # k and release_k: any larger value behaves like 2**depth anyway
 
 
-def _call(job: Callable[[], None]) -> None:
-    job()
+def _read_params(fields: MetaReader) -> dict[str, Any]:
+    """The constructor parameters in a blob's header, each checked for type and range."""
+    known = {
+        "domain", "epsilon", "k", "width", "sketch_depth", "depth", "sketch", "allocation",
+        "seed", "neighbours", "counter_depth", "release_k",
+    }  # fmt: skip
+    unknown = set(fields._meta) - known - set(_STATE_FIELDS)
+    if unknown:
+        raise SerializationError(f"{_KIND} blob header has unknown fields {sorted(unknown)}")
+    depth = fields.int("depth", minimum=1, maximum=64)
+    return {
+        "domain": fields.dict("domain"),
+        "epsilon": fields.epsilon("epsilon"),
+        "k": fields.int("k", minimum=1, maximum=_MAX_K),
+        "width": fields.int("width", minimum=1, maximum=2**31),
+        "sketch_depth": fields.int("sketch_depth", minimum=1, maximum=1024),
+        "depth": depth,
+        "sketch": fields.str("sketch", tuple(_SKETCHES)),
+        "allocation": fields.str("allocation", _ALLOCATIONS),
+        "seed": fields.int("seed", minimum=0, maximum=2**32 - 1),
+        "neighbours": fields.str("neighbours", _NEIGHBOURS),
+        "counter_depth": fields.int("counter_depth", minimum=0, maximum=depth),
+        "release_k": fields.int("release_k", minimum=1, maximum=_MAX_K),
+    }
 
 
-def _pool() -> ThreadPoolExecutor:
-    """A shared two-thread pool (created on first use; numpy releases the GIL in its loops)."""
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sketchsyn")
-    return _POOL
-
-
-def _least_squares_levels(levels: list[np.ndarray], variances: list[float]) -> list[np.ndarray]:
-    """Hay et al.'s constrained inference on a complete tree, levels of unequal variance.
-
-    Bottom-up, each node's estimate combines its own noisy count with the sum of its children's
-    estimates by inverse variances; top-down, each parent's residual is split evenly between its
-    two children (siblings have equal variances). The result is the least-squares consistent
-    tree (not clamped: :func:`tree.consistent_levels` makes it non-negative afterwards).
-    """
-    L = len(levels) - 1
-    z, var = [None] * (L + 1), [0.0] * (L + 1)
-    z[L], var[L] = np.asarray(levels[L], dtype=np.float64), float(variances[L])
-    for level in range(L - 1, -1, -1):
-        s = z[level + 1][0::2] + z[level + 1][1::2]
-        vs = 2.0 * var[level + 1]
-        v = float(variances[level])
-        z[level] = (np.asarray(levels[level], dtype=np.float64) * vs + s * v) / (v + vs)
-        var[level] = v * vs / (v + vs)
-    out = [z[0]]
-    for level in range(1, L + 1):
-        child = z[level]
-        resid = out[-1] - (child[0::2] + child[1::2])
-        x = child.copy()
-        x[0::2] += resid / 2.0
-        x[1::2] += resid / 2.0
-        out.append(x)
-    return out
-
-
-class PrivHP(Checkpointable):
+class PrivHP(LevelBank, Sizing, Summary):
     """One-pass PrivHP summary (pure ε-DP synthetic data generator in bounded memory).
 
     Parameters
@@ -198,6 +182,10 @@ class PrivHP(Checkpointable):
         ``sketch_depth/σ_l`` on sketch levels (times 2 for ``neighbours="replace"``).
     """
 
+    FORMAT_VERSION = 2  # 2: no exact diagnostics; lineage, released flag and release in the blob
+    READS = (1, 2)
+    TAKES_RNG = True
+
     def __init__(
         self,
         domain: Any,
@@ -224,10 +212,8 @@ class PrivHP(Checkpointable):
         self._width = check_int(width, "width", "PrivHP", minimum=1)
         self._sketch_depth = check_int(sketch_depth, "sketch_depth", "PrivHP", minimum=1)
         self._sketch = check_choice(sketch, "sketch", "PrivHP", tuple(_SKETCHES))
-        self._allocation = check_choice(allocation, "allocation", "PrivHP", ("optimal", "uniform"))
-        self._neighbours = check_choice(
-            neighbours, "neighbours", "PrivHP", ("add-remove", "replace")
-        )
+        self._allocation = check_choice(allocation, "allocation", "PrivHP", _ALLOCATIONS)
+        self._neighbours = check_choice(neighbours, "neighbours", "PrivHP", _NEIGHBOURS)
         self._seed = check_int(seed, "seed", "PrivHP", minimum=0, maximum=2**32 - 1)
         self._raw = check_bool(raw, "raw", "PrivHP")
         self._L_k = int(self._k).bit_length() - 1
@@ -357,114 +343,6 @@ class PrivHP(Checkpointable):
         out[~low] *= rest / sigmas[~low].sum()
         return accounting.fit_to_budget(out, self._epsilon)
 
-    # ------------------------------------------------------------------ state layout
-    def _bind_bank(self) -> None:
-        """Put every sketch table in one contiguous (levels, j, w) bank for one-call updates."""
-        n_levels = len(self._sketches)
-        self._bank = np.zeros((n_levels, self._sketch_depth, self._width), dtype=np.int64)
-        for i, sk in enumerate(self._sketches):
-            self._bank[i] = sk._table
-            sk._table = self._bank[i]
-        fams = [sk._family for sk in self._sketches]
-        shape = (n_levels, self._sketch_depth, 1)
-        self._row_seeds = np.array([f.row_seeds for f in fams], dtype=np.uint32).reshape(shape)
-        self._sign_seeds = (
-            np.array([f.sign_seeds for f in fams], dtype=np.uint32).reshape(shape)
-            if self._sketch == "count-sketch"
-            else None
-        )
-
-    @property
-    def _pow2_width(self) -> bool:
-        """True when the width is a power of two ≥ 2 (buckets are then a shift of the hash)."""
-        w = self._width
-        return w > 1 and w & (w - 1) == 0
-
-    @classmethod
-    def _memory_rule(
-        cls, domain: Any, eps: float, budget: int, n: int, sketch_levels: int
-    ) -> tuple[int, int, int, int]:
-        """``(k, width, sketch_depth, depth)`` of :meth:`for_memory`'s rule."""
-        k, j = 64, 3
-        r_n = max(min(int(accounting.privhp_depth(eps, n, domain.d, k)), int(domain.max_depth)), 1)
-
-        def widest(depth: int) -> int:
-            # From w = ceil(2^r / j) on every level is a counter level (the full tree).
-            w_full = -(-(2**depth) // j)
-            lo, hi = 1, 2
-            while hi <= w_full and cls.memory_bytes(k, hi, j, depth) <= budget:
-                lo, hi = hi, 2 * hi
-            while hi - lo > 1:  # largest w with memory_bytes(k, w, j, depth) <= budget
-                mid = (lo + hi) // 2
-                lo, hi = (mid, hi) if cls.memory_bytes(k, mid, j, depth) <= budget else (lo, mid)
-            return min(lo, w_full)
-
-        for depth in range(r_n, 0, -1):
-            if cls.memory_bytes(k, 1, j, depth) > budget:
-                continue
-            w = widest(depth)
-            if depth - cls.auto_counter_depth(k, w, j, depth) <= sketch_levels or depth == 1:
-                return k, w, j, depth
-        raise ParameterError(
-            f"The 'memory_bytes' parameter of PrivHP.for_memory must allow a depth-1 summary "
-            f"({cls.memory_bytes(k, 1, j, 1)} bytes). Got {budget!r} instead."
-        )
-
-    @classmethod
-    def for_memory(
-        cls,
-        domain: Any,
-        epsilon: float,
-        memory_bytes: int,
-        expected_n: int,
-        *,
-        sketch: str = "count-min",
-        seed: int = 0,
-        rng: RNGLike = None,
-        neighbours: str = "add-remove",
-    ) -> PrivHP:
-        """A PrivHP whose ``nbytes`` is at most ``memory_bytes``, its parameters chosen for it.
-
-        The rule (fitted to ``benchmarks/utility.py``, d = 2, ε = 1, n = 2^18 and 2^20, budgets
-        of 2% of PMM's bytes; figures in docs/utility.md):
-
-        - ``k = 64``, ``sketch_depth j = 3``; the counters go down to the automatic
-          ``L_c = max(L_k, floor(log2(w·j)))``, so ``k`` only bounds ``L_c`` from below;
-        - for a depth ``r``, ``width w`` is the largest integer with
-          ``memory_bytes(k, w, j, r) ≤ memory_bytes`` (the memory grows with ``w``), at most
-          ``ceil(2^r / j)``, where every level is a counter level (the full tree);
-        - ``depth r`` is the largest depth, at most the constructor's ``ceil(log2(ε·n))``
-          (minus one for d = 1) and ``domain.max_depth``, that leaves at most **two** sketch
-          levels below the counters (``r − L_c ≤ 2``). A shallower tree gives each level more
-          budget and the counters more width; measured at n = 2^18 with 42 KB: 0, 1, 2, 3 and
-          5 sketch levels gave 1.33×, 1.33×, 0.93×, 0.99×, 1.07× PMM's W1 on mf0.9;
-        - ``release_k = max(k, w // 4)`` (:meth:`auto_release_k`).
-
-        Raises :class:`ParameterError` when no depth ``≥ 1`` fits.
-
-        >>> from sketchsyn import Box
-        >>> php = PrivHP.for_memory(Box.unit(2), 1.0, 40_000, expected_n=2**18, rng=0)
-        >>> php.nbytes <= 40_000, php.depth, php.width, php.counter_depth
-        (True, 12, 488, 10)
-        """
-        eps = check_epsilon(epsilon, "PrivHP.for_memory")
-        budget = check_int(memory_bytes, "memory_bytes", "PrivHP.for_memory", minimum=1)
-        n = check_int(expected_n, "expected_n", "PrivHP.for_memory", minimum=1)
-        k, width, j, depth = cls._memory_rule(domain, eps, budget, n, _SKETCH_LEVELS)
-        return cls(
-            domain,
-            eps,
-            k=k,
-            width=width,
-            sketch_depth=j,
-            depth=depth,
-            expected_n=n,
-            sketch=sketch,
-            seed=seed,
-            rng=rng,
-            neighbours=neighbours,
-        )
-
     # ------------------------------------------------------------------ read-only parameters
     @property
     def domain(self) -> Any:
@@ -510,35 +388,6 @@ class PrivHP(Checkpointable):
     def release_k(self) -> int:
         """Cells expanded per level when ``release()`` grows the tree below ``L_c``."""
         return self._release_k
-
-    @staticmethod
-    def auto_counter_depth(k: int, width: int, sketch_depth: int, depth: int) -> int:
-        """The default ``counter_depth``: ``L_c = min(max(L_k, floor(log2(w·j))), r)``.
-
-        A level of ``2^l ≤ w·j`` cells takes no more memory as exact counters than as a
-        ``w × j`` sketch, and its counters have no collisions and noise ``1/σ_l`` instead of
-        ``j/σ_l``; so every such level keeps counters.
-
-        >>> PrivHP.auto_counter_depth(k=64, width=256, sketch_depth=3, depth=18)
-        9
-        """
-        L_k = int(k).bit_length() - 1
-        return int(min(max(L_k, (int(width) * int(sketch_depth)).bit_length() - 1), depth))
-
-    @staticmethod
-    def auto_release_k(k: int, width: int) -> int:
-        """The default ``release_k``: ``max(k, w // 4)``.
-
-        Growing more cells than ``k`` pays on skewed data once the sketches are wide enough to
-        tell the children of many cells apart (n = 2^20, w = 1024, mf0.9: 1.51× → 1.02× PMM's
-        W1 with 256 cells instead of 64); on spread-out data every extra cell adds a noisy split
-        where an even one was right (uniform at w = 256: 0.78× → 1.14× PMM with 256 cells), so
-        the rule stays at ``k`` for narrow sketches. Figures in docs/utility.md.
-
-        >>> PrivHP.auto_release_k(64, 1024), PrivHP.auto_release_k(64, 256)
-        (256, 64)
-        """
-        return int(max(int(k), int(width) // 4))
 
     @property
     def sigmas(self) -> np.ndarray:
@@ -604,31 +453,12 @@ class PrivHP(Checkpointable):
         nodes on top of it (``k_rel = release_k``; see :meth:`release_nodes_bound`), and the
         released distribution reports its own ``nbytes``.
         """
-        return int(self._bank.nbytes + self._tree.nbytes + self._sigmas.nbytes + _HEADER_BYTES)
+        return int(self._bank.nbytes + self._tree.nbytes + self._sigmas.nbytes + HEADER_BYTES)
 
     def release_nodes_bound(self) -> int:
         """Most nodes the released tree can have: ``2^{L_c+1} − 1 + 2·k_rel·(r − L_c)``."""
         L, r = self._L_c, self._depth
         return int(2 ** (L + 1) - 1 + 2 * self._release_k * (r - L))
-
-    @staticmethod
-    def memory_bytes(
-        k: int, width: int, sketch_depth: int, depth: int, counter_depth: int | None = None
-    ) -> int:
-        """The ``nbytes`` a PrivHP with these parameters has, without building it.
-
-        ``counter_depth=None`` is the automatic rule (:meth:`auto_counter_depth`).
-
-        >>> PrivHP.memory_bytes(k=64, width=1024, sketch_depth=3, depth=24, counter_depth=6)
-        443648
-        >>> PrivHP.memory_bytes(k=64, width=1024, sketch_depth=3, depth=24)
-        352512
-        """
-        if counter_depth is None:
-            counter_depth = PrivHP.auto_counter_depth(k, width, sketch_depth, depth)
-        L_c = min(int(counter_depth), depth)
-        cells = width * sketch_depth * (depth - L_c) + 2 ** (L_c + 1) - 1
-        return 8 * cells + 8 * (depth + 1) + _HEADER_BYTES
 
     # ------------------------------------------------------------------ updates
     def _check_open(self) -> None:
@@ -668,79 +498,6 @@ class PrivHP(Checkpointable):
             self._bank += bank_counts
             self._n_seen += int(codes.size)
             self._n_dropped += int(dropped)
-
-    def _level_counts(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Exact per-cell increments of the counters and of every sketch cell for ``codes``.
-
-        Levels with at most ``n/2`` cells (``n`` = batch size) are counted per cell: one
-        ``bincount`` at the deepest such level, every shallower level as sums of two children
-        (the counters, heap layout, level ``l`` at offset ``2**l − 1``, and the sketch levels
-        whose distinct prefixes are then hashed once each, weighted by their counts). Deeper
-        sketch levels hash every item's prefix.
-        """
-        r, L, n = self._depth, self._L_c, codes.size
-        n_sketch = len(self._sketches)
-        # Deepest level counted per cell: at least L_c, at most r, and 2**level ≤ n/2.
-        dense = max(L, min(r, max(n // 2, 1).bit_length() - 1))
-        n_dense = dense - L  # sketch levels L_c+1 … dense are counted per cell
-        bank_counts = np.empty_like(self._bank)
-        tree_counts = np.empty_like(self._tree)
-
-        def dense_part() -> None:
-            cells = np.bincount((codes >> np.uint64(r - dense)).astype(np.intp), minlength=2**dense)
-            for level in range(dense, -1, -1):
-                if level <= L:
-                    tree_counts[2**level - 1 : 2 ** (level + 1) - 1] = cells
-                else:
-                    keys = np.flatnonzero(cells)
-                    bank_counts[level - L - 1] = self._sketch_cells(
-                        level - L - 1, keys.astype(np.uint64), cells[keys]
-                    )
-                if level:
-                    cells = cells.reshape(-1, 2).sum(axis=1)
-
-        def sparse_level(i: int) -> None:
-            prefix = codes >> np.uint64(r - (L + 1 + i))
-            bank_counts[i] = self._sketch_cells(i, prefix, None)
-
-        jobs = [dense_part] + [partial(sparse_level, i) for i in range(n_dense, n_sketch)]
-        if n < _PARALLEL_MIN_ROWS or len(jobs) < 3:
-            for job in jobs:
-                job()
-        else:
-            # Two worker threads take the jobs in turn (the per-cell part, the longest, first);
-            # each writes its own slices of the increments, so the result does not depend on
-            # the order in which they finish.
-            for _ in _pool().map(_call, jobs):
-                pass
-        return tree_counts, bank_counts
-
-    def _sketch_cells(self, i: int, keys: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
-        """Increments of sketch ``i`` (level ``L_c + 1 + i``) for ``keys`` (uint64 prefixes), each
-        counted ``weights`` times (once when None); int64 of shape ``(j, w)``."""
-        j, w = self._sketch_depth, self._width
-        h = murmur3_32(keys[None, :], self._row_seeds[i])  # (j, keys)
-        if self._pow2_width:
-            # w = 2**b: the bucket (h·w) >> 32 is h >> (32 − b), in place on the uint32 hashes.
-            h >>= np.uint32(32 - (w.bit_length() - 1))
-            buckets = h
-        else:
-            buckets = ((h.astype(np.uint64) * np.uint64(w)) >> np.uint64(32)).astype(np.intp)
-        if self._sign_seeds is not None:
-            s = murmur3_32(keys[None, :], self._sign_seeds[i])
-            signs = 1.0 - 2.0 * (s & np.uint32(1)).astype(np.float64)
-            weights = signs if weights is None else signs * weights[None, :]
-        elif weights is not None:
-            weights = np.broadcast_to(weights.astype(np.float64), (j, keys.size))
-        out = np.empty((j, w), dtype=np.int64)
-        # One bincount per row keeps the working arrays at one row of the batch.
-        for row in range(j):
-            if weights is None:
-                out[row] = np.bincount(buckets[row], minlength=w)
-            else:
-                # Weighted sums of at most n = batch-size items: integers below 2**53, exact.
-                out[row] = np.rint(np.bincount(buckets[row], weights=weights[row], minlength=w))
-        return out
 
     def consume(self, iterable: Iterable[Any], batch_size: int = 65536) -> int:
         """Stream any iterable of rows (or of 2-D arrays) through ``update_many`` in batches.
@@ -855,7 +612,8 @@ class PrivHP(Checkpointable):
         """An immutable copy of the (already noisy) state.
 
         The snapshot shares this object's lineage and so its release guard: whichever copy is
-        released first fixes the one state at which this noise draw may be released.
+        released first fixes the one state at which this noise draw may be released. Unlike a
+        copy through bytes it keeps the exact diagnostics (it stays in this process).
         """
         snap = self._copy()
         snap._frozen = True
@@ -879,17 +637,29 @@ class PrivHP(Checkpointable):
         """Identifies the state released: the noisy arrays and whether noise is still due."""
         return state_digest(self._tree, self._bank, np.array([self._raw]))
 
-    def to_bytes(
-        self, *, key: bytes | str | None = None, include_diagnostics: bool = False
-    ) -> bytes:
-        """Serialise the state (versioned, checksummed; never pickle).
+    # ------------------------------------------------------------------ bytes (Summary hooks)
+    @property
+    def state_privacy(self) -> str:
+        """``"private"`` (noisy counters and sketches), or ``"trusted"`` for a ``raw=True``
+        summary (exact counts: a curator's state)."""
+        return "trusted" if self._raw else "private"
 
-        The bytes hold the public parameters, the counters and sketch tables (noisy unless
+    def _saved_privacy(self, include_diagnostics: bool = False) -> str:
+        """``to_bytes(include_diagnostics=True)`` adds exact counts: a trusted checkpoint."""
+        return "trusted" if self._raw or include_diagnostics is True else "private"
+
+    def _state(
+        self, include_diagnostics: bool = False
+    ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The bytes of ``to_bytes(key=None, include_diagnostics=False)`` (format version 2).
+
+        They hold the public parameters, the counters and sketch tables (noisy unless
         ``raw``), the lineage, whether the summary is a snapshot, whether its noise draw was
         released, and the release itself when this state is the released one. No exact count:
         ``n_seen`` and ``n_dropped`` are added only with ``include_diagnostics=True`` (a local
-        checkpoint that never leaves the data holder). ``key`` (bytes shared with the reader)
-        makes the digest a keyed MAC, so a server refuses states altered in transit.
+        checkpoint that never leaves the data holder; its header says ``"trusted"``). ``key``
+        (bytes shared with the reader) makes the digest a keyed MAC, so a server refuses states
+        altered in transit.
 
         A loaded copy holds the same noise draw. In one process all copies share one release
         guard, but two processes can each release a copy at a different stream position, and
@@ -911,8 +681,7 @@ class PrivHP(Checkpointable):
                 arrays["release"] = np.frombuffer(stored[0].to_bytes(), dtype=np.uint8)
         if include_diagnostics:
             meta["diagnostics"] = {"n_seen": self._n_seen, "n_dropped": self._n_dropped}
-        state = "trusted" if self._raw or include_diagnostics else "private"
-        return pack(_KIND, _VERSION, meta, arrays, key=key, state=state)
+        return meta, arrays
 
     def _stored_release(self) -> tuple[PrivateDistribution, Any] | None:
         """The stored release of this exact state, ``None`` if it is not the released one."""
@@ -923,118 +692,91 @@ class PrivHP(Checkpointable):
 
     @classmethod
     def _from_params(cls, params: dict[str, Any], rng: RNGLike, raw: bool) -> PrivHP:
-        from ..domains.domain import domain_from_dict
-
         rest = {k: v for k, v in params.items() if k not in ("domain", "epsilon")}
         return cls(domain_from_dict(params["domain"]), params["epsilon"], **rest, rng=rng, raw=raw)
 
     @classmethod
-    def from_bytes(cls, blob: bytes, *, key: bytes | str | None = None) -> PrivHP:
-        """Load a state written by :meth:`to_bytes` (its noise is the saved one; no new draw).
+    def _from_state(
+        cls,
+        fields: MetaReader,
+        arrays: dict[str, np.ndarray],
+        version: int,
+        blob: bytes,
+        rng: Any,
+    ) -> PrivHP:
+        """A state written by ``to_bytes`` (format versions 1 and 2; its noise is the saved one).
 
         Every header field, the domain and every array's dtype and shape are validated against
         the parameters before the summary is built. A released blob loads as a released
         summary: it refuses updates and merges, and ``release()`` returns the stored release.
         Loading the same blob twice in one process gives two copies sharing one release guard.
+        ``rng`` seeds the noise a loaded ``raw=True`` summary draws at its release (default:
+        the OS CSPRNG).
         """
-        _, version, meta, arrays = unpack(blob, _KIND, key=key)
-        if version not in (1, _VERSION):
-            raise SerializationError(
-                f"PrivHP blob has format version {version}; this sketchsyn reads 1 to {_VERSION}"
-            )
         if version == 1:  # exact diagnostics and the release position in the header
-            meta = dict(meta)
-            meta["diagnostics"] = {"n_seen": meta.pop("n_seen"), "n_dropped": meta.pop("n_dropped")}
-            meta["released"] = meta.pop("released_at") is not None
+            meta = dict(fields._meta)
+            meta["diagnostics"] = {
+                "n_seen": meta.pop("n_seen", None),
+                "n_dropped": meta.pop("n_dropped", None),
+            }
+            meta["released"] = meta.pop("released_at", None) is not None
             meta["lineage"] = Lineage.of_legacy_blob(blob).to_meta()
+            fields = MetaReader(meta, _KIND)
             # Version 1 blobs have the paper's layout: counters down to L_k, release_k = k.
-            meta["counter_depth"] = min(int(meta["k"]).bit_length() - 1, int(meta["depth"]))
-            meta["release_k"] = meta["k"]
-        r = MetaReader(meta, _KIND)
-        # Every header field that is not state bookkeeping is a constructor parameter; an
-        # unknown or missing one makes the constructor refuse (SerializationError below).
-        params = {k: v for k, v in meta.items() if k not in _STATE_FIELDS}
-        raw = r.bool("raw")
-        frozen = r.bool("frozen")
-        released = r.bool("released")
-        lineage = Lineage.from_meta(meta.get("lineage"), _KIND)
-        r.dict("domain")
-        for name in ("k", "width", "sketch_depth", "depth", "seed"):
-            r.int(name, minimum=0)
-        try:
-            # Sizes are checked against the blob before anything large is allocated.
-            expected = cls._state_shape(params)
-            r.array(arrays, "tree", np.int64, (expected[0],))
-            r.array(arrays, "bank", np.int64, expected[1])
-            obj = cls._from_params(params, rng=None, raw=True)
-        except (ParameterError, TypeError, KeyError, ValueError) as exc:
-            if isinstance(exc, SerializationError):
-                raise
-            raise SerializationError(f"PrivHP blob has bad parameters: {exc}") from exc
-        obj._tree[...] = arrays["tree"]
-        obj._bank[...] = arrays["bank"]
+            k, depth = fields.int("k", 1, _MAX_K), fields.int("depth", 1, 64)
+            meta["counter_depth"] = min(k.bit_length() - 1, depth)
+            meta["release_k"] = k
+        params = _read_params(fields)
+        raw = fields.bool("raw")
+        frozen = fields.bool("frozen")
+        released = fields.bool("released")
+        lineage = Lineage.from_meta(fields._get("lineage", None), _KIND)
+        n_seen = n_dropped = 0
+        if fields.has("diagnostics"):
+            diag = MetaReader(fields.dict("diagnostics"), _KIND)
+            n_seen = diag.int("n_seen", minimum=0, maximum=2**63 - 1)
+            n_dropped = diag.int("n_dropped", minimum=0, maximum=2**63 - 1)
+        # Sizes are checked against the blob before anything large is allocated.
+        n_tree, bank_shape = cls._state_shape(params)
+        tree_arr = fields.array(arrays, "tree", np.int64, (n_tree,))
+        bank_arr = fields.array(arrays, "bank", np.int64, bank_shape)
+        fields.array(arrays, "sigmas", np.float64, (params["depth"] + 1,))
+        release = None
+        if released and "release" in arrays:
+            stored = fields.array(arrays, "release", np.uint8, arrays["release"].shape)
+            if stored.ndim != 1:
+                raise SerializationError(f"{_KIND} blob array 'release' is not 1-D")
+            release = PrivateDistribution.from_bytes(stored.tobytes())
+        obj = cls._from_params(params, rng=None, raw=True)
+        obj._tree[...] = tree_arr
+        obj._bank[...] = bank_arr
         obj._raw = raw
         obj._frozen = frozen
         obj._lineage = lineage
-        if r.has("diagnostics"):
-            diag = MetaReader(r.dict("diagnostics"), _KIND)
-            obj._n_seen = diag.int("n_seen", minimum=0)
-            obj._n_dropped = diag.int("n_dropped", minimum=0)
-        # A loaded object draws any later noise (raw release) from the OS CSPRNG.
-        obj._release_stream = as_source(None)
-        if released:
-            release = None
-            if "release" in arrays:
-                release = PrivateDistribution.from_bytes(arrays["release"].tobytes())
-            if not lineage.released:
-                lineage.record(obj._digest() if release is not None else b"", (release, None))
+        obj._n_seen, obj._n_dropped = n_seen, n_dropped
+        # A loaded object draws any later noise (raw release) from rng (default: the OS CSPRNG).
+        obj._release_stream = as_source(rng)
+        if released and not lineage.released:
+            lineage.record(obj._digest() if release is not None else b"", (release, None))
         return obj
 
     @staticmethod
     def _state_shape(params: dict[str, Any]) -> tuple[int, tuple[int, int, int]]:
-        """Shapes of the counter array and the sketch bank that ``params`` imply."""
-        k, depth, width, j = (int(params[n]) for n in ("k", "depth", "width", "sketch_depth"))
-        if not (1 <= depth <= 64 and k >= 1 and width >= 1 and j >= 1):
-            raise ParameterError(f"k={k}, depth={depth}, width={width}, sketch_depth={j}")
+        """Shapes of the counter array and the sketch bank that ``params`` imply (checked
+        against the memory limit)."""
+        depth, width, j = (int(params[n]) for n in ("depth", "width", "sketch_depth"))
         L_c = params.get("counter_depth")
         if L_c is None:
-            L_c = PrivHP.auto_counter_depth(k, width, j, depth)
+            L_c = PrivHP.auto_counter_depth(int(params["k"]), width, j, depth)
         L_c = int(L_c)
-        if not 0 <= L_c <= depth:
-            raise ParameterError(f"counter_depth={L_c} outside [0, depth={depth}]")
         check_memory(8 * (2 ** (L_c + 1) - 1), "PrivHP", f"2**{L_c + 1} counters")
-        check_memory(8 * width * j * (depth - L_c), "PrivHP", "its sketch bank")
+        check_memory(16 * width * j * (depth - L_c), "PrivHP", "its sketch bank")
         return 2 ** (L_c + 1) - 1, (depth - L_c, j, width)
-
-    def __reduce__(self) -> tuple:
-        return (PrivHP.from_bytes, (self.to_bytes(),))
 
     # ------------------------------------------------------------------ release
     def _noisy_state(self) -> tuple[np.ndarray, list]:
-        """Counter levels and level queries with noise (drawn now for a raw summary)."""
-        tree_counts = self._tree.copy()
-        sketches = self._sketches
-        if self._raw:
-            streams = self._release_stream.spawn(self._depth + 1)
-            for level in range(self._L_c + 1):
-                lo, hi = 2**level - 1, 2 ** (level + 1) - 1
-                tree_counts[lo:hi] += discrete_laplace(
-                    self._scales[level], hi - lo, rng=streams[level]
-                )
-            noisy = []
-            for i, sk in enumerate(self._sketches):
-                level = self._L_c + 1 + i
-                twin = type(sk)(
-                    self._width,
-                    self._sketch_depth,
-                    epsilon=float(self._level_eps[level]),
-                    seed=sk.seed,
-                    rng=streams[level],
-                )
-                twin.merge(sk)
-                noisy.append(twin)
-            sketches = noisy
-        return tree_counts, sketches
+        """Counter levels and level sketches with noise (drawn now for a raw summary)."""
+        return noisy_state(self)
 
     def release(self) -> PrivateDistribution:
         """Grow the pruned tree (post-processing only) and return the private distribution.
@@ -1048,34 +790,7 @@ class PrivHP(Checkpointable):
         stored = self._lineage.lookup(digest, _KIND)
         if stored is not None:
             return stored[0]
-        tree_counts, sketches = self._noisy_state()
-        levels = [
-            tree_counts[2**level - 1 : 2 ** (level + 1) - 1].astype(np.float64)
-            for level in range(self._L_c + 1)
-        ]
-        # Hay et al.'s least squares on the counter levels (measured 3–5% lower W1 than the
-        # top-down even split alone; docs/utility.md), then the even split for non-negativity.
-        eps_c = self._level_eps[: self._L_c + 1]
-        levels = _least_squares_levels(levels, [discrete_laplace_variance(1 / e) for e in eps_c])
-        top = tree.consistent_levels(levels)
-        L = self._L_c
-
-        def query(level: int, prefixes: np.ndarray) -> np.ndarray:
-            return np.asarray(sketches[level - L - 1].query_many(prefixes), dtype=np.float64)
-
-        grown = tree.grow_partition(top, query, self._release_k, self._depth, prune_top=True)
-        leaf_levels, leaf_prefixes, leaf_counts = grown.leaves()
-        params = self._params()
-        params.pop("domain")
-        dist = PrivateDistribution(
-            self._domain,
-            leaf_levels,
-            leaf_prefixes,
-            leaf_counts,
-            epsilon=self._epsilon,
-            mechanism="PrivHP",
-            params=params,
-        )
+        dist, grown = grow_release(self)
         self._lineage.record(digest, (dist, grown))
         return dist
 

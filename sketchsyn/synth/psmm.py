@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ParameterError, check_epsilon, check_int
+from ..io.serial import MetaReader
 from ..privacy.accounting import laplace_scale
 from ..privacy.noise import discrete_laplace
 from ..privacy.rng import RNGLike
@@ -92,8 +93,6 @@ class PSMM(LevelCounts):
     rng : noise randomness (``None``: OS CSPRNG).
     """
 
-    _kind = "PSMM"
-
     def __init__(self, domain: Any, epsilon: float, depth: int, rng: RNGLike = None) -> None:
         self._epsilon = check_epsilon(epsilon, "PSMM")
         self._scale = laplace_scale(1, self._epsilon, "PSMM")
@@ -114,10 +113,19 @@ class PSMM(LevelCounts):
         return super()._params() | {"epsilon": self._epsilon}
 
     @classmethod
-    def _from_params(cls, meta: dict[str, Any]) -> PSMM:
-        from ..domains.domain import domain_from_dict
+    def _from_params(cls, fields: MetaReader, rng: RNGLike) -> PSMM:
+        from ..domains import domain_from_dict
 
-        return cls(domain_from_dict(meta["domain"]), meta["epsilon"], meta["depth"])
+        return cls(
+            domain_from_dict(fields.dict("domain")),
+            fields.epsilon("epsilon"),
+            fields.int("depth", minimum=1),
+            rng=rng,
+        )
+
+    @classmethod
+    def _param_fields(cls) -> set[str]:
+        return super()._param_fields() | {"epsilon"}
 
     def _release_now(self) -> tuple[PrivateDistribution, dict[str, np.ndarray]]:
         """Add the noise once, solve the LP, return the private distribution."""
