@@ -283,7 +283,9 @@ def read(
             if value == code:
                 state = name
         if state is None:
-            raise SerializationError(f"{label} blob header field 'state' has an unknown code {code}")
+            raise SerializationError(
+                f"{label} blob header field 'state' has an unknown code {code}"
+            )
     keyed = bool(flags & _FLAG_KEYED)
     if keyed and key is None:
         raise SerializationError(
@@ -440,6 +442,10 @@ class MetaReader:
                 raise SerializationError(f"{self._label} blob header lacks the field {name!r}")
             return default
         return self._meta[name]
+
+    def value(self, name: str) -> Any:
+        """The field as stored (for a value its own reader checks, e.g. a lineage)."""
+        return self._get(name, _MISSING)
 
     def has(self, name: str) -> bool:
         return name in self._meta

@@ -77,6 +77,7 @@ from ..io.serial import MetaReader
 from ..io.stream import consume
 from ..io.summary import Summary
 from ..privacy import accounting
+from ..privacy.lineage import Lineage, state_digest
 from ..privacy.rng import RNGLike, as_source
 from ..synth import private_pca
 from ..synth.lowdim_release import MAX_N as _MAX_N
@@ -230,6 +231,7 @@ class LowDimSynthesizer(Summary):
         self._n_synth = 0
         self._phase = "accumulate"
         self._frozen = False
+        self._lineage = Lineage.new(self._source, _KIND, self._params())
         # fixed by fix_subspace()
         self._cov_grid: np.ndarray | None = None
         self._mean_grid: np.ndarray | None = None
@@ -352,7 +354,13 @@ class LowDimSynthesizer(Summary):
         return int(base)
 
     # ------------------------------------------------------------------ input
+    @property
+    def lineage(self) -> Lineage:
+        """The identity of this summary's noise, shared by its copies (one release guard)."""
+        return self._lineage
+
     def _check_open(self) -> None:
+        self._lineage.check_open(_KIND)
         if self._frozen:
             raise ReleasedError("this LowDimSynthesizer is a snapshot; it is read-only")
         if self._released is not None:
@@ -522,8 +530,11 @@ class LowDimSynthesizer(Summary):
         """Release the synthesis stage and wrap it with the private subspace (once)."""
         if self._released is not None:
             return self._released
-        if self._frozen:
-            raise ReleasedError("release the live LowDimSynthesizer, not a snapshot of it")
+        digest = self._digest()
+        stored = self._lineage.lookup(digest, _KIND)  # a copy released at another state raises
+        if stored is not None:
+            self._released, self._phase, self._inner = stored, "released", None
+            return stored
         if self._pca_rows is None and (self._phase == "accumulate" or self._n_synth != self._n_pca):
             raise InputError(
                 f"the synthesis pass saw {self._n_synth} records and the first pass "
@@ -543,12 +554,21 @@ class LowDimSynthesizer(Summary):
             epsilon=self._epsilon,
             epsilon_parts=self._parts,
             method=self._method,
-            n=self._n_pca,
             one_pass=self._pca_rows is not None,
         )
         self._phase = "released"
         self._inner = None  # its exact counts are no longer needed
+        self._lineage.record(digest, self._released)
         return self._released
+
+    def _digest(self) -> bytes:
+        """Identifies the state a release is drawn from (copies at one state share it)."""
+        if self._phase == "accumulate":
+            return state_digest(self._s1, self._s2, np.array([self._n_pca]))
+        assert self._inner is not None and self._cov_grid is not None
+        assert self._mean_grid is not None
+        inner = np.frombuffer(self._inner._digest(), dtype=np.uint8)
+        return state_digest(self._cov_grid, self._mean_grid, inner, np.array([self._n_synth]))
 
     # ------------------------------------------------------------------ protocol
     def _params(self) -> dict[str, Any]:
@@ -636,6 +656,7 @@ class LowDimSynthesizer(Summary):
             "phase": self._phase,
             "n_pca": self._n_pca,
             "frozen": self._frozen,
+            "lineage": self._lineage.to_meta(),
         }
         arrays: dict[str, np.ndarray] = {}
         if self._phase == "accumulate":
@@ -727,6 +748,10 @@ class LowDimSynthesizer(Summary):
             )
         obj._n_pca = n_pca
         obj._frozen = frozen
+        if fields.has("lineage"):
+            obj._lineage = Lineage.from_meta(fields.value("lineage"), _KIND)
+        else:  # written before lineages were stored: every copy of this blob shares one
+            obj._lineage = Lineage.of_legacy_blob(blob)
         if phase == "accumulate":
             obj._s1[...] = s1
             obj._s2[...] = s2
@@ -749,6 +774,8 @@ class LowDimSynthesizer(Summary):
             if obj._released.target_dim != target:
                 raise SerializationError(f"{_KIND} blob release does not have d' = {target}")
             obj._phase = "released"
+            if not obj._lineage.released:
+                obj._lineage.record(b"", obj._released)
             return obj
         if n_pca < 2:
             raise SerializationError(

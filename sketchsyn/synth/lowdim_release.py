@@ -74,7 +74,8 @@ class LowDimDistribution(Summary):
     """
 
     STATE_PRIVACY = "private"
-    FORMAT_VERSION = 1
+    FORMAT_VERSION = 2
+    READS = (1, 2)  # version 1 also held the exact record count, which a release must not
 
     def __init__(
         self,
@@ -87,7 +88,6 @@ class LowDimDistribution(Summary):
         epsilon: float,
         epsilon_parts: dict[str, float],
         method: str,
-        n: int,
         one_pass: bool,
     ) -> None:
         self._domain = domain
@@ -98,7 +98,6 @@ class LowDimDistribution(Summary):
         self._epsilon = float(epsilon)
         self._parts = dict(epsilon_parts)
         self._method = method
-        self._n = int(n)
         self._one_pass = bool(one_pass)
 
     @property
@@ -170,7 +169,6 @@ class LowDimDistribution(Summary):
             "epsilon": self._epsilon,
             "epsilon_parts": self._parts,
             "method": self._method,
-            "n": self._n,
             "one_pass": self._one_pass,
         }
         arrays = {
@@ -198,7 +196,8 @@ class LowDimDistribution(Summary):
         epsilon = fields.epsilon("epsilon")
         parts = read_parts(fields, epsilon, _DIST_KIND)
         method = fields.str("method", ("pmm", "psmm"))
-        n = fields.int("n", minimum=0, maximum=MAX_N)
+        if version == 1:  # version 1 stored the exact record count; it is checked, not kept
+            fields.int("n", minimum=0, maximum=MAX_N)
         one_pass = fields.bool("one_pass")
         if set(arrays) != {"inner", "components", "mean_unit", "spectrum"}:
             raise SerializationError(f"{_DIST_KIND} blob holds unexpected arrays {sorted(arrays)}")
@@ -229,7 +228,6 @@ class LowDimDistribution(Summary):
             epsilon=epsilon,
             epsilon_parts=parts,
             method=method,
-            n=n,
             one_pass=one_pass,
         )
 
