@@ -25,8 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sketchsyn.counters.sparsebank import InhomogeneousSparseBank
-from sketchsyn.counters.tree import (
+from sketchsyn.counters import (
     BinaryMechanism,
     CounterBank,
     InhomogeneousSparseCounter,
@@ -35,6 +34,7 @@ from sketchsyn.counters.tree import (
     online_budgets,
     sqrt_coefficients,
 )
+from sketchsyn.counters.sparsebank import InhomogeneousSparseBank
 from sketchsyn.privacy.noise import discrete_laplace
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"

@@ -22,8 +22,9 @@ import time
 
 import numpy as np
 
+from sketchsyn.counters import BinaryMechanism
+from sketchsyn.counters.base import _noise_variance
 from sketchsyn.counters.karytree import KaryTreeCounter, balanced_digits, karytree_levels
-from sketchsyn.counters.tree import BinaryMechanism, _noise_variance
 
 
 def _binary(horizon: int, ts: np.ndarray) -> np.ndarray:

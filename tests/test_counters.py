@@ -4,6 +4,7 @@ inhomogeneous budgets, bytes, bad values."""
 from __future__ import annotations
 
 import math
+import pickle
 from fractions import Fraction
 from functools import lru_cache
 
@@ -11,19 +12,23 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sketchsyn.counters import sparsebank
-from sketchsyn.counters import tree as counters
-from sketchsyn.counters.sparsebank import InhomogeneousSparseBank
-from sketchsyn.counters.tree import (
+from sketchsyn.counters import (
     BinaryMechanism,
     CounterBank,
     InhomogeneousSparseCounter,
     SparseCounter,
     SqrtFactorizationCounter,
     online_budgets,
+    sparse,
+    sparsebank,
     sqrt_coefficients,
 )
+from sketchsyn.counters import base as counters
+from sketchsyn.counters.karytree import KaryTreeCounter
+from sketchsyn.counters.sparsebank import InhomogeneousSparseBank
 from sketchsyn.errors import IncompatibleError, InputError, ParameterError, SerializationError
+from sketchsyn.io.serial import header_of, pack, unpack
+from sketchsyn.privacy.rng import as_source
 
 
 class Tape:
@@ -336,13 +341,13 @@ def _trip_pmf(x: float, a: int, s: int) -> np.ndarray:
 @pytest.mark.parametrize("a", [0, 2, -1])
 def test_first_trip_is_exactly_geometric(a, kind):
     """Fails when the geometric draw is off by one: 20 000 draws of the first trip among s = 6
-    checks (``counters._first_trip``, or the bank's vectorised ``sparsebank.first_trips``)
+    checks (``sparse._first_trip``, or the bank's vectorised ``sparsebank.first_trips``)
     against the exact pmf of G in {0 (no trip), 1, ..., s}; a draw outside [0, s] fails at
     once."""
     x, s, runs = Fraction(1, 2), 6, 20_000
-    src = counters.as_source(11 + a)
+    src = as_source(11 + a)
     if kind == "scalar":
-        draws = np.array([counters._first_trip(x, a, s, src) for _ in range(runs)])
+        draws = np.array([sparse._first_trip(x, a, s, src) for _ in range(runs)])
     else:
         draws = sparsebank.first_trips(x, np.full(runs, a), np.full(runs, s), src)
     assert draws.min() >= 0 and draws.max() <= s, np.bincount(draws - draws.min())
@@ -360,17 +365,19 @@ def test_first_trip_is_exactly_geometric(a, kind):
 
 def test_skip_one_step_trips_with_the_exact_probability():
     x, runs = Fraction(1, 2), 20_000
-    src = counters.as_source(5)
+    src = as_source(5)
     p = _trip_pmf(0.5, 0, 1)[1]
-    hits = sum(counters._first_trip(x, 0, 1, src) == 1 for _ in range(runs))
+    hits = sum(sparse._first_trip(x, 0, 1, src) == 1 for _ in range(runs))
     assert abs(hits / runs - p) < 4.5 * math.sqrt(p * (1 - p) / runs)
 
 
-# Inhomogeneous counting with large budgets (small thresholds): ε_4 ≈ 6.0, ε_5 ≈ 5.0,
-# ε_6 ≈ 4.2; with ε = 1 the time levels are 4 = [16, 32), 5 = [32, 64), 6 = [64, 128). Level
-# 4's sparse counter runs at ε_4/2: T0 = 8, checks and thresholds Lap_Z(≈ 0.67).
-INH_BUDGETS = online_budgets(75.0, 2, 4)
-INH_SKIPS = (6, 50)  # t = 16 -> 22 inside level 4; 22 -> 72: level 4 ends, level 5 passed whole
+# Inhomogeneous counting with large budgets (small thresholds): ε_7 ≈ 6.0, ε_8 ≈ 5.0,
+# ε_9 ≈ 4.2, all at most ε = 8 (a budget above ε is refused); with ε = 8 the time levels are
+# 7 = [16, 32), 8 = [32, 64), 9 = [64, 128). Level 7's sparse counter runs at ε_7/2: T0 = 8,
+# checks and thresholds Lap_Z(≈ 0.67).
+INH_EPS = 8.0
+INH_BUDGETS = online_budgets(75.0, 2, 7)
+INH_SKIPS = (6, 50)  # t = 16 -> 22 inside level 7; 22 -> 72: level 7 ends, level 8 passed whole
 
 
 @lru_cache(maxsize=1)
@@ -386,7 +393,7 @@ def _inhomogeneous_scalar_runs() -> dict:
         rows = []
         for i in range(RUNS):
             c = InhomogeneousSparseCounter(
-                1.0, INH_BUDGETS, start_level=4, rng=2 * i + (method == "step")
+                INH_EPS, INH_BUDGETS, start_level=7, rng=2 * i + (method == "step")
             )
             if method == "skip":
                 first = c.update(8)
@@ -399,7 +406,7 @@ def _inhomogeneous_scalar_runs() -> dict:
                 xs[0], xs[-1] = 8, 1
                 out = c.update_many(xs)
                 rows.append([*out[: s1 + 1].tolist(), out[s1 + s2], out[-1]])
-            assert c.t == 16 + s1 + s2 + 1 and c.level == 6
+            assert c.t == 16 + s1 + s2 + 1 and c.level == 9
         r = np.array(rows)
         sides[method] = {
             **{f"t={16 + k}": r[:, k] for k in range(s1 + 1)},
@@ -417,7 +424,7 @@ def test_inhomogeneous_skip_has_the_law_of_stepping():
     _same_law(sides["skip"], sides["step"])
     first = sides["skip"]["first closing in the span"]
     assert 0.4 < (first > 0).mean() < 0.95 and np.unique(first).size == INH_SKIPS[0] + 1
-    # The two level totals' noise (scales 2/ε_4, 2/ε_5) move the release at t = 72 off 8.
+    # The two level totals' noise (scales 2/ε_7, 2/ε_8) move the release at t = 72 off 8.
     assert 0.05 < (sides["skip"]["t=72"] != 8).mean() < 0.5
 
 
@@ -429,7 +436,7 @@ def test_inhomogeneous_bank_skip_has_the_law_of_stepping():
     counters' stepping (no vectorised trip draws at all)."""
     sides = {}
     for method, seed in (("skip", 5), ("step", 6)):
-        bank = InhomogeneousSparseBank(RUNS, 1.0, INH_BUDGETS, start_level=4, rng=seed)
+        bank = InhomogeneousSparseBank(RUNS, INH_EPS, INH_BUDGETS, start_level=7, rng=seed)
         rel = {"t=16": bank.update(np.full(RUNS, 8, dtype=np.int64))}
         if method == "skip":
             for s, t in ((2, 18), (4, 22), (50, 72)):
@@ -438,7 +445,7 @@ def test_inhomogeneous_bank_skip_has_the_law_of_stepping():
         else:
             out = bank.update_many(np.zeros((56, RUNS), dtype=np.int64))
             rel.update({"t=18": out[1], "t=22": out[5], "t=72": out[55]})
-        assert bank.t == 72 and bank.level == 6
+        assert bank.t == 72 and bank.level == 9
         rel["t=73"] = bank.update(np.ones(RUNS, dtype=np.int64))
         sides[method] = rel
     _same_law(sides["skip"], _inhomogeneous_scalar_runs()["step"])
@@ -539,8 +546,8 @@ def test_bytes_round_trip_and_continue_identically(make):
     assert back.to_bytes() == blob and back.query() == c.query() and back.t == c.t
     xs = np.random.default_rng(2).integers(0, 2, size=50)
     assert np.array_equal(back.update_many(xs), again.update_many(xs))
-    header_exact = b'"exact_state": true' in blob
-    assert header_exact == isinstance(c, (SparseCounter, InhomogeneousSparseCounter))
+    # Every counter's state is trusted, and its container header says so.
+    assert header_of(blob).state == "trusted" and b"exact_state" not in blob
     damaged = bytearray(blob)
     damaged[len(blob) // 2] ^= 1
     with pytest.raises(SerializationError):
@@ -596,9 +603,9 @@ def test_parameters_are_checked():
 
 
 def test_floor_t0_is_exact():
-    assert counters._floor_t0(1, Fraction(1), 1) == 0
+    assert sparse._floor_t0(1, Fraction(1), 1) == 0
     for horizon, eps in ((100, Fraction(1, 3)), (2**40, Fraction(7, 10)), (5, Fraction(2))):
-        assert counters._floor_t0(horizon, eps, 1) == math.floor(9 * math.log(horizon) / eps)
+        assert sparse._floor_t0(horizon, eps, 1) == math.floor(9 * math.log(horizon) / eps)
 
 
 # ------------------------------------------------------------------ square-root factorization
@@ -649,7 +656,7 @@ def test_sqrt_factorization_bytes_and_bad_values():
     c = SqrtFactorizationCounter(1.0, 100, rng=0)
     c.update_many([1, 2, 0])
     blob = c.to_bytes()
-    assert b'"exact_state": true' in blob
+    assert header_of(blob).state == "trusted" and b"exact_state" not in blob
     back = SqrtFactorizationCounter.from_bytes(blob)
     assert back.t == 3 and np.array_equal(back.releases, c.releases)
     assert back.query() == c.query() and c.nbytes == 16 * 100 + 48
@@ -682,3 +689,214 @@ def test_merge_adds_states_and_refuses_shared_noise(monkeypatch, kwargs):
         a.merge(BinaryMechanism.from_bytes(a.to_bytes()))  # same lineage
     with pytest.raises(IncompatibleError):
         a.merge(BinaryMechanism(rng=3, **kwargs))  # different t
+
+
+# ------------------------------------------------------------------ trusted state, forged blobs
+def _every_counter() -> list:
+    return [
+        BinaryMechanism(1.0, 64, rng=0),
+        BinaryMechanism(rho=0.5, rng=0),
+        BinaryMechanism(1.0, 64, estimator="honaker", rng=0),
+        CounterBank(3, 1.0, 64, rng=0),
+        SqrtFactorizationCounter(1.0, 64, rng=0),
+        SparseCounter(1.0, 64, rng=0),
+        InhomogeneousSparseCounter(1.0, online_budgets(1.0, 2, 0), rng=0),
+        InhomogeneousSparseBank(3, 1.0, online_budgets(1.0, 2, 0), rng=0),
+        KaryTreeCounter(1.0, 64, rng=0),
+    ]
+
+
+@pytest.mark.parametrize("secret", [0, 1])
+def test_shipped_tree_state_plus_a_later_release_reveals_an_exact_count(secret):
+    """Why every counter declares a trusted state. The binary mechanism's open p-sum holds its
+    noise plus the data so far: a blob shipped after step 1 holds ``η + x1`` for the block
+    (0, 2]; the release at step 2 is that block's noisy sum ``η + x1 + x2``. Their difference
+    is ``x2`` exactly, whatever the noise: the old header's ``"exact_state": false`` was false.
+    """
+    c = BinaryMechanism(1.0, 4, rng=secret + 17)
+    c.update(1)
+    blob = c.to_bytes()
+    assert header_of(blob).state == "trusted"
+    _, _, _, arrays = unpack(blob, "BinaryMechanism")
+    shipped = int(arrays["open"][1, 0])  # level 1: the open block (0, 2]
+    release = c.update(secret)  # step 2 = 0b10: the release is the closed block (0, 2]
+    assert release - shipped == secret
+
+
+def test_every_counter_declares_a_trusted_state():
+    for c in _every_counter():
+        c.update_many(np.ones((2, c.size), dtype=np.int64)) if hasattr(c, "size") else c.update(1)
+        blob = c.to_bytes()
+        assert type(c).STATE_PRIVACY == "trusted" and c.state_privacy == "trusted"
+        assert header_of(blob).state == "trusted" and b"exact_state" not in blob
+        assert "trusted" in (type(c).__doc__ or "").lower()
+        back = type(c).from_bytes(blob, rng=1)
+        assert back == c and pickle.loads(pickle.dumps(c)) == c
+
+
+def _forge(c, **changes) -> bytes:
+    kind, version, meta, arrays = unpack(c.to_bytes(), type(c).__name__)
+    meta = dict(meta)
+    for key, value in changes.items():
+        if value is _DROP:
+            meta.pop(key, None)
+        else:
+            meta[key] = value
+    return _pack_unsafe(kind, version, meta, arrays)
+
+
+_DROP = object()
+
+
+def _pack_unsafe(kind, version, meta, arrays) -> bytes:
+    """``pack`` that lets NaN and infinity through (a forger's JSON writer)."""
+    import json
+
+    real = json.dumps
+
+    def loose(obj, **kw):
+        kw["allow_nan"] = True
+        return real(obj, **kw)
+
+    json.dumps = loose
+    try:
+        return pack(kind, version, meta, arrays, state="trusted")
+    finally:
+        json.dumps = real
+
+
+FORGED_FLOATS = [1e-320, 1.5e308, 2.0**-31, 2.0**21, float("nan"), float("inf"), -1.0, 0, "1"]
+
+
+@pytest.mark.parametrize("value", FORGED_FLOATS, ids=repr)
+@pytest.mark.parametrize(
+    "make, field",
+    [
+        (lambda: BinaryMechanism(1.0, 64, rng=0), "epsilon"),
+        (lambda: BinaryMechanism(rho=1.0, rng=0), "rho"),
+        (lambda: CounterBank(2, 1.0, 64, rng=0), "epsilon"),
+        (lambda: KaryTreeCounter(1.0, 64, rng=0), "epsilon"),
+        (lambda: SparseCounter(1.0, 64, rng=0), "epsilon"),
+        (lambda: SqrtFactorizationCounter(1.0, 64, rng=0), "rho"),
+        (lambda: InhomogeneousSparseCounter(1.0, online_budgets(1.0, 2, 0), rng=0), "epsilon"),
+        (lambda: InhomogeneousSparseCounter(1.0, online_budgets(1.0, 2, 0), rng=0), "max_budget"),
+        (lambda: InhomogeneousSparseBank(2, 1.0, online_budgets(1.0, 2, 0), rng=0), "epsilon"),
+        (lambda: InhomogeneousSparseBank(2, 1.0, online_budgets(1.0, 2, 0), rng=0), "max_budget"),
+    ],
+)
+def test_forged_float_fields_are_refused_by_name(make, field, value):
+    c = make()
+    if field == "max_budget" and value in (0, 2.0**-31, 1e-320):
+        return  # a budget of 0 (or tiny) used so far is a valid value
+    # NaN and infinity are refused by the container before any field is read.
+    named = isinstance(value, str) or math.isfinite(value)
+    with pytest.raises(SerializationError, match=field if named else None):
+        type(c).from_bytes(_forge(c, **{field: value}))
+
+
+@pytest.mark.parametrize("value", [1e-320, 1.5e308, float("nan"), 2.0**-31, 2.0**21])
+def test_constructors_refuse_the_same_budgets(value):
+    for make in (
+        lambda: BinaryMechanism(value, 64),
+        lambda: BinaryMechanism(rho=value),
+        lambda: KaryTreeCounter(value, 64),
+        lambda: SparseCounter(value, 64),
+        lambda: SqrtFactorizationCounter(value, 64),
+        lambda: online_budgets(value, 2, 0),
+    ):
+        with pytest.raises(ParameterError):
+            make()
+
+
+@pytest.mark.parametrize(
+    "budgets",
+    [
+        {"epsilon": 1.0, "d": 2, "j": 2**31},
+        {"epsilon": 1e-320, "d": 2, "j": 0},
+        {"epsilon": 1.0, "d": 0, "j": 0},
+    ],
+)
+def test_forged_stored_budgets_are_refused(budgets):
+    c = InhomogeneousSparseCounter(1.0, online_budgets(1.0, 2, 0), rng=0)
+    with pytest.raises(SerializationError):
+        InhomogeneousSparseCounter.from_bytes(_forge(c, budgets=budgets))
+
+
+@pytest.mark.parametrize("value", [1, 0, "yes", None, 1.0])
+def test_flags_must_be_real_bools(value):
+    for c in (BinaryMechanism(1.0, 8, rng=0), KaryTreeCounter(1.0, 8, rng=0)):
+        with pytest.raises(SerializationError, match="frozen"):
+            type(c).from_bytes(_forge(c, frozen=value))
+    b = InhomogeneousSparseBank(2, 1.0, online_budgets(1.0, 2, 0), rng=0)
+    with pytest.raises(SerializationError, match="ready"):
+        InhomogeneousSparseBank.from_bytes(_forge(b, ready=value))
+
+
+@pytest.mark.parametrize("field", ["t", "horizon", "sensitivity", "last", "segment", "size"])
+@pytest.mark.parametrize("value", [2**62, -1, 1.5, float("nan"), "3", None])
+def test_forged_integer_fields_are_refused(field, value):
+    makes = [
+        lambda: BinaryMechanism(1.0, 64, rng=0),
+        lambda: BinaryMechanism(1.0, rng=0),
+        lambda: KaryTreeCounter(1.0, 64, rng=0),
+        lambda: SparseCounter(1.0, 64, rng=0),
+        lambda: SqrtFactorizationCounter(1.0, 64, rng=0),
+        lambda: CounterBank(2, 1.0, 64, rng=0),
+    ]
+    for make in makes:
+        c = make()
+        c.skip(3)
+        kind, _, meta, _ = unpack(c.to_bytes(), type(c).__name__)
+        if field not in meta or (
+            field == "horizon" and value is None and kind == "BinaryMechanism"
+        ):
+            continue
+        if field == "last" and (kind == "SqrtFactorizationCounter" or value == -1):
+            continue  # a float estimate there; a release may be negative
+        with pytest.raises(SerializationError):
+            type(c).from_bytes(_forge(c, **{field: value}))
+
+
+def test_nan_never_enters_an_integer_array():
+    c = BinaryMechanism(1.0, 16, estimator="honaker", rng=0)
+    c.update_many([1, 1, 0])
+    kind, version, meta, arrays = unpack(c.to_bytes(), "BinaryMechanism")
+    for name in ("lasts", "est"):
+        bad = {k: a.copy() for k, a in arrays.items()}
+        bad[name][0] = np.nan
+        with pytest.raises(SerializationError, match=name):
+            BinaryMechanism.from_bytes(pack(kind, version, meta, bad, state="trusted"))
+    # a float array where an integer one belongs is refused, never cast
+    bad = {k: a.copy() for k, a in arrays.items()}
+    bad["open"] = bad["open"].astype(np.float64)
+    with pytest.raises(SerializationError, match="open"):
+        BinaryMechanism.from_bytes(pack(kind, version, meta, bad, state="trusted"))
+
+
+def test_budgets_above_epsilon_are_refused_at_the_level_they_reach():
+    # Known up front: online_budgets is largest at the first level.
+    with pytest.raises(ParameterError, match="level 0"):
+        InhomogeneousSparseCounter(1.0, online_budgets(1.0, 2, 60), rng=0)
+    with pytest.raises(ParameterError, match="level 0"):
+        InhomogeneousSparseBank(2, 1.0, lambda r: 2.0, rng=0)
+    # A callable is checked as each level is reached; the refused batch changes nothing.
+    grows = lambda r: 0.5 * 2**r  # noqa: E731  (ε_2 = 2 > ε = 1)
+    c = InhomogeneousSparseCounter(1.0, grows, rng=0)
+    c.update_many([1, 0])
+    before = c.to_bytes()
+    with pytest.raises(ParameterError, match=r"epsilon_2 = 2\.0 .* level 2"):
+        c.update_many(np.ones(10, dtype=np.int64))
+    with pytest.raises(ParameterError, match="level 2"):
+        c.skip(10)
+    assert c.to_bytes() == before and c.t == 2
+    b = InhomogeneousSparseBank(2, 1.0, grows, rng=0)
+    b.update_events(2, [0], [1])
+    before = b.to_bytes()
+    for call in (
+        lambda: b.update_events(10, [1], [5]),
+        lambda: b.skip(10),
+        lambda: b.update_many(np.ones((10, 2), dtype=np.int64)),
+    ):
+        with pytest.raises(ParameterError, match="level 2"):
+            call()
+        assert b.to_bytes() == before

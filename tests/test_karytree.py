@@ -11,16 +11,17 @@ import numpy as np
 import pytest
 from test_counters import _chi2_same
 
-from sketchsyn.counters import karytree
-from sketchsyn.counters import tree as counters
+from sketchsyn.counters import BinaryMechanism, karytree
+from sketchsyn.counters import base as counters
+from sketchsyn.counters.base import _noise_variance
 from sketchsyn.counters.karytree import (
     KaryTreeCounter,
     _KaryEngine,
     balanced_digits,
     karytree_levels,
 )
-from sketchsyn.counters.tree import BinaryMechanism, _noise_variance
 from sketchsyn.errors import InputError, ParameterError, ReleasedError, SerializationError
+from sketchsyn.io.serial import header_of, pack, unpack
 from sketchsyn.privacy.rng import as_source
 
 RUNS = 10_000  # replicates per statistic
@@ -243,7 +244,8 @@ def test_bytes_round_trip_and_continue_identically():
     back = KaryTreeCounter.from_bytes(blob, rng=5)
     again = KaryTreeCounter.from_bytes(blob, rng=5)
     assert back.to_bytes() == blob and back.query() == c.query() and back.t == c.t
-    assert b'"exact_state": false' in blob and b"pickle" not in blob
+    assert header_of(blob).state == "trusted" and b"exact_state" not in blob
+    assert b"pickle" not in blob
     xs = np.random.default_rng(2).integers(0, 2, size=500)
     assert np.array_equal(back.update_many(xs), again.update_many(xs))
     assert pickle.loads(pickle.dumps(c)).to_bytes() == blob
@@ -310,3 +312,31 @@ def test_parameters_are_checked():
         KaryTreeCounter(1.0, 10, rng=0).variance(11)
     with pytest.raises(ParameterError):
         KaryTreeCounter(1.0, 10, rng=0).skip(-1)
+
+
+@pytest.mark.parametrize("secret", [0, 1])
+def test_shipped_state_and_a_later_release_differ_by_an_exact_count(secret):
+    """Why KaryTreeCounter's state is trusted. With k = 3, level 1's block (0, 3] is in the
+    window from the start and holds its noise plus the data so far: ``η + x1`` in a blob shipped
+    after step 1. The release at t = 3 (balanced digits [0, 1]) is that block's noisy sum
+    ``η + x1 + x2 + x3``: the difference is ``x2 + x3`` exactly, whatever the noise."""
+    c = KaryTreeCounter(1.0, 40, k=3, rng=4 + secret)
+    c.update(1)
+    blob = c.to_bytes()
+    assert header_of(blob).state == "trusted"
+    shipped = int(unpack(blob, "KaryTreeCounter")[3]["blocks"][1, 1])  # block (0, 3]
+    c.update(secret)
+    release = c.update(0)
+    assert release - shipped == secret
+
+
+@pytest.mark.parametrize("value", [1e-320, 1.5e308, 2.0**-31, "1"])
+def test_forged_epsilon_is_refused_by_name(value):
+    c = KaryTreeCounter(1.0, 40, rng=0)
+    kind, version, meta, arrays = unpack(c.to_bytes(), "KaryTreeCounter")
+    with pytest.raises(SerializationError, match="epsilon"):
+        KaryTreeCounter.from_bytes(
+            pack(kind, version, {**meta, "epsilon": value}, arrays, state="trusted")
+        )
+    with pytest.raises(ParameterError):
+        KaryTreeCounter(value, 40)

@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
+import sketchsyn.counters.base as counters
+import sketchsyn.counters.sparse as sparse
 import sketchsyn.counters.sparsebank as sb
-import sketchsyn.counters.tree as counters
+from sketchsyn.counters import InhomogeneousSparseCounter, online_budgets
 from sketchsyn.counters.sparsebank import InhomogeneousSparseBank, first_trips
-from sketchsyn.counters.tree import InhomogeneousSparseCounter, online_budgets
 from sketchsyn.errors import InputError, ParameterError, SerializationError
-from sketchsyn.io.serial import pack, unpack
+from sketchsyn.io.serial import header_of, pack, unpack
 from sketchsyn.privacy.rng import as_source
 
 
@@ -29,7 +30,7 @@ def test_first_trips_equal_the_exact_routine_on_the_same_bits(monkeypatch):
     s = np.concatenate([rng.integers(1, 10**7, 1500), [1, 1, 2**40, 5]])
     fast = first_trips(x, a, s, as_source(5))
     assert 0.05 < (fast > 0).mean() < 0.95  # both outcomes are well represented
-    monkeypatch.setattr(counters, "_REL", 1e30)
+    monkeypatch.setattr(sparse, "_REL", 1e30)
     exact = first_trips(x, a, s, as_source(5))
     np.testing.assert_array_equal(fast, exact)
 
@@ -98,7 +99,9 @@ def test_bank_has_the_law_of_scalar_counters(monkeypatch, window):
     budgets, small thresholds), read inside a time level and after level ends; two-sample KS.
     ``window`` = 7 forces many rounds of the batched checks."""
     monkeypatch.setattr(sb, "_WINDOW", window)
-    eps, budgets, runs = 1.0, (lambda r: 3.0), 1200
+    # ε = 4 gives the time levels of ε = 1 shifted by two (levels 0 and 1 are empty) and
+    # allows the large budget (a budget above ε is refused).
+    eps, budgets, runs = 4.0, (lambda r: 3.0), 1200
     xs = _stream(300, 1)
     bank = InhomogeneousSparseBank(runs, eps, budgets, rng=2)
     _bank_events(bank, xs, 0, 200)
@@ -146,11 +149,11 @@ def test_huge_budgets_release_the_exact_counts():
     """With ε_r = 10^6 every noise is 0 with overwhelming probability (Lap_Z(2·10^-6)) and a
     segment closes at each value > 0: the release is the exact count of the steps from
     t_{start_level} on, at every step, across level ends, in both paths."""
-    eps = 0.5  # t_r = 2^(r+1): levels end at 3, 7, 15, 31, 63 …
+    eps = 2.0**20  # t_r = 2^(r−20): levels end at 15, 31, 63 … (budgets may not pass ε)
     m, n = 5, 90
     rng = np.random.default_rng(9)
     xs = rng.integers(0, 3, (n, m)) * (rng.random((n, m)) < 0.4)
-    start = 2  # t_2 = 8: steps 1 … 7 are not counted
+    start = 23  # t_23 = 8: steps 1 … 7 are not counted
     want = np.cumsum(np.where(np.arange(1, n + 1)[:, None] >= 8, xs, 0), axis=0)
     dense = InhomogeneousSparseBank(m, eps, lambda r: 1e6, start_level=start, rng=1)
     assert dense.t == 7
@@ -159,13 +162,15 @@ def test_huge_budgets_release_the_exact_counts():
     lazy = InhomogeneousSparseBank(m, eps, lambda r: 1e6, start_level=start, rng=2)
     for lo, hi in ((7, 20), (20, 21), (21, 64), (64, 90)):
         cells, steps = np.nonzero(xs[lo:hi].T)
-        # events in arbitrary order, one pair split in two (repeated pairs add up)
+        # events sorted by time, cells in arbitrary order, one pair split in two (repeated
+        # pairs add up)
         order = np.random.default_rng(lo).permutation(cells.size)
+        order = order[np.argsort(steps[order], kind="stable")]
         c, tm = cells[order], steps[order] + lo + 1
         v = xs[tm - 1, c]
         if c.size:
-            c = np.append(c, c[0])
-            tm = np.append(tm, tm[0])
+            c = np.append(c, c[-1])
+            tm = np.append(tm, tm[-1])
             v = np.append(v, 0)
         lazy.update_events(hi, c, tm, v)
         np.testing.assert_array_equal(lazy.query(), want[hi - 1])
@@ -202,7 +207,8 @@ def test_bytes_round_trip_and_loaded_copies_continue_alike():
     b.update_events(50, [0, 0, 5, 3], [2, 9, 9, 40])
     blob = b.to_bytes()
     kind, _, meta, _ = unpack(blob, "InhomogeneousSparseBank")
-    assert meta["exact_state"] is True and "lineage" in meta
+    assert "exact_state" not in meta and "lineage" in meta
+    assert header_of(blob).state == "trusted"
     x, y = (InhomogeneousSparseBank.from_bytes(blob, rng=9) for _ in range(2))
     np.testing.assert_array_equal(x.query(), b.query())
     assert x.lineage == b.lineage and x.t == b.t == 50
@@ -231,7 +237,7 @@ def test_bytes_round_trip_and_loaded_copies_continue_alike():
 
 
 def test_nbytes_formula_and_trees_only_for_closing_counters():
-    b = InhomogeneousSparseBank(100, 1.0, lambda r: 3.0, rng=0)
+    b = InhomogeneousSparseBank(100, 4.0, lambda r: 3.0, rng=0)  # the levels of ε = 1, shifted
     assert b.nbytes == 64 * 100 + 64
     _bank_events(b, np.ones(200, dtype=np.int64), 0, 120)
     b.query()
@@ -342,8 +348,9 @@ def test_privacy_audit_on_neighbouring_streams(monkeypatch):
 
 
 def test_draws_use_the_counters_exact_samplers():
-    """The bank's noise is the exact integer Laplace of sketchsyn.privacy.noise (through counters._draw),
-    never a float sampler: its level totals fit Lap_Z(2/ε_r) by a chi-square."""
+    """The bank's noise is the exact integer Laplace of sketchsyn.privacy.noise (through
+    sketchsyn.counters.base._draw), never a float sampler: its level totals fit Lap_Z(2/ε_r) by
+    a chi-square."""
     from sketchsyn.privacy.noise import discrete_laplace_pmf
 
     m = 40_000
@@ -356,7 +363,7 @@ def test_draws_use_the_counters_exact_samplers():
     exp = m * np.append(probs, 1 - probs.sum())
     chi2 = float(((obs - exp) ** 2 / exp).sum())
     assert stats.chi2.sf(chi2, ks.size) > 1e-4
-    assert counters._draw is sb._draw
+    assert sb.core is counters  # every draw goes through sketchsyn.counters.base._draw
 
 
 def test_small_banks_pass_whole_levels_with_the_same_law():
@@ -403,3 +410,56 @@ def test_laplace_scales_follow_each_scale_law():
         exp = n * probs
         chi2 = float(((obs - exp) ** 2 / exp).sum())
         assert stats.chi2.sf(chi2, obs.size - 1) > 1e-4, (scale, obs, exp)
+
+
+def test_unsorted_event_times_are_refused_with_the_bank_unchanged():
+    """update_events used to sort a batch silently; times out of order are now a caller's bug
+    (the events of one call are one stretch of the stream, in time order)."""
+    b = InhomogeneousSparseBank(3, 1.0, online_budgets(1.0, 2, 0), rng=0)
+    b.update_events(4, [0], [2])
+    before = b.to_bytes()
+    with pytest.raises(InputError, match=r"times\[1\] = 5 < times\[0\] = 9"):
+        b.update_events(20, [1, 2], [9, 5])
+    assert b.to_bytes() == before and b.t == 4
+    b.update_events(20, [2, 1, 0], [5, 5, 9])  # equal times in any cell order are fine
+    assert b.t == 20
+
+
+def test_forged_size_is_refused_before_allocating():
+    """size = 2**31 in the header with arrays for 3 counters: a SerializationError naming the
+    array, not a 128 GiB allocation (MemoryError)."""
+    import resource
+
+    b = InhomogeneousSparseBank(3, 1.0, online_budgets(1.0, 2, 0), rng=0)
+    kind, version, meta, arrays = unpack(b.to_bytes(), "InhomogeneousSparseBank")
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = 4 * 2**30  # far below the 128 GiB the forged size would ask for
+    resource.setrlimit(resource.RLIMIT_AS, (limit if hard < 0 else min(limit, hard), hard))
+    try:
+        for size in (2**31, 2**26, 4):
+            forged = pack(kind, version, {**meta, "size": size}, arrays, state="trusted")
+            with pytest.raises(SerializationError, match="base"):
+                InhomogeneousSparseBank.from_bytes(forged)
+        with pytest.raises(SerializationError, match="size"):
+            InhomogeneousSparseBank.from_bytes(
+                pack(kind, version, {**meta, "size": 2**62}, arrays, state="trusted")
+            )
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    with pytest.raises(ParameterError, match="memory"):
+        InhomogeneousSparseBank(2**31, 1.0, online_budgets(1.0, 2, 0))
+
+
+@pytest.mark.parametrize("field", ["ready", "frozen"])
+def test_bank_flags_must_be_bools(field):
+    b = InhomogeneousSparseBank(2, 1.0, online_budgets(1.0, 2, 0), rng=0)
+    kind, version, meta, arrays = unpack(b.to_bytes(), "InhomogeneousSparseBank")
+    for value in (0, 1, "true"):
+        forged = pack(kind, version, {**meta, field: value}, arrays, state="trusted")
+        with pytest.raises(SerializationError, match=field):
+            InhomogeneousSparseBank.from_bytes(forged)
+
+
+def test_sparse_bank_refuses_budgets_above_epsilon():
+    with pytest.raises(ParameterError, match="level 0"):
+        InhomogeneousSparseBank(2, 1.0, online_budgets(1.0, 2, 60))

@@ -1,23 +1,21 @@
-"""Continual counters, one module per family: the tree (binary, Honaker) and its banks, sparse and
-inhomogeneous sparse counting, the vectorised sparse bank, the k-ary tree and the square-root
-factorization.
+"""Continual counters, one module per family: the shared base (:mod:`.base`), the tree engines
+(:mod:`.engines`), the binary mechanism and its bank (:mod:`.tree`), the square-root
+factorization (:mod:`.factorization`), sparse counting (:mod:`.sparse`), inhomogeneous sparse
+counting (:mod:`.inhomogeneous`), its vectorised bank (:mod:`.sparsebank`) and the k-ary tree
+(:mod:`.karytree`).
+
+Every counter's saved state is **trusted** (it reveals exact counts next to later releases):
+see :mod:`sketchsyn.counters.base`.
 """
 
 from __future__ import annotations
 
+from .factorization import SqrtFactorizationCounter, sqrt_coefficients
+from .inhomogeneous import InhomogeneousSparseCounter, OnlineBudgets, online_budgets
 from .karytree import KaryTreeCounter, balanced_digits, karytree_levels
+from .sparse import SparseCounter, first_trips
 from .sparsebank import InhomogeneousSparseBank
-from .tree import (
-    BinaryMechanism,
-    CounterBank,
-    InhomogeneousSparseCounter,
-    OnlineBudgets,
-    SparseCounter,
-    SqrtFactorizationCounter,
-    first_trips,
-    online_budgets,
-    sqrt_coefficients,
-)
+from .tree import BinaryMechanism, CounterBank
 
 __all__ = [
     "BinaryMechanism",

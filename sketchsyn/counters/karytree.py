@@ -28,21 +28,23 @@ from typing import Any
 
 import numpy as np
 
-from ..counters import tree as counters
-from ..counters.tree import (
+from ..errors import InputError, ParameterError, SerializationError, check_int
+from ..io.serial import MetaReader
+from ..privacy.lineage import Lineage
+from ..privacy.rng import RandomSource, RNGLike, as_source
+from . import base as core
+from .base import (
     _as_steps,
     _budget,
     _check_param,
     _check_s,
     _check_total,
     _Counter,
+    _int_array,
     _noise_variance,
     _PureFinite,
+    _read_sensitivity,
 )
-from ..errors import InputError, ParameterError, check_int
-from ..io.serial import bad_contents
-from ..privacy.lineage import Lineage
-from ..privacy.rng import RandomSource, RNGLike, as_source
 
 __all__ = ["KaryTreeCounter", "balanced_digits", "karytree_levels"]
 
@@ -98,8 +100,8 @@ class _KaryEngine:
     ``M − (k^{j+1} − 1)/2`` (its blocks hold no data yet), the construction's windows (centre 0)
     at construction (blocks at positions ≤ 0 hold nothing and get no noise). Draws happen in
     time order, one step's windows by increasing level, each window's ``2m`` values in the
-    order of ``win``: batching does not change which noise goes where. ``win`` holds noisy
-    partial sums (noise plus the data so far): noisy values only.
+    order of ``win``: batching does not change which noise goes where. ``win`` holds each
+    block's noise plus its data so far: not a release (see :class:`KaryTreeCounter`'s state).
     """
 
     __slots__ = ("h", "k", "m", "mc", "u", "win")
@@ -111,7 +113,7 @@ class _KaryEngine:
         self.u = 0
         self.win = np.zeros((h, 2 * self.m, mc), dtype=np.int64)
         if src is not None:
-            fresh = counters._draw("laplace", param, h * self.m * mc, src).reshape(h, self.m, mc)
+            fresh = core._draw("laplace", param, h * self.m * mc, src).reshape(h, self.m, mc)
             self.win[:, self.m :] = fresh
 
     def centre(self, j: int, t: Any) -> Any:
@@ -171,7 +173,7 @@ class _KaryEngine:
         m, k = self.m, self.k
         t0, t1 = self.u + 1, self.u + n
         rows, count = self._new_windows(t0, t1)
-        eta = counters._draw("laplace", param, count * 2 * m * mc, src).reshape(count, 2 * m, mc)
+        eta = core._draw("laplace", param, count * 2 * m * mc, src).reshape(count, 2 * m, mc)
         ts = np.arange(t0, t1 + 1, dtype=np.int64)
         digits = balanced_digits(ts, k, self.h)
         g = np.zeros((n, mc), dtype=np.int64)
@@ -210,7 +212,7 @@ class _KaryEngine:
         """``s`` zero steps: only the windows in use at the end are touched (O(levels) draws)."""
         t1 = self.u + s
         moved = [j for j in range(self.h) if self.centre(j, t1) != self.centre(j, self.u)]
-        fresh = counters._draw("laplace", param, len(moved) * 2 * self.m * self.mc, src)
+        fresh = core._draw("laplace", param, len(moved) * 2 * self.m * self.mc, src)
         fresh = fresh.reshape(len(moved), 2 * self.m, self.mc)
         for row, j in enumerate(moved):
             self.win[j] = fresh[row]
@@ -260,7 +262,10 @@ class KaryTreeCounter(_PureFinite, _Counter):
     ``(k² − 1)/(4k)`` per level on average.
 
     **State.** Per level, the ``2m`` blocks around the current centre (the middle block of
-    each parent is never used): ``(h, 2m)`` int64 noisy partial sums, noisy only.
+    each parent is never used): ``(h, 2m)`` int64 partial sums, each a block's noise plus its
+    data so far. That is a **trusted** state: a blob shipped at step ``t0`` and the release
+    that later uses the completed block differ by the exact count of the steps in between, so
+    the blobs say ``state == "trusted"`` in their header; keep them with the curator.
     ``nbytes = 8·(k − 1)·h + 48`` (the blocks, the last release, ``t`` and parameters).
     About one noise draw per step (``2m`` per window, a level-``j`` window every ``k^{j+1}``
     steps).
@@ -413,39 +418,38 @@ class KaryTreeCounter(_PureFinite, _Counter):
         return None
 
     # -------------------------------------------------------------- bytes
-    def to_bytes(self) -> bytes:
-        """Versioned, checksummed bytes: parameters, lineage, the noisy blocks (no exact
-        count). A loaded copy must not continue a stream its original continues too.
+    def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Parameters, lineage and the blocks (noise plus data so far: **trusted**).
 
         >>> c = KaryTreeCounter(1.0, 100, k=5, rng=1); _ = c.update_many([1, 0, 1])
         >>> KaryTreeCounter.from_bytes(c.to_bytes()).query() == c.query()
         True
         """
-        meta: dict[str, Any] = {**self._params(), "t": self._engine.u, "exact_state": False}
-        return self._pack(meta, {"blocks": self._engine.win[:, :, 0].copy()})
+        meta: dict[str, Any] = {**self._params(), "t": self._engine.u, **self._common_meta()}
+        return meta, {"blocks": self._engine.win[:, :, 0].copy()}
 
     @classmethod
-    def from_bytes(cls, blob: bytes, rng: RNGLike = None) -> KaryTreeCounter:
-        """Load bytes written by :meth:`to_bytes`; ``rng`` draws the noise of later steps."""
-        meta, arrays = cls._unpack(blob)
-        with bad_contents(cls._kind):
-            obj = cls(
-                meta["epsilon"],
-                meta["horizon"],
-                k=meta["k"],
-                sensitivity=meta["sensitivity"],
-                rng=rng,
-            )
-            obj._restore_common(meta)
-            t = check_int(meta["t"], "t", cls._kind, 0, obj._horizon)
-            blocks = arrays["blocks"]
-            engine = obj._engine
-            if blocks.shape != engine.win.shape[:2] or blocks.dtype != np.int64:
-                raise ValueError("blocks do not match the parameters")
-            if not isinstance(obj._last, int):
-                raise ValueError("the last release must be an integer")
-            engine.win[:, :, 0] = blocks
-            engine.u = t
+    def _from_state(
+        cls,
+        fields: MetaReader,
+        arrays: dict[str, np.ndarray],
+        version: int,
+        blob: bytes,
+        rng: Any,
+    ) -> KaryTreeCounter:
+        eps = fields.epsilon("epsilon")
+        horizon = fields.int("horizon", 1, _MAX_HORIZON)
+        k = fields.int("k", 3, _MAX_K)
+        if k % 2 == 0:
+            raise SerializationError(f"{cls._kind} blob header field 'k' must be odd, got {k}")
+        sensitivity = _read_sensitivity(fields)
+        t = fields.int("t", 0, horizon)
+        levels = karytree_levels(horizon, k)
+        blocks = _int_array(fields, arrays, "blocks", (levels, k - 1))
+        obj = cls(eps, horizon, k=k, sensitivity=sensitivity, rng=rng)
+        obj._restore_common(fields)
+        obj._engine.win[:, :, 0] = blocks
+        obj._engine.u = t
         return obj
 
     def __repr__(self) -> str:

@@ -2,9 +2,9 @@
 
 :class:`InhomogeneousSparseBank` runs ``size`` counters with the same ``epsilon``, budgets and
 start level: the same law, counter by counter, as ``size`` independent
-:class:`~sketchsyn.counters.tree.InhomogeneousSparseCounter` objects, with one Python call per batch
-instead of one per counter. The online synthesizer keeps one bank per level of its partition
-(thousands to millions of cells, each seeing a 1 rarely).
+:class:`~sketchsyn.counters.inhomogeneous.InhomogeneousSparseCounter` objects, with one
+Python call per batch instead of one per counter. The online synthesizer keeps one bank per
+level of its partition (thousands to millions of cells, each seeing a 1 rarely).
 
 Lazy clocks. The bank has one clock ``t`` (the global step it has reached), and each counter
 remembers how far its sparse checks have been drawn (``pos``). A counter that sees no value
@@ -19,11 +19,11 @@ row all stay with ``(1 − p)^g``. A uniform ``U`` in ``[0, 1)`` decides the fir
 inversion, ``G = min{g : U ≥ (1 − p)^g}``. We draw the first 64 bits of ``U`` for every counter
 at once, compare ``ln U`` with ``g·ln(1 − p)`` in floating point **with a proven error margin**,
 and hand each draw the margin cannot decide (about one in 10⁹) to the exact big-rational routine
-of :mod:`sketchsyn.counters.tree`, with the same bits of ``U``. Every outcome is therefore exactly
+of :mod:`sketchsyn.counters.sparse`, with the same bits of ``U``. Every outcome is therefore exactly
 the one the exact inversion gives: no floating-point decision changes a probability.
 
 >>> import numpy as np
->>> from sketchsyn.counters.tree import online_budgets
+>>> from sketchsyn.counters import online_budgets
 >>> bank = InhomogeneousSparseBank(4, 1.0, online_budgets(1.0, 2, 1), start_level=1, rng=0)
 >>> bank.t          # level 1 starts at t_1 = 2; the clock stands just before it
 1
@@ -43,26 +43,25 @@ from typing import Any
 
 import numpy as np
 
-from ..counters.tree import (
+from ..errors import InputError, SerializationError, check_int, check_memory
+from ..io.serial import MetaReader
+from ..privacy.lineage import Lineage
+from ..privacy.noise import laplace_sum
+from ..privacy.rng import RNGLike, as_source
+from . import base as core
+from .base import (
     _CAPACITY,
     _LIMIT,
-    _VERSION,
     _as_steps,
     _bank_steps,
     _check_param,
     _check_s,
     _Counter,
-    _draw,
-    _floor_t0,
-    _InhomogeneousParams,
-    _level_start,
-    first_trips,
+    _int_array,
+    _read_sensitivity,
 )
-from ..errors import InputError, SerializationError, check_int
-from ..io.serial import bad_contents, pack
-from ..privacy.lineage import Lineage
-from ..privacy.noise import laplace_sum
-from ..privacy.rng import RNGLike, as_source
+from .inhomogeneous import _InhomogeneousParams, _level_start
+from .sparse import _floor_t0, first_trips
 
 __all__ = ["InhomogeneousSparseBank", "first_trips"]
 
@@ -126,7 +125,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
     """``size`` inhomogeneous sparse counters (seed 000, Algorithm 3) stepped together.
 
     Every counter has the law of an
-    :class:`~sketchsyn.counters.tree.InhomogeneousSparseCounter` with the same ``epsilon``,
+    :class:`~sketchsyn.counters.inhomogeneous.InhomogeneousSparseCounter` with the same ``epsilon``,
     ``budgets``, ``start_level`` and ``sensitivity``, run on its own stream; the counters draw
     independent noise. Time level ``r`` is the global steps ``[t_r, t_{r+1})``,
     ``t_r = ceil(2^r/ε)``; inside it each counter runs sparse counting at ``ε_r/2`` (threshold
@@ -146,7 +145,8 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
     epsilon : float
         The ε that defines the time levels.
     budgets : callable
-        ``budgets(r) = ε_r``; :func:`~sketchsyn.counters.tree.online_budgets` is serialisable.
+        ``budgets(r) = ε_r``, at most ``epsilon`` at every level reached;
+        :func:`~sketchsyn.counters.inhomogeneous.online_budgets` is serialisable.
     start_level : int
         ``r_0``: steps before ``t_{r_0}`` are not counted.
     sensitivity : int
@@ -162,14 +162,15 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
     every counter's release now; ``t``; ``to_bytes`` / ``from_bytes``; ``snapshot()``.
 
     **Trusted-curator state** (as sparse counting's): the current segment counts ``N`` and the
-    level counts are exact and in the bytes (``"exact_state": true``). ``nbytes = 64·size +
-    16·L·rows + 64``: eight int64 per counter (``S̃``, level total, ``N``, ``θ``, ``pos``,
-    segments, sub release, tree row) and one tree of ``L = floor(log2 length) + 1`` levels
-    (open and closed noisy p-sums) per counter that closed a segment in the current level.
+    level counts are exact and in the bytes (whose header says ``state == "trusted"``).
+    ``nbytes = 64·size + 16·L·rows + 64``: eight int64 per counter (``S̃``, level total, ``N``,
+    ``θ``, ``pos``, segments, sub release, tree row) and one tree of
+    ``L = floor(log2 length) + 1`` levels (open and closed p-sums) per counter that closed a
+    segment in the current level.
 
     Examples
     --------
-    >>> from sketchsyn.counters.tree import online_budgets
+    >>> from sketchsyn.counters import online_budgets
     >>> bank = InhomogeneousSparseBank(3, 1.0, online_budgets(1.0, 1, 0), rng=1)
     >>> out = bank.update_many(np.eye(3, dtype=np.int64)); out.shape, bank.t
     ((3, 3), 3)
@@ -202,6 +203,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         """Parameters, noise streams and empty arrays (no level entered yet)."""
         name = type(self).__name__
         self._size = check_int(size, "size", name, minimum=1, maximum=2**31)
+        check_memory(64 * self._size + 64, name, f"size={self._size} counters")
         self._set_params(epsilon, budgets, start_level, sensitivity, name)
         self._eps_frac = Fraction(self._epsilon)
         src = as_source(rng)
@@ -261,7 +263,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
     def _enter(self, lv: _Level) -> None:
         """Open level ``lv``: draw every counter's level-total noise; thresholds come lazily."""
         self._lv = lv
-        self._open = _draw("laplace", lv.scale, self._size, self._level_src)
+        self._open = core._draw("laplace", lv.scale, self._size, self._level_src)
         self._pos[:] = lv.first - 1
         self._ready = False
 
@@ -271,7 +273,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
             return
         lv = self._lv
         assert lv is not None
-        self._theta = lv.t0 + _draw("laplace", lv.xs, self._size, self._theta_src)
+        self._theta = lv.t0 + core._draw("laplace", lv.xs, self._size, self._theta_src)
         self._n[:] = 0
         self._segs[:] = 0
         self._sub[:] = 0
@@ -339,7 +341,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         # segment and only even indices (odd 1-based) are ever part of a release.
         opens = ((mm[:, None] & ((1 << levels) - 1)) == 0) & (((mm[:, None] >> levels) & 1) == 0)
         oi, oj = np.nonzero(opens)
-        self._acc[rows[oi], oj] = _draw("laplace", lv.sub_param, oi.size, self._sub_src)
+        self._acc[rows[oi], oj] = core._draw("laplace", lv.sub_param, oi.size, self._sub_src)
         self._acc[rows] += values[:, None]
         closes = ((m[:, None] & ((1 << levels) - 1)) == 0) & (((m[:, None] >> levels) & 1) == 1)
         ci, cj = np.nonzero(closes)
@@ -347,7 +349,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         bits = ((m[:, None] >> levels) & 1).astype(bool)
         self._sub[cells] = np.where(bits, self._done[rows], 0).sum(axis=1)
         self._n[cells] = 0
-        self._theta[cells] = lv.t0 + _draw("laplace", lv.xs, k, self._theta_src)
+        self._theta[cells] = lv.t0 + core._draw("laplace", lv.xs, k, self._theta_src)
         self._pos[cells] = steps
 
     def _idle(self, cells: np.ndarray, until: int) -> None:
@@ -433,11 +435,13 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         """Advance the clock to global step ``until``; counter ``cells[i]`` takes value
         ``values[i]`` (default 1) at global step ``times[i]`` and 0 at every other step.
 
-        ``times`` must lie in ``(t, until]``; repeated (cell, time) pairs add up. The batch is
-        checked whole first (the bank is unchanged when it is refused). Work:
+        ``times`` must lie in ``(t, until]`` in non-decreasing order (an unsorted batch is
+        refused with :class:`~sketchsyn.errors.InputError`); repeated (cell, time) pairs add
+        up. The batch is checked whole first, budgets of the levels it reaches included (the
+        bank is unchanged when it is refused). Work:
         ``O(events + levels crossed·size)`` vectorised, plus ``O(log)`` per counter touched.
 
-        >>> from sketchsyn.counters.tree import online_budgets
+        >>> from sketchsyn.counters import online_budgets
         >>> bank = InhomogeneousSparseBank(2, 1.0, online_budgets(1.0, 2, 0), rng=3)
         >>> bank.update_events(10, [1, 1], [4, 9]); bank.t
         10
@@ -477,8 +481,17 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
             mass = float(np.abs(self._base).max() + np.abs(self._open).max()) + 4 * self._t
             if total + mass >= 2.0**61:
                 raise InputError(f"values: this batch could overflow the int64 state ({name})")
-        ascending = c.size < 2 or bool(np.all(tm[1:] >= tm[:-1]))
-        self._events(until, c, tm, v, sorted_times=ascending)
+        if c.size > 1:
+            bad = np.flatnonzero(tm[1:] < tm[:-1])
+            if bad.size:
+                i = int(bad[0]) + 1
+                raise InputError(
+                    f"times must be in non-decreasing order; times[{i}] = {int(tm[i])} < "
+                    f"times[{i - 1}] = {int(tm[i - 1])} ({name})"
+                )
+        assert self._lv is not None
+        self._check_levels(self._lv.r + 1, until)
+        self._events(until, c, tm, v, sorted_times=True)
 
     def _events(
         self, until: int, c: np.ndarray, tm: np.ndarray, v: np.ndarray, sorted_times: bool = False
@@ -540,13 +553,15 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         ``releases=True`` returns the ``(s, size)`` releases of the skipped steps (``O(s·size)``:
         it is ``update_many`` of zeros).
 
-        >>> from sketchsyn.counters.tree import online_budgets
+        >>> from sketchsyn.counters import online_budgets
         >>> bank = InhomogeneousSparseBank(5, 0.5, online_budgets(0.5, 2, 1), start_level=1, rng=2)
         >>> bank.skip(1000); bank.t
         1003
         """
         self._check_writable()
         s = _check_s(s, type(self).__name__)
+        assert self._lv is not None
+        self._check_levels(self._lv.r + 1, self._t + s)
         if releases:
             return self.update_many(np.zeros((s, self._size), dtype=np.int64))
         self._advance_clock(self._t + s)
@@ -571,6 +586,8 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
 
     def _dense(self, steps: np.ndarray) -> np.ndarray:
         n = steps.shape[0]
+        assert self._lv is not None
+        self._check_levels(self._lv.r + 1, self._t + n)
         total = float(steps.sum(dtype=np.float64))
         mass = float(np.abs(self._base).max() + np.abs(self._open).max()) + 4 * self._t
         if total + mass >= 2.0**61:
@@ -602,12 +619,14 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         return out
 
     # -------------------------------------------------------------- bytes
-    def to_bytes(self) -> bytes:
-        """Versioned, checksummed bytes. **Trusted-curator state** (``"exact_state": true``):
-        the segment and level counts are exact. ``budgets`` is stored when it comes from
-        :func:`~sketchsyn.counters.tree.online_budgets`; otherwise pass it to :meth:`from_bytes`.
+    _ARRAYS = ("base", "open", "n", "theta", "pos", "segs", "sub", "row")
 
-        >>> from sketchsyn.counters.tree import online_budgets
+    def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """**Trusted-curator state**: the segment and level counts are exact. ``budgets`` is
+        stored when it comes from :func:`~sketchsyn.counters.inhomogeneous.online_budgets`;
+        otherwise pass it to :meth:`from_bytes`.
+
+        >>> from sketchsyn.counters import online_budgets
         >>> b = InhomogeneousSparseBank(3, 1.0, online_budgets(1.0, 2, 0), rng=0)
         >>> b.update_events(40, [0, 2], [5, 6])
         >>> InhomogeneousSparseBank.from_bytes(b.to_bytes()).query().tolist() == b.query().tolist()
@@ -617,86 +636,70 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         self._catch_up()  # a copy releases what its original releases at this step
         meta = {
             **self._params(),
-            "frozen": self._frozen,
-            "lineage": self._lineage.to_meta(),
+            **self._common_meta(last=False),
             "t": self._t,
             "level": self._lv.r,
             "ready": self._ready,
             "rows": self._rows,
             "max_budget": self._max_budget,
-            "exact_state": True,
         }
-        arrays = {
-            "base": self._base,
-            "open": self._open,
-            "n": self._n,
-            "theta": self._theta,
-            "pos": self._pos,
-            "segs": self._segs,
-            "sub": self._sub,
-            "row": self._row,
-            "acc": self._acc[: self._rows],
-            "done": self._done[: self._rows],
-        }
-        return pack(
-            self._kind,
-            _VERSION,
-            meta,
-            {k: np.ascontiguousarray(a) for k, a in arrays.items()},
-            state="trusted",
-        )
+        arrays = {key: getattr(self, "_" + key) for key in self._ARRAYS}
+        arrays["acc"] = self._acc[: self._rows]
+        arrays["done"] = self._done[: self._rows]
+        return meta, {k: np.ascontiguousarray(a).copy() for k, a in arrays.items()}
 
     @classmethod
-    def from_bytes(
-        cls, blob: bytes, rng: RNGLike = None, budgets: Callable[[int], float] | None = None
+    def _from_state(
+        cls,
+        fields: MetaReader,
+        arrays: dict[str, np.ndarray],
+        version: int,
+        blob: bytes,
+        rng: Any,
     ) -> InhomogeneousSparseBank:
-        """Load bytes written by :meth:`to_bytes` (``budgets`` if it was not serialisable)."""
-        meta, arrays = cls._unpack(blob)
-        with bad_contents(cls._kind):
-            budgets = cls._stored_budgets(meta, budgets, cls._kind)
-            obj = object.__new__(cls)
-            obj._setup(
-                meta["size"],
-                meta["epsilon"],
-                budgets,
-                meta["start_level"],
-                meta["sensitivity"],
-                rng,
+        kind = cls._kind
+        size = fields.int("size", 1, 2**31)
+        # The per-counter arrays are in the blob: checking their shapes against 'size' first
+        # means nothing below allocates more than the blob holds.
+        loaded = {key: _int_array(fields, arrays, key, (size,)) for key in cls._ARRAYS}
+        eps = fields.epsilon("epsilon")
+        start = fields.int("start_level", 0, 60)
+        sensitivity = _read_sensitivity(fields)
+        budgets = cls._stored_budgets(fields, kind)
+        level = fields.int("level", start, _CAPACITY - 2)
+        ready = fields.bool("ready")
+        rows = fields.int("rows", 0, size)
+        max_budget = fields.float("max_budget", minimum=0.0, maximum=eps)
+        obj = object.__new__(cls)
+        obj._setup(size, eps, budgets, start, sensitivity, rng)
+        obj._restore_common(fields, last=None)
+        obj._check_levels(start, _level_start(level, obj._eps_frac))
+        lv = obj._first_level(level)
+        if lv.r != level:
+            raise SerializationError(f"{kind} blob header field 'level' = {level} is empty")
+        obj._lv = lv
+        obj._t = fields.int("t", lv.first - 1, lv.end)
+        obj._ready, obj._rows, obj._max_budget = ready, rows, max_budget
+        for key, a in loaded.items():
+            setattr(obj, "_" + key, a)
+        obj._acc = _int_array(fields, arrays, "acc", (rows, lv.sub_levels))
+        obj._done = _int_array(fields, arrays, "done", (rows, lv.sub_levels))
+        if (obj._pos < lv.first - 1).any() or (obj._pos > obj._t).any():
+            raise SerializationError(f"{kind} blob array 'pos' lies outside level {level}")
+        used = obj._row[obj._row >= 0]
+        if (
+            (obj._row < -1).any()
+            or used.size != obj._rows
+            or (used.size and (used.max() >= obj._rows or np.unique(used).size != used.size))
+            or bool(((obj._row >= 0) != (obj._segs > 0)).any())
+            or (obj._segs < 0).any()
+            or (obj._segs > lv.length).any()
+            or (obj._n < 0).any()
+        ):
+            raise SerializationError(
+                f"{kind} blob arrays 'row', 'segs' and 'n' are inconsistent (tree rows, segment "
+                "counts or segment values)"
             )
-            obj._restore_common(meta)
-            level = check_int(meta["level"], "level", cls._kind, obj._start, _CAPACITY - 2)
-            lv = obj._first_level(level)
-            if lv.r != level:
-                raise ValueError("the stored level is empty")
-            obj._lv = lv
-            obj._t = check_int(meta["t"], "t", cls._kind, lv.first - 1, lv.end)
-            obj._ready = bool(meta["ready"])
-            obj._rows = check_int(meta["rows"], "rows", cls._kind, 0, obj._size)
-            obj._max_budget = float(meta["max_budget"])
-            m = obj._size
-            for key in ("base", "open", "n", "theta", "pos", "segs", "sub", "row"):
-                a = arrays[key]
-                if a.shape != (m,) or a.dtype != np.int64:
-                    raise SerializationError(f"{cls._kind} blob arrays do not match its size")
-                setattr(obj, "_" + key, a.copy())
-            for key in ("acc", "done"):
-                a = arrays[key]
-                if a.shape != (obj._rows, lv.sub_levels) or a.dtype != np.int64:
-                    raise SerializationError(f"{cls._kind} blob trees do not match its level")
-                setattr(obj, "_" + key, a.copy())
-            if (obj._pos < lv.first - 1).any() or (obj._pos > obj._t).any():
-                raise ValueError("counter positions outside the level")
-            used = obj._row[obj._row >= 0]
-            if (
-                (obj._row < -1).any()
-                or used.size != obj._rows
-                or (used.size and (used.max() >= obj._rows or np.unique(used).size != used.size))
-                or bool(((obj._row >= 0) != (obj._segs > 0)).any())
-                or (obj._segs < 0).any()
-                or (obj._segs > lv.length).any()
-                or (obj._n < 0).any()
-            ):
-                raise ValueError("tree rows, segment counts or segment values are inconsistent")
         return obj
 
     def __repr__(self) -> str:
