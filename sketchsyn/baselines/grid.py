@@ -189,6 +189,8 @@ class AdaptiveGrid(LevelCounts):
     c : float, default 10
         The paper's constant (``c2 = c/2``).
 
+    Examples
+    --------
     >>> from sketchsyn import Box
     >>> ag = AdaptiveGrid(Box.unit(2), 1.0, expected_n=2**16, memory_bytes=40_000, rng=0)
     >>> ag.level, ag.level1, ag.noise_scales

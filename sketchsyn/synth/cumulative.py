@@ -74,6 +74,8 @@ def counter_budgets(rho: float, horizon: int) -> list[Fraction]:
     ``ρ_b = ρ·L_b³ / Σ_b' L_b'³`` with ``L_b = max(ceil(log2(T − b + 1)), 1)``: it equalises
     the counters' worst-case error bounds (counter ``b`` runs for ``T − b + 1`` periods).
 
+    Examples
+    --------
     >>> [str(r) for r in counter_budgets(1.0, 4)]
     ['4/9', '4/9', '1/18', '1/18']
     """
@@ -93,6 +95,8 @@ def monotonize(noisy: np.ndarray, previous: np.ndarray) -> np.ndarray:
     decrease in ``t`` and ``Ŝ_b^t ≤ Ŝ_{b−1}^{t−1}`` (nobody gains two ones in a period). It never
     increases the ℓ∞ error (Lemma 4.2).
 
+    Examples
+    --------
     >>> monotonize(np.array([7, 2]), np.array([5, 3])).tolist()
     [5, 5, 2]
     """
