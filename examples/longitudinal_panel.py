@@ -1,4 +1,4 @@
-"""A monthly poverty panel released as synthetic data, one column per month (seed 004, §5).
+"""A monthly poverty panel released as synthetic data, one column per month (Bun et al., §5).
 
     python examples/longitudinal_panel.py [--n 23374] [--rho 0.005] [--out synthetic.csv]
 

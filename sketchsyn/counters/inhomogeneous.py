@@ -52,7 +52,7 @@ _GIVEN_BUDGETS: ContextVar[Callable[[int], float] | None] = ContextVar(
 
 # ------------------------------------------------------------------ online synthesizer budgets
 class OnlineBudgets:
-    """``r ↦ ε_{j,r}`` for a cell of level ``j`` of the online synthesizer (seed 000).
+    """``r ↦ ε_{j,r}`` for a cell of level ``j`` of the online synthesizer (He, Vershynin and Zhu).
 
     ``d ≥ 2``: (4.1) ``ε_{j,r} = C1·ε·2^{(j−r)(1−1/d)/2}``, ``C1 = (1 − 2^{−(1−1/d)/2})/2``.
     ``d = 1``: (5.1) ``ε_{j,r} = 3ε/(π²(j+1)²)`` for every ``r``. Build it with
@@ -93,7 +93,8 @@ def online_budgets(epsilon: float, d: int, j: int) -> OnlineBudgets:
     """The budgets ``r ↦ ε_{j,r}`` of a level-``j`` cell: (4.1) for ``d ≥ 2``, (5.1) for ``d = 1``.
 
     For ``d ≥ 2`` the budgets of one time level sum over the cells' levels to at most ``ε/2``
-    (seed 000, (4.2)); for ``d = 1`` the sum over ``j`` is at most ``ε/2`` (``Σ 1/(j+1)² =
+    (He, Vershynin and Zhu, (4.2)); for ``d = 1`` the sum over ``j`` is at most ``ε/2`` (``Σ
+    1/(j+1)² =
     π²/6``).
 
     Examples
@@ -266,7 +267,7 @@ class _InhomogeneousParams:
 
 
 class InhomogeneousSparseCounter(_InhomogeneousParams, _Counter):
-    """Inhomogeneous sparse counting (seed 000, Algorithm 3).
+    """Inhomogeneous sparse counting (He, Vershynin and Zhu, Algorithm 3).
 
     Time level ``r`` is ``[t_r, t_{r+1})`` with ``t_r = ceil(2^r/ε)`` (global steps, from 1).
     Inside level ``r`` a :class:`SparseCounter` with horizon ``t_{r+1} − t_r`` and budget

@@ -226,7 +226,8 @@ def first_trips(x: Fraction, a: np.ndarray, s: np.ndarray, src: RandomSource) ->
 
 # ------------------------------------------------------------------ sparse counting
 class SparseCounter(_PureFinite, _Counter):
-    """Sparse counting with a finite horizon (seed 000, Algorithm 2; Dwork et al. 2015).
+    """Sparse counting with a finite horizon (He, Vershynin and Zhu, Algorithm 2; Dwork et al.
+    2015).
 
     The timeline is cut into segments: a segment closes at the first step where its count
     ``N`` plus fresh ``Lap_Z(2·sensitivity/ε)`` exceeds its threshold

@@ -1,4 +1,5 @@
-"""A vectorised bank of inhomogeneous sparse counters (seed 000, Algorithm 3, many at once).
+"""A vectorised bank of inhomogeneous sparse counters (He, Vershynin and Zhu, Algorithm 3, many at
+once).
 
 :class:`InhomogeneousSparseBank` runs ``size`` counters with the same ``epsilon``, budgets and
 start level: the same law, counter by counter, as ``size`` independent
@@ -122,7 +123,7 @@ def _level(r: int, eps_r: float, eps_frac: Fraction, sensitivity: int, owner: st
 
 
 class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
-    """``size`` inhomogeneous sparse counters (seed 000, Algorithm 3) stepped together.
+    """``size`` inhomogeneous sparse counters (He, Vershynin and Zhu, Algorithm 3) stepped together.
 
     Every counter has the law of an
     :class:`~sketchsyn.counters.inhomogeneous.InhomogeneousSparseCounter` with the same ``epsilon``,

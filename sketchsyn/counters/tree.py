@@ -83,7 +83,7 @@ class BinaryMechanism(_Counter):
     horizon : int, optional
         ``T``: the finite-horizon mechanism over steps ``1 … T`` with ``L = floor(log2 T) + 1``
         levels; each p-sum gets ``Lap_Z(sensitivity·L/ε)`` or ``N_Z(0, L·sensitivity²/(2ρ))``
-        (seed 004, Algorithm 3, with the exact level count ``L`` for ``log T``). ``None``:
+        (Bun et al., Algorithm 3, with the exact level count ``L`` for ``log T``). ``None``:
         unbounded, Chan–Shi–Song's **hybrid mechanism**: steps ``[2^k, 2^{k+1})`` form segment
         ``k``, run by a finite binary mechanism of horizon ``2^k`` at half the budget, and each
         segment's total gets ``Lap_Z(2·sensitivity/ε)`` (or ``N_Z(0, sensitivity²/ρ)``) and is

@@ -2,7 +2,8 @@
 
 ``taxi_pickups`` simulates a city's ride pickups: a few dense hotspots (stations, airport,
 downtown), traffic along a street grid and a uniform background, in a public bounding box of
-longitude/latitude. ``multifractal`` is the binary multiplicative cascade of seed 002 §3.3, the
+longitude/latitude. ``multifractal`` is the binary multiplicative cascade of Holland et al. §3.3,
+the
 paper's skewed test distribution.
 
 >>> X = next(taxi_pickups(1000, batch_size=1000, seed=0))
@@ -74,7 +75,7 @@ def taxi_pickups(n: int, batch_size: int = 65536, seed: int | None = 0) -> Itera
 def multifractal(
     n: int, d: int = 2, B: float = 0.8, depth: int = 20, seed: int | None = 0
 ) -> np.ndarray:
-    """``n`` points of the binary multiplicative cascade on ``[0, 1)^d`` (seed 002 §3.3).
+    """``n`` points of the binary multiplicative cascade on ``[0, 1)^d`` (Holland et al. §3.3).
 
     At each of ``depth`` levels a point goes to the first half of the current cell (cutting the
     coordinates round robin) with probability ``B`` and to the second half with ``1 − B``, then it

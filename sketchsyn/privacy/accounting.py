@@ -200,7 +200,7 @@ def privhp_allocation(
     allocation: str = "optimal",
     counter_depth: int | None = None,
 ) -> np.ndarray:
-    """Per-level budgets σ_0…σ_r of PrivHP (seed 002, Lemma 5, eq. 23; SPEC §3).
+    """Per-level budgets σ_0…σ_r of PrivHP (Holland et al., Lemma 5, eq. 23).
 
     Lemma 5 minimises the error bound ``Σ_l c_l/σ_l`` subject to ``Σ σ_l = ε``, whose solution
     is σ_l ∝ sqrt(c_l). A level of exact counters (l ≤ L_c) adds noise to all its 2^l cells:
@@ -246,7 +246,7 @@ def pmm_scales(
     d: int | None = None,
     gammas: Sequence[float] | Callable | None = None,
 ) -> np.ndarray:
-    """PMM noise scales s_0…s_r (seed 003, Theorem 3.10): s_l = S/(ε·sqrt(Δ_{l−1})).
+    """PMM noise scales s_0…s_r (He's dissertation, Theorem 3.10): s_l = S/(ε·sqrt(Δ_{l−1})).
 
     Δ_l = Γ_l = 2^l·γ_l (Δ_{−1} = Δ_0) and S = Σ_l sqrt(Δ_{l−1}), so that Σ 1/s_l = ε. Each
     scale is rounded up (:func:`laplace_scale`) so that the exact rational sum is ``≤ ε``.
@@ -267,7 +267,7 @@ def pmm_scales(
 
 
 def pmm_depth(epsilon: float, n: int, d: int) -> int:
-    """PMM depth (SPEC §4): ceil(log2(εn)) − 1 for d = 1, ceil(log2(εn)) for d ≥ 2; at least 1."""
+    """PMM depth: ceil(log2(εn)) − 1 for d = 1, ceil(log2(εn)) for d ≥ 2; at least 1."""
     epsilon = check_epsilon(epsilon, "pmm_depth")
     n = check_int(n, "n", "pmm_depth", minimum=1)
     d = check_int(d, "d", "pmm_depth", minimum=1)
@@ -276,6 +276,6 @@ def pmm_depth(epsilon: float, n: int, d: int) -> int:
 
 
 def privhp_depth(epsilon: float, n: int, d: int, k: int) -> int:
-    """PrivHP depth (SPEC §3): as :func:`pmm_depth`, clamped to at least L_k + 1."""
+    """PrivHP depth: as :func:`pmm_depth`, clamped to at least L_k + 1."""
     k = check_int(k, "k", "privhp_depth", minimum=1)
     return max(pmm_depth(epsilon, n, d), k.bit_length())

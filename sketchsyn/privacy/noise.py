@@ -2,7 +2,8 @@
 
 The discrete Laplace draws its magnitude by inversion: one uniform 32-bit word is compared with
 the binary expansions of ``P(|Z| < o) = 1 − 2p^o/(1 + p)``, ``p = e^{−1/scale}``
-(:mod:`sketchsyn.privacy.exactexp` computes those digits from certified brackets and settles the rare
+(:mod:`sketchsyn.privacy.exactexp` computes those digits from certified brackets and settles the
+rare
 word that equals a threshold by drawing more words), then takes a fair sign. Wide magnitudes are
 drawn digit by digit in base ``m ≤ 1024``: a geometric's law factorises over its digits. The
 discrete Gaussian is Canonne, Kamath and Steinke's rejection from a discrete Laplace (*The

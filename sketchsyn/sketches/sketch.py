@@ -1,4 +1,4 @@
-"""Private (or raw) Count-Min and Count Sketch (seed 002 §4, Algorithm 1).
+"""Private (or raw) Count-Min and Count Sketch (Holland et al. §4, Algorithm 1).
 
 A sketch is a ``depth × width`` table of int64 counters (``j × w`` in the paper), hashed by a
 public :class:`~sketchsyn.sketches.hashing.HashFamily`. With ``epsilon`` every cell starts at

@@ -1,6 +1,6 @@
 """Continual-release PrivHP: a private release at every step, in memory that does not grow.
 
-Seed 002, Appendix A; SPEC §3. Step one: every counter of the levels ``0 … L_k`` and every cell
+Holland et al., Appendix A. Step one: every counter of the levels ``0 … L_k`` and every cell
 of every level sketch ``L_k+1 … r`` becomes a continual counter, the **binary mechanism** over a
 finite public ``horizon`` ``T`` of steps. Step two (keep the partition between releases and
 promote pruned nodes that become hot) was built and measured against regrowing the tree at each

@@ -1,4 +1,4 @@
-"""Continual synthetic panels preserving cumulative time queries (seed 004, Algorithm 2).
+"""Continual synthetic panels preserving cumulative time queries (Bun et al., Algorithm 2).
 
 Each of ``n`` people reports one bit per period ``t = 1 … T``. Every period,
 :class:`CumulativeSynthesizer` publishes one new bit for each of ``n`` synthetic people so that,
@@ -111,7 +111,7 @@ def _weight_dtype(horizon: int) -> type:
 
 
 class CumulativeSynthesizer(_PanelCopies):
-    """Algorithm 2 of seed 004: a synthetic panel accurate on every "at least b ones by t".
+    """Algorithm 2 of Bun et al.: a synthetic panel accurate on every "at least b ones by t".
 
     Counter ``b`` (``b = 1 … T``) is a continual-release stream counter of
     :mod:`sketchsyn.counters.tree` with horizon ``T − b + 1`` and budget ``ρ_b`` of Corollary B.1
@@ -125,7 +125,8 @@ class CumulativeSynthesizer(_PanelCopies):
 
     ``counter="tree"`` is the paper's binary tree (:class:`sketchsyn.counters.tree.BinaryMechanism`
     with discrete Gaussian noise); ``counter="sqrt"`` is the square-root factorization of the
-    counting matrix (:class:`sketchsyn.counters.tree.SqrtFactorizationCounter`: smaller error by a
+    counting matrix (:class:`sketchsyn.counters.factorization.SqrtFactorizationCounter`: smaller
+    error by a
     constant, ``O(T)`` state per counter; its float estimates are rounded, post-processing).
 
     On Algorithm 3's noise: the tree over ``T`` leaves has ``floor(log2 T) + 1`` levels and

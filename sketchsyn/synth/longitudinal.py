@@ -1,4 +1,4 @@
-"""Continual synthetic panels preserving fixed time window queries (seed 004, Algorithm 1).
+"""Continual synthetic panels preserving fixed time window queries (Bun et al., Algorithm 1).
 
 A panel of ``n`` people (households, devices) reports one value per period ``t = 1 … T``. Every
 period from ``t = k`` on, :class:`FixedWindowSynthesizer` publishes one new column of a synthetic
@@ -160,7 +160,7 @@ class _PanelCopies(Summary):
 
 
 class FixedWindowSynthesizer(_PanelCopies):
-    """Algorithm 1 of seed 004: a synthetic panel accurate on every window of ``k`` periods.
+    """Algorithm 1 of Bun et al.: a synthetic panel accurate on every window of ``k`` periods.
 
     Every period ``t ≥ k`` the true histogram ``C^t`` of the ``q^k`` patterns of the last ``k``
     reports (``q = alphabet``; a pattern is written oldest report first, as the paper's
@@ -187,7 +187,7 @@ class FixedWindowSynthesizer(_PanelCopies):
     ``Σ_i 2^{i−1}·2^{−2i} = ½`` (Azuma: each sign is drawn after its indicator is fixed), which
     would put ``1`` instead of ``1/√2`` in the bound, and the two-sided tail adds a factor 2
     inside the logarithm. The difference is a few people for realistic ``σ``; we keep the
-    paper's formula (SPEC §6) for ``n_pad`` and the bound, and the tests check its empirical
+    paper's formula for ``n_pad`` and the bound, and the tests check its empirical
     coverage.
 
     Parameters

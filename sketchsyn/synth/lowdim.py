@@ -1,6 +1,6 @@
 """Low-dimensional synthetic data: private PCA, then PMM or PSMM in the projected space.
 
-Seed 003 chapter 4 (Algorithm 5 with Algorithms 6–9, §4.5), SPEC §7. Records in a ``Box`` of
+He's dissertation chapter 4 (Algorithm 5 with Algorithms 6–9, §4.5). Records in a ``Box`` of
 dimension d are normalised to ``[0, 1]^d`` (ℓ∞ metric, as in the chapter), then
 
 1. private centred covariance ``M̂`` (Algorithm 6, ``ε_cov``) and its eigenvectors;

@@ -1,4 +1,4 @@
-"""Online synthetic data over an endless stream (seed 000, Algorithm 1; SPEC §5).
+"""Online synthetic data over an endless stream (He, Vershynin and Zhu, Algorithm 1).
 
 One record arrives per time step, forever. At every step ``t`` the synthesizer can release
 synthetic data of exactly ``t`` points, and the ε guarantee covers **all** releases of the whole
@@ -8,12 +8,13 @@ The dynamic partition (Algorithm 1). Level ``j`` of the domain's binary hierarch
 prefixes of :meth:`Domain.encode`) exists from step ``t_j = ceil(2^j/ε)``; the depth at step
 ``t`` is ``r(t) = floor(log2(ε t))`` (0 while ``ε t < 2``), at most ``domain.max_depth`` and
 60. Every cell ``θ`` of level ``j ≥ 1`` runs an inhomogeneous sparse counter
-(:class:`sketchsyn.counters.tree.InhomogeneousSparseCounter`, seed 000 Algorithm 3) over the Boolean
+(:class:`sketchsyn.counters.inhomogeneous.InhomogeneousSparseCounter`, Algorithm 3) over the Boolean
 stream ``1{x_t ∈ Ω_θ}`` with the budgets ``ε_{j,r}`` of (4.1) for ``d ≥ 2`` (start level ``j``:
 records before ``t_j`` are ignored) and of (5.1) for ``d = 1`` (start level 0: the history is
 replayed into each new cell). The root's count is ``t`` (public: one record per step), so it needs
 no noise. A release reads every cell's latest count, makes the tree consistent with integer
-comparable splits (seed 003, Algorithm 3, as in PMM) and places the consistent count of each
+comparable splits (He's dissertation, Algorithm 3, as in PMM) and places the consistent count of
+each
 depth-``r(t)`` cell uniformly in the cell.
 
 Cost (beyond the paper, which steps every counter at every step: ``O(ε t log t)`` per record).
@@ -145,7 +146,8 @@ def _sparsebank_module() -> Any:
 
 
 class OnlineSynthesizer(Summary):
-    """Private synthetic data at every step of an endless stream (seed 000, Algorithm 1).
+    """Private synthetic data at every step of an endless stream (He, Vershynin and Zhu, Algorithm
+    1).
 
     Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): the counters' exact running
     counts (and, for ``d = 1``, every record's code); only releases are private.
@@ -457,7 +459,8 @@ class OnlineSynthesizer(Summary):
         return self._released()[0]
 
     def synthetic(self, rng: RNGLike = None) -> np.ndarray:
-        """Exactly ``t`` synthetic points (seed 000's output ``Y_t``), in the domain's units.
+        """Exactly ``t`` synthetic points (He, Vershynin and Zhu's output ``Y_t``), in the domain's
+        units.
 
         The shape is the domain's ``sample_cells`` shape: ``(t, d)`` for a Box, ``(t,)`` integer
         keys for a BitDomain. Each depth-``r(t)`` cell gets its consistent count of points,

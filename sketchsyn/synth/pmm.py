@@ -1,4 +1,4 @@
-"""PMM, the Private Measure Mechanism (seed 003 §3.2, Algorithms 3–4, Corollary 3.11).
+"""PMM, the Private Measure Mechanism (He's dissertation §3.2, Algorithms 3–4, Corollary 3.11).
 
 A full binary tree of depth ``r`` over the domain: every cell of every level gets its exact count
 plus ``Lap_Z(s_l)`` with the optimal per-level scales ``s_l = S/(ε·sqrt(Δ_{l−1}))`` (so that

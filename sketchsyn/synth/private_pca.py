@@ -1,4 +1,5 @@
-"""Private centred covariance and private mean on a public grid (seed 003 §4.2, Algorithms 6–7).
+"""Private centred covariance and private mean on a public grid (He's dissertation §4.2, Algorithms
+6–7).
 
 Records live in the unit box ``[0, 1]^d`` (a ``Box`` is normalised first). Each coordinate is
 quantised to a multiple of ``1/QUANT`` (a fixed per-record map, so it costs no privacy), which

@@ -1,4 +1,4 @@
-"""PrivHP: one-pass private synthetic data in bounded memory (seed 002, Algorithms 2–4).
+"""PrivHP: one-pass private synthetic data in bounded memory (Holland et al., Algorithms 2–4).
 
 The domain is cut in half level by level (``domain.encode`` gives each item its Morton code).
 Levels ``0 … L_c`` (``counter_depth``) keep an exact counter for every cell, each started at
@@ -140,7 +140,7 @@ class PrivHP(LevelBank, Sizing, Summary):
         Rows ``j`` of each level's sketch.
     depth : int, optional
         Depth ``r`` of the hierarchy (``1 ≤ r ≤ domain.max_depth``). Derived from
-        ``expected_n`` when not given (SPEC §3: ``r = ceil(log2(ε n))``, minus one for d = 1).
+        ``expected_n`` when not given (``r = ceil(log2(ε n))``, minus one for d = 1).
     expected_n : int, optional
         Expected stream length, used only to choose ``depth``. It is a public guess, not data.
     sketch : {"count-min", "count-sketch"}
@@ -231,7 +231,7 @@ class PrivHP(LevelBank, Sizing, Summary):
             check_int(expected_n, "expected_n", "PrivHP", minimum=1)
         self._depth = check_int(depth, "depth", "PrivHP", minimum=1, maximum=max_depth)
         # k >= 2**depth: every level has exact counters and no sketch is used (the full-tree
-        # mechanism, seed 002's sanity statement), so the counter levels stop at the depth.
+        # mechanism, Holland et al.'s sanity statement), so the counter levels stop at the depth.
         self._L_k = min(self._L_k, self._depth)
         self._expected_n = None if expected_n is None else int(expected_n)
         if counter_depth is None:

@@ -1,4 +1,4 @@
-"""PSMM, the Private Signed Measure Mechanism (seed 003 §3.1, Algorithms 1–2).
+"""PSMM, the Private Signed Measure Mechanism (He's dissertation §3.1, Algorithms 1–2).
 
 The ``m = 2**depth`` cells of one level each get ``Lap_Z(1/ε)`` (a signed measure ν on the cell
 centres), then the probability measure closest to ν in the bounded-Lipschitz distance is found

@@ -3,7 +3,7 @@
 Hay, Rastogi, Miklau and Suciu ("Boosting the accuracy of differentially private histograms
 through consistency") give the least-squares consistent tree for levels of unequal noise
 (:func:`least_squares_levels`); the even split then makes it non-negative, and
-:func:`grow_release` expands the top ``release_k`` cells of each sketch level (seed 002,
+:func:`grow_release` expands the top ``release_k`` cells of each sketch level (Holland et al.,
 Algorithms 3 and 4). Everything here is post-processing of a noisy state.
 
 >>> import numpy as np

@@ -11,9 +11,10 @@ sorted ``uint64`` prefixes of the nodes present and their ``float64`` counts.
 
 Two consistency rules are provided:
 
-* :func:`even_split` (seed 002, Algorithm 4): float counts, the surplus or deficit of a sibling
+* :func:`even_split` (Holland et al., Algorithm 4): float counts, the surplus or deficit of a
+  sibling
   pair is shared evenly, with the paper's two corrections.
-* :func:`integer_split` (seed 003, Algorithm 3): integer counts, the pair is replaced by a
+* :func:`integer_split` (He's dissertation, Algorithm 3): integer counts, the pair is replaced by a
   *comparable* non-negative integer pair on the line ``x + y = parent``, either the closest one
   (``"uniform"``) or the one closest to the input's direction (``"proportional"``).
 
@@ -49,7 +50,7 @@ _TRANSFORMS = ("uniform", "proportional")
 def even_split(
     parent: np.ndarray | float, c0: np.ndarray | float, c1: np.ndarray | float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Make sibling counts consistent with their parent (seed 002, Algorithm 4).
+    """Make sibling counts consistent with their parent (Holland et al., Algorithm 4).
 
     For each pair: negative children are set to 0 (correction 1); ``Λ = c0 + c1 − parent``;
     if ``c0 − Λ/2 < 0`` the pair becomes ``(0, parent)``, elif ``c1 − Λ/2 < 0`` it becomes
@@ -144,7 +145,7 @@ def consistent_levels(levels: Sequence[np.ndarray]) -> list[np.ndarray]:
     return out
 
 
-# ------------------------------------------------------------------ integer: seed 003, Algorithm 3
+# --------------------------------------------------------- integer: He's dissertation, Algorithm 3
 def _as_integer(x: np.ndarray | int, name: str) -> np.ndarray:
     a = np.asarray(x)
     if a.dtype.kind in "iu":
@@ -173,7 +174,8 @@ def integer_split(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Replace sibling counts by a comparable non-negative integer pair summing to the parent.
 
-    Our reading of seed 003, Algorithm 3 (PMM consistency). Negative children are first set to 0
+    Our reading of He's dissertation, Algorithm 3 (PMM consistency). Negative children are first
+    set to 0
     (PMM's noisy counts are already ``(n + λ)_+``). The clamped input ``(a, b)`` is then mapped
     to a point ``(x, parent − x)`` of the discrete segment ``ℤ₊² ∩ {x + y = parent}``:
 
@@ -256,7 +258,7 @@ def integer_split(
 def consistent_levels_integer(
     levels: Sequence[np.ndarray], transform: str = "uniform"
 ) -> list[np.ndarray]:
-    """Integer consistency of a complete tree, top-down (seed 003, Algorithm 3).
+    """Integer consistency of a complete tree, top-down (He's dissertation, Algorithm 3).
 
     The root becomes ``max(root, 0)``; then each level is replaced pair by pair with
     :func:`integer_split`. Exact ties with equal inputs give the odd unit to child
@@ -552,7 +554,7 @@ def grow_partition(
 ) -> PartitionTree:
     """Grow the tree below a consistent complete top through the ``k`` hottest cells per level.
 
-    Our reading of seed 002, Algorithm 3 (its loop bounds disagree with its text; SPEC §3): the
+    Our reading of Holland et al., Algorithm 3 (its loop bounds disagree with its text): the
     complete levels ``0…L`` are given (already consistent, e.g. by :func:`consistent_levels`);
     ``V`` starts as all ``2**L`` cells of level ``L`` (with ``prune_top=True``: the ``k``
     largest of them, for a complete top deeper than ``floor(log2 k)``). For
