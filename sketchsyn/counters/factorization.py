@@ -47,6 +47,40 @@ def sqrt_coefficients(horizon: int) -> np.ndarray:
     return np.concatenate([[1.0], np.cumprod((2 * k - 1) / (2 * k))])
 
 
+def _exact_square_sum(values: np.ndarray) -> int:
+    """``Σ v²`` exactly for non-negative int64 ``v < 2**33`` (split in 17-bit halves, so every
+    partial sum stays inside int64 for up to ``2**20`` values).
+
+    >>> _exact_square_sum(np.array([2**32, 3]))
+    18446744073709551625
+    """
+    hi, lo = values >> 17, values & ((1 << 17) - 1)
+    return (int((hi * hi).sum()) << 34) + (int((2 * hi * lo).sum()) << 17) + int((lo * lo).sum())
+
+
+def _product(p: np.ndarray, q: np.ndarray, m: int) -> np.ndarray:
+    """The first ``m`` coefficients of ``p(z)·q(z)`` (FFT convolution)."""
+    size = 1 << (len(p) + len(q) - 1).bit_length()
+    return np.fft.irfft(np.fft.rfft(p, size) * np.fft.rfft(q, size), size)[:m]
+
+
+def _series_inverse(a: np.ndarray) -> np.ndarray:
+    """The first ``len(a)`` coefficients of ``1/a(z)`` (``a[0] ≠ 0``) by Newton's iteration
+    ``g ← g·(2 − a·g)``, doubling the precision each round: ``O(T log T)`` (post-processing
+    only, so float error is harmless; it matches the ``O(T²)`` recurrence to 1e-13).
+
+    >>> _series_inverse(np.array([1.0, -1.0, 0.0, 0.0])).round(12).tolist()
+    [1.0, 1.0, 1.0, 1.0]
+    """
+    g = np.array([1.0 / a[0]])
+    m = 1
+    while m < len(a):
+        m = min(2 * m, len(a))
+        grown = np.concatenate([g, np.zeros(m - len(g))])
+        g = 2 * grown - _product(g, _product(a[:m], g, m), m)
+    return g
+
+
 class SqrtFactorizationCounter(_Counter):
     """Continual counting by the square-root factorization ``A = C·C`` of the prefix-sum matrix
     (ρ-zCDP; Fichtenberger, Henzinger and Upadhyay, ICML 2023).
@@ -98,7 +132,7 @@ class SqrtFactorizationCounter(_Counter):
         c = sqrt_coefficients(self._horizon)
         for bits in range(32, 3, -1):
             coef = np.rint(c * 2.0**bits).astype(np.int64)
-            norm2 = sum(int(v) * int(v) for v in coef.tolist())
+            norm2 = _exact_square_sum(coef)
             sigma2 = Fraction(self._sensitivity**2 * norm2) / (2 * Fraction(self._rho))
             if sigma2 <= 2**30:
                 break
@@ -110,11 +144,7 @@ class SqrtFactorizationCounter(_Counter):
         self._bits = bits
         self._coef = coef
         self._sigma2 = sigma2
-        inv = np.zeros(self._horizon, dtype=np.float64)
-        cf = coef.astype(np.float64)
-        inv[0] = 1.0 / cf[0]
-        for n in range(1, self._horizon):  # 1/C'(z) as a power series
-            inv[n] = -np.dot(cf[1 : n + 1], inv[n - 1 :: -1]) / cf[0]
+        inv = _series_inverse(coef.astype(np.float64))  # 1/C'(z) as a power series
         self._b = np.cumsum(inv)  # A·C'^{-1}: prefix sums of the inverse's coefficients
         self._x = np.zeros(self._horizon, dtype=np.int64)
         self._y = np.zeros(self._horizon, dtype=np.int64)
