@@ -314,3 +314,16 @@ def test_save_leaves_no_temporary_of_a_killed_writer(tmp_path: Any) -> None:
     cms.save(target)
     assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     assert json.dumps(sorted(p.name for p in tmp_path.iterdir())) == '["state.sksy"]'
+
+
+@pytest.mark.parametrize("constant", [b"NaN      ", b"Infinity ", b"-Infinity"])
+def test_a_non_finite_header_value_is_refused_by_its_field_name(constant: bytes) -> None:
+    """JSON's NaN / Infinity (which the writer never emits) name the field they sit in."""
+    import hashlib
+
+    counter = sketchsyn.BinaryMechanism(1.0, 16, rng=1)
+    marked = _forge(counter.to_bytes(), "BinaryMechanism", epsilon=12345.678)
+    body = marked[:-32].replace(b"12345.678", constant)
+    blob = body + hashlib.blake2b(body, digest_size=32).digest()
+    with pytest.raises(SerializationError, match="'epsilon' must be a finite number"):
+        sketchsyn.BinaryMechanism.from_bytes(blob)

@@ -165,8 +165,27 @@ def _depth(value: Any, limit: int) -> int:
     return deepest
 
 
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"non-finite number {name} in the header")
+class _NonFinite:
+    """Marks a NaN or ±Infinity in a header, so the refusal can name the field holding it."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _non_finite_field(value: Any, path: str = "") -> tuple[str, str] | None:
+    """The first ``(field path, constant)`` holding a NaN or ±Infinity, else ``None``."""
+    stack = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, _NonFinite):
+            return where, item.text
+        if isinstance(item, dict):
+            stack.extend((v, f"{where}.{k}" if where else str(k)) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(item))
+    return None
 
 
 class BlobHeader(NamedTuple):
@@ -316,7 +335,12 @@ def read(
         pos += 6
         if hlen > min(_MAX_HEADER, len(body) - pos):
             raise SerializationError(f"{label} blob declares a header of {hlen} bytes")
-        header = json.loads(body[pos : pos + hlen].decode("utf-8"), parse_constant=_reject_constant)
+        header = json.loads(body[pos : pos + hlen].decode("utf-8"), parse_constant=_NonFinite)
+        bad = _non_finite_field(header.get("meta") if isinstance(header, dict) else header)
+        if bad is not None:
+            raise SerializationError(
+                f"{label} blob header field {bad[0]!r} must be a finite number, got {bad[1]}"
+            )
         pos += hlen
         if (
             not isinstance(header, dict)
