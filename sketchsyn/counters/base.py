@@ -301,7 +301,7 @@ class _Counter(Summary):
     def _restore_common(self, fields: MetaReader, last: str | None = "int") -> None:
         """Read the common fields (``last``: ``"int"``, ``"float"`` or ``None`` when the
         latest releases are an array)."""
-        self._lineage = Lineage.from_meta(fields._get("lineage", None), self._kind)
+        self._lineage = fields.lineage()
         self._frozen = fields.bool("frozen", default=False)
         if fields.has("exact_state"):  # written by earlier releases; the header says it now
             fields.bool("exact_state")
@@ -323,8 +323,8 @@ def _read_budget(fields: MetaReader, label: str, rho: bool = True) -> tuple[Any,
         low, high = EPSILON_RANGE
         raise SerializationError(
             f"{label} blob header must hold exactly one of the fields 'epsilon' and 'rho' "
-            f"(in [{low:.4g}, {high:.4g}]), got epsilon={fields._get('epsilon', None)!r}, "
-            f"rho={fields._get('rho', None)!r}"
+            f"(in [{low:.4g}, {high:.4g}]), got epsilon={fields.get('epsilon', None)!r}, "
+            f"rho={fields.get('rho', None)!r}"
         )
     return eps, r
 

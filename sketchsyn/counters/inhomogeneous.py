@@ -194,7 +194,7 @@ class _InhomogeneousParams:
         given = _GIVEN_BUDGETS.get()
         if given is not None:
             return given
-        if fields._get("budgets", None) is None:
+        if fields.get("budgets", None) is None:
             raise SerializationError(
                 f"{kind} blob was built with a custom budgets callable: pass it again as "
                 "from_bytes(blob, budgets=...)"

@@ -468,8 +468,18 @@ class MetaReader:
         return self._meta[name]
 
     def value(self, name: str) -> Any:
-        """The field as stored (for a value its own reader checks, e.g. a lineage)."""
+        """The field as stored (for a value its own reader checks); missing: refused."""
         return self._get(name, _MISSING)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The field as stored, or ``default`` when the header lacks it."""
+        return self._get(name, default)
+
+    def lineage(self) -> Any:
+        """The ``lineage`` field as a :class:`~sketchsyn.privacy.lineage.Lineage` (checked)."""
+        from ..privacy.lineage import Lineage
+
+        return Lineage.from_meta(self._meta.get("lineage"), self._label)
 
     def has(self, name: str) -> bool:
         return name in self._meta

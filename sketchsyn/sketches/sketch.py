@@ -541,7 +541,7 @@ class _Sketch(Summary):
         frozen = fields.bool("frozen", default=False)
         table = fields.array(arrays, "table", np.int64, (depth, width))
         if version >= 2:
-            lineage = Lineage.from_meta(fields._get("lineage", None), cls.kind)
+            lineage = fields.lineage()
         else:
             lineage = Lineage.of_legacy_blob(blob)
         if epsilon is not None:

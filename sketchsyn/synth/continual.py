@@ -617,7 +617,7 @@ class ContinualPrivHP(Summary):
         t = fields.int("t", minimum=0, maximum=horizon)
         sketch = fields.str("sketch", ("count-min", "count-sketch"))
         frozen = fields.bool("frozen")
-        lineage = Lineage.from_meta(fields._get("lineage", None), _KIND)
+        lineage = fields.lineage()
         # The shapes the parameters give, checked against the arrays before anything is built.
         L = min(k.bit_length() - 1, depth)
         n_tree = 2 ** (L + 1) - 1

@@ -428,7 +428,7 @@ class CumulativeSynthesizer(_PanelCopies):
         keep_history = fields.bool("keep_history")
         t = fields.int("t", minimum=0, maximum=horizon)
         frozen = fields.bool("frozen")
-        lineage = Lineage.from_meta(fields._get("lineage", None), cls._kind)
+        lineage = fields.lineage()
         n_hist = t if keep_history else 0
         names = {"real", "synth", "s_hat"} | {f"counter{b}" for b in range(t)}
         names |= {f"history{i}" for i in range(n_hist)}

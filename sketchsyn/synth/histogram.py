@@ -263,7 +263,7 @@ class LevelCounts(Summary):
         depth = fields.int("depth", minimum=1, maximum=_MAX_LEVEL)
         counts = fields.array(arrays, "counts", np.int64, (2**depth,))
         frozen, released = fields.bool("frozen"), fields.bool("released")
-        lineage = Lineage.from_meta(fields._get("lineage", None), cls.kind)
+        lineage = fields.lineage()
         n_seen = n_dropped = 0
         if fields.has("diagnostics"):
             diag = MetaReader(fields.dict("diagnostics"), cls.kind)

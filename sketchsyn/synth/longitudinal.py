@@ -657,7 +657,7 @@ class FixedWindowSynthesizer(_PanelCopies):
         t = fields.int("t", minimum=0, maximum=horizon)
         repairs = fields.int("repairs", minimum=0, maximum=2**62)
         frozen = fields.bool("frozen")
-        lineage = Lineage.from_meta(fields._get("lineage", None), cls._kind)
+        lineage = fields.lineage()
         bins = _bins(alphabet, window)
         if bins is None:
             raise SerializationError(

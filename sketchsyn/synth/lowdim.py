@@ -698,7 +698,7 @@ class LowDimSynthesizer(Summary):
         if not isinstance(domain, Box):
             raise SerializationError(f"{_KIND} blob header field 'domain' is not a Box")
         d = int(domain.d)
-        split = fields._get("split", None)
+        split = fields.get("split", None)
         if (
             not isinstance(split, list)
             or len(split) != 3
@@ -709,7 +709,7 @@ class LowDimSynthesizer(Summary):
                 f"{str(split)[:60]}"
             )
         opt = {
-            name: (None if fields._get(name, None) is None else fields.int(name, minimum=0))
+            name: (None if fields.get(name, None) is None else fields.int(name, minimum=0))
             for name in ("target_dim", "depth", "pca_rows", "expected_n")
         }
         phase = fields.str("phase", _PHASES)
@@ -749,7 +749,7 @@ class LowDimSynthesizer(Summary):
         obj._n_pca = n_pca
         obj._frozen = frozen
         if fields.has("lineage"):
-            obj._lineage = Lineage.from_meta(fields.value("lineage"), _KIND)
+            obj._lineage = fields.lineage()
         else:  # written before lineages were stored: every copy of this blob shares one
             obj._lineage = Lineage.of_legacy_blob(blob)
         if phase == "accumulate":

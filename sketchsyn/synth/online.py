@@ -531,12 +531,12 @@ class OnlineSynthesizer(Summary):
         t = fields.int("t", minimum=0, maximum=_MAX_T)
         n_dropped = fields.int("n_dropped", minimum=0, maximum=_MAX_T)
         frozen = fields.bool("frozen")
-        bank_name = fields._get("bank", None)
+        bank_name = fields.get("bank", None)
         if bank_name is not None and not isinstance(bank_name, str):
             raise SerializationError(
                 f"{_KIND} blob header field 'bank' must be null or a string, got {bank_name!r}"
             )
-        lineage = Lineage.from_meta(fields._get("lineage", None), _KIND)
+        lineage = fields.lineage()
         obj = object.__new__(cls)
         obj._domain = domain
         obj._epsilon = check_epsilon(epsilon, _KIND)

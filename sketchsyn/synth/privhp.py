@@ -730,7 +730,7 @@ class PrivHP(LevelBank, Sizing, Summary):
         raw = fields.bool("raw")
         frozen = fields.bool("frozen")
         released = fields.bool("released")
-        lineage = Lineage.from_meta(fields._get("lineage", None), _KIND)
+        lineage = fields.lineage()
         n_seen = n_dropped = 0
         if fields.has("diagnostics"):
             diag = MetaReader(fields.dict("diagnostics"), _KIND)
