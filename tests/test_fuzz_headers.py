@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -244,8 +245,10 @@ def fuzz_kind(kind: str) -> tuple[list[dict], dict[str, int]]:
             signal.setitimer(signal.ITIMER_REAL, 1.0)
             try:
                 loaded = cls.from_bytes(forged)
-            except SerializationError:
+            except SerializationError as exc:
                 refused = True
+                if not _names_a_field(str(exc), field, label):
+                    outcome = AssertionError(f"refused without naming a field: {exc}")
             except BaseException as exc:  # noqa: BLE001 -- any other escape is the bug
                 outcome = exc
             else:
@@ -265,6 +268,17 @@ def fuzz_kind(kind: str) -> tuple[list[dict], dict[str, int]]:
         else:
             counts["refused" if refused else "loaded"] += 1
     return failures, counts
+
+
+def _names_a_field(message: str, field: str, label: str) -> bool:
+    """A refusal names what it refuses: the forged field or array, or the header field, array
+    or version it was checked against."""
+    if field.endswith("<arrays>"):  # label: "name: how" or "name[0] = value"
+        named = re.split(r"[:\[ ]", label, maxsplit=1)[0]
+    else:
+        parts = [p for p in re.split(r"[.\[\]/:]", field) if p and not p.isdigit()]
+        named = parts[-1] if parts else field
+    return f"'{named}'" in message or any(w in message for w in ("field", "array", "version"))
 
 
 SELFTEST = "_Unchecked"  # a deliberately broken class: the fuzz must report it

@@ -124,10 +124,9 @@ class GridHistogram(LevelCounts):
 
     @classmethod
     def _from_params(cls, fields: MetaReader, rng: RNGLike) -> GridHistogram:
-        from ..domains import domain_from_dict
 
         return cls(
-            domain_from_dict(fields.dict("domain")),
+            fields.domain(),
             fields.epsilon("epsilon"),
             level=fields.int("depth", minimum=1),
             rng=rng,
@@ -258,10 +257,9 @@ class AdaptiveGrid(LevelCounts):
 
     @classmethod
     def _from_params(cls, fields: MetaReader, rng: RNGLike) -> AdaptiveGrid:
-        from ..domains import domain_from_dict
 
         return cls(
-            domain_from_dict(fields.dict("domain")),
+            fields.domain(),
             fields.epsilon("epsilon"),
             fields.int("expected_n", minimum=1, maximum=2**62),
             level=fields.int("depth", minimum=1),
@@ -404,10 +402,9 @@ class PrivTree(LevelCounts):
 
     @classmethod
     def _from_params(cls, fields: MetaReader, rng: RNGLike) -> PrivTree:
-        from ..domains import domain_from_dict
 
         return cls(
-            domain_from_dict(fields.dict("domain")),
+            fields.domain(),
             fields.epsilon("epsilon"),
             level=fields.int("depth", minimum=1),
             tree_fraction=fields.float("tree_fraction", minimum=1e-9, maximum=1 - 1e-9),

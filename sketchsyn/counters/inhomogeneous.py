@@ -196,12 +196,20 @@ class _InhomogeneousParams:
             return given
         if fields.get("budgets", None) is None:
             raise SerializationError(
-                f"{kind} blob was built with a custom budgets callable: pass it again as "
-                "from_bytes(blob, budgets=...)"
+                f"{kind} blob header field 'budgets' is empty: the counter was built with a "
+                "custom budgets callable; pass it again as from_bytes(blob, budgets=...)"
             )
         stored = MetaReader(fields.dict("budgets"), f"{kind} budgets")
         eps = stored.epsilon("epsilon")
-        return OnlineBudgets(eps, stored.int("d", 1, 64), stored.int("j", 0, 2**31))
+        budgets = OnlineBudgets(eps, stored.int("d", 1, 64), stored.int("j", 0, 2**31))
+        try:  # the level budgets must be realisable (a huge j gives none)
+            for r in range(4):
+                _budget(budgets(r), None, f"{kind} budgets({r})")
+        except ParameterError as exc:
+            raise SerializationError(
+                f"{kind} blob header field 'budgets' gives no usable budget: {exc}"
+            ) from exc
+        return budgets
 
     def budget(self, r: int) -> float:
         """``ε_r``, checked: a finite real number in ``EPSILON_RANGE`` and at most ``ε``.
@@ -515,7 +523,8 @@ class InhomogeneousSparseCounter(_InhomogeneousParams, _Counter):
         obj._restore_common(fields)
         obj._check_levels(start, first)  # every level reached so far, the stored one included
         eps_r = obj.budget(level)
-        sparse = SparseCounter.from_bytes(raw, rng=src)
+        with fields.inside("sparse"):
+            sparse = SparseCounter.from_bytes(raw, rng=src)
         if (
             sparse.epsilon != eps_r / 2
             or sparse.horizon != nxt - first

@@ -450,6 +450,7 @@ class MetaReader:
     def __init__(self, meta: Mapping[str, Any], label: str) -> None:
         self._meta = meta
         self._label = label
+        self._ints: dict[str, int] = {}  # integer fields read so far: what arrays are sized by
 
     def _fail(self, name: str, what: str) -> SerializationError:
         value = self._meta.get(name)
@@ -475,11 +476,55 @@ class MetaReader:
         """The field as stored, or ``default`` when the header lacks it."""
         return self._get(name, default)
 
+    def domain(self, name: str = "domain", kind: str | None = None) -> Any:
+        """The field as a :class:`~sketchsyn.domains.Domain` (``kind``: only that class, e.g.
+        ``"Box"``); a malformed record is refused naming the field."""
+        from .. import domains
+        from ..errors import ParameterError
+
+        data = self.dict(name)
+        try:
+            if kind is None:
+                return domains.domain_from_dict(data)
+            return getattr(domains, kind).from_dict(data)
+        except (ParameterError, KeyError, TypeError, ValueError) as exc:
+            raise SerializationError(
+                f"{self._label} blob header field {name!r} is not a valid domain: {exc}"
+            ) from exc
+
+    @contextmanager
+    def inside(self, name: str) -> Iterator[None]:
+        """Load a summary stored inside array ``name`` in this block: its refusal names the
+        array (``"Outer blob array 'inner' holds a bad blob: ..."``)."""
+        try:
+            yield
+        except SerializationError as exc:
+            raise SerializationError(
+                f"{self._label} blob array {name!r} holds a bad blob: {exc}"
+            ) from exc
+
+    def nested(self, arrays: Mapping[str, np.ndarray], name: str, cls: Any, **kwargs: Any) -> Any:
+        """The summary of class ``cls`` stored as the 1-D byte array ``name`` (``kwargs`` go to
+        ``cls.from_bytes``); every refusal names the array."""
+        raw = arrays.get(name)
+        if raw is None or raw.dtype != np.uint8 or raw.ndim != 1:
+            raise SerializationError(f"{self._label} blob array {name!r} must be 1-D bytes")
+        with self.inside(name):
+            return cls.from_bytes(raw.tobytes(), **kwargs)
+
     def lineage(self) -> Any:
         """The ``lineage`` field as a :class:`~sketchsyn.privacy.lineage.Lineage` (checked)."""
         from ..privacy.lineage import Lineage
 
         return Lineage.from_meta(self._meta.get("lineage"), self._label)
+
+    def names(self) -> set[str]:
+        """The header's field names (to refuse unknown ones)."""
+        return set(self._meta)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A copy of the header (to rewrite an older format's fields before reading them)."""
+        return dict(self._meta)
 
     def has(self, name: str) -> bool:
         return name in self._meta
@@ -496,6 +541,7 @@ class MetaReader:
             raise self._fail(name, "an int")
         if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
             raise self._fail(name, f"an int in [{minimum}, {maximum}]")
+        self._ints[name] = value
         return value
 
     def optional_int(self, name: str, minimum: int | None = None) -> int | None:
@@ -562,9 +608,11 @@ class MetaReader:
         if arr is None:
             raise SerializationError(f"{self._label} blob lacks the array {name!r}")
         if arr.dtype != np.dtype(dtype) or arr.shape != tuple(shape):
+            fields = ", ".join(f"{k}={v}" for k, v in list(self._ints.items())[-6:])
             raise SerializationError(
                 f"{self._label} blob array {name!r} is {arr.dtype}{list(arr.shape)}, "
                 f"expected {np.dtype(dtype)}{list(shape)} from its parameters"
+                + (f" (header fields {fields})" if fields else "")
             )
         if arr.dtype.kind == "f" and arr.size and not np.isfinite(arr).all():
             raise SerializationError(f"{self._label} blob array {name!r} holds NaN or infinity")

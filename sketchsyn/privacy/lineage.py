@@ -99,6 +99,12 @@ class Lineage:
     __slots__ = ("_ids", "_guards")
 
     def __init__(self, ids: Sequence[str]) -> None:
+        for identity in ids:
+            if not isinstance(identity, str):
+                raise SerializationError(
+                    f"a lineage identity must be a string of {2 * _ID_BYTES} hex digits, got "
+                    f"{type(identity).__name__}"
+                )
         clean = tuple(sorted(set(ids)))
         if not clean:
             raise SerializationError("a lineage needs at least one identity")
@@ -143,7 +149,12 @@ class Lineage:
         """Read the ``lineage`` field of a blob's header (a non-empty list of hex strings)."""
         if not isinstance(value, list) or not value or len(value) > 1_000_000:
             raise SerializationError(f"{label} blob has an invalid 'lineage' field")
-        return cls(value)
+        try:
+            return cls(value)
+        except SerializationError as exc:
+            raise SerializationError(
+                f"{label} blob header field 'lineage' is invalid: {exc}"
+            ) from exc
 
     def to_meta(self) -> list[str]:
         """The identities, for a blob's header."""

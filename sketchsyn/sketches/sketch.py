@@ -547,7 +547,7 @@ class _Sketch(Summary):
         if epsilon is not None:
             laplace_scale(depth, epsilon, cls.kind)
         if table.size and int(np.abs(table).max()) >= _LIMIT:
-            raise SerializationError(f"{cls.kind} blob table has counters beyond 2**62")
+            raise SerializationError(f"{cls.kind} blob array 'table' has counters beyond 2**62")
         obj = cls(width, depth, None, seed)
         obj._table[...] = table
         obj._bound = obj._abs_max()

@@ -604,9 +604,8 @@ class ContinualPrivHP(Summary):
     ) -> ContinualPrivHP:
         """Check every field and every array against the parameters, then build (later noise
         comes from the OS CSPRNG)."""
-        from ..domains import domain_from_dict
 
-        domain = domain_from_dict(fields.dict("domain"))
+        domain = fields.domain()
         epsilon = fields.epsilon("epsilon")
         k = fields.int("k", minimum=1, maximum=2**62)
         width = fields.int("width", minimum=1, maximum=2**40)

@@ -450,7 +450,10 @@ class CumulativeSynthesizer(_PanelCopies):
                 np.bincount(synth, minlength=t + 1)[::-1].cumsum()[::-1][: t + 1], s_hat
             )
         ):
-            raise SerializationError(f"{cls._kind} blob state does not match its parameters")
+            raise SerializationError(
+                f"{cls._kind} blob arrays 'real', 'synth' and 's_hat' do not agree with each "
+                f"other or with the header fields n={n}, t={t}"
+            )
         history = []
         for i in range(n_hist):
             h = arrays[f"history{i}"]
@@ -465,11 +468,11 @@ class CumulativeSynthesizer(_PanelCopies):
         kind = _counter_class(counter)
         counters = []
         for b in range(t):
-            c = kind.from_bytes(arrays[f"counter{b}"].tobytes())
+            c = fields.nested(arrays, f"counter{b}", kind)
             if c.horizon != horizon - b or c.t != t - b or c.rho != float(budgets[b]):
                 raise SerializationError(
-                    f"{cls._kind} blob counter{b} has horizon {c.horizon}, step {c.t} and rho "
-                    f"{c.rho}; expected {horizon - b}, {t - b} and {float(budgets[b])}"
+                    f"{cls._kind} blob array 'counter{b}' has horizon {c.horizon}, step {c.t} "
+                    f"and rho {c.rho}; expected {horizon - b}, {t - b} and {float(budgets[b])}"
                 )
             counters.append(c)
         obj = cls(n, horizon, rho, counter=counter, rng=rng, keep_history=keep_history)

@@ -481,7 +481,6 @@ class PrivateDistribution(Summary):
         blob: bytes,
         rng: Any,
     ) -> PrivateDistribution:
-        from .. import domains
 
         name = fields.str("domain_class", _DOMAIN_CLASSES)
         epsilon = fields.epsilon("epsilon", optional=True)
@@ -498,7 +497,7 @@ class PrivateDistribution(Summary):
             total = counts.sum()
         if not np.isfinite(total):
             raise SerializationError(f"{_KIND} blob array 'counts' sums to infinity")
-        domain = getattr(domains, name).from_dict(fields.dict("domain"))
+        domain = fields.domain(kind=name)
         return cls(
             domain, levels, prefixes, counts, epsilon=epsilon, mechanism=mechanism, params=params
         )

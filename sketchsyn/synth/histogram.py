@@ -249,7 +249,7 @@ class LevelCounts(Summary):
         """The header and the counts' dtype and shape are validated before anything is built;
         ``rng`` seeds the noise of a later release (default: the OS CSPRNG)."""
         if version == 1:
-            meta = dict(fields._meta)
+            meta = fields.as_dict()
             meta["diagnostics"] = {
                 "n_seen": meta.pop("n_seen", None),
                 "n_dropped": meta.pop("n_dropped", None),
@@ -257,7 +257,7 @@ class LevelCounts(Summary):
             meta |= {"frozen": False, "released": False}
             meta["lineage"] = Lineage.of_legacy_blob(blob).to_meta()
             fields = MetaReader(meta, cls.kind)
-        unknown = set(fields._meta) - set(_STATE_FIELDS) - cls._param_fields()
+        unknown = fields.names() - set(_STATE_FIELDS) - cls._param_fields()
         if unknown:
             raise SerializationError(f"{cls.kind} blob header has unknown fields {sorted(unknown)}")
         depth = fields.int("depth", minimum=1, maximum=_MAX_LEVEL)
@@ -271,10 +271,7 @@ class LevelCounts(Summary):
             n_dropped = diag.int("n_dropped", minimum=0, maximum=2**63 - 1)
         release = None
         if released and "release" in arrays:
-            raw = fields.array(arrays, "release", np.uint8, arrays["release"].shape)
-            if raw.ndim != 1:
-                raise SerializationError(f"{cls.kind} blob array 'release' is not 1-D")
-            release = PrivateDistribution.from_bytes(raw.tobytes())
+            release = fields.nested(arrays, "release", PrivateDistribution)
         obj = cls._from_params(fields, rng)
         if obj._level != depth:
             raise SerializationError(f"{cls.kind} blob counts do not match its depth")

@@ -687,7 +687,10 @@ class FixedWindowSynthesizer(_PanelCopies):
             or int(p.sum()) != synth.size
             or (not started and synth.size)
         ):
-            raise SerializationError(f"{cls._kind} blob state does not match its parameters")
+            raise SerializationError(
+                f"{cls._kind} blob arrays 'real', 'synth' and 'p' do not agree with each other "
+                f"or with the header fields (alphabet**window = {groups} groups)"
+            )
         history = []
         for i in range(n_hist):
             shape = (synth.size, window) if i == 0 else (synth.size,)

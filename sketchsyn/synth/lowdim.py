@@ -59,7 +59,7 @@ from typing import Any
 
 import numpy as np
 
-from ..domains import Box, domain_from_dict
+from ..domains import Box
 from ..errors import (
     EPSILON_RANGE,
     IncompatibleError,
@@ -694,7 +694,7 @@ class LowDimSynthesizer(Summary):
         """Every field is type- and range-checked and every array checked against the
         parameters before the object is built (the noise of a loaded object is the OS
         CSPRNG)."""
-        domain = domain_from_dict(fields.dict("domain"))
+        domain = fields.domain()
         if not isinstance(domain, Box):
             raise SerializationError(f"{_KIND} blob header field 'domain' is not a Box")
         d = int(domain.d)
@@ -769,8 +769,7 @@ class LowDimSynthesizer(Summary):
                 )
         obj._target_dim, obj._depth = target, depth
         if phase == "released":
-            raw = fields.array(arrays, "release", np.uint8, arrays["release"].shape)
-            obj._released = LowDimDistribution.from_bytes(raw.reshape(-1).tobytes())
+            obj._released = fields.nested(arrays, "release", LowDimDistribution)
             if obj._released.target_dim != target:
                 raise SerializationError(f"{_KIND} blob release does not have d' = {target}")
             obj._phase = "released"
@@ -792,9 +791,7 @@ class LowDimSynthesizer(Summary):
                     f"{n_pca}), got {got}"
                 )
         n_synth = fields.int("n_synth", minimum=0, maximum=2**62)
-        raw = fields.array(arrays, "inner", np.uint8, arrays["inner"].shape)
-        inner_cls = PMM if obj._method == "pmm" else PSMM
-        inner = inner_cls.from_bytes(raw.reshape(-1).tobytes())
+        inner = fields.nested(arrays, "inner", PMM if obj._method == "pmm" else PSMM)
         obj._install(cov_grid, cov_k, mean_grid, mean_k, None)
         assert obj._inner is not None
         if (

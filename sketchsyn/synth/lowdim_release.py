@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..domains import Box, domain_from_dict
+from ..domains import Box
 from ..errors import SerializationError, check_int
 from ..io.serial import MetaReader
 from ..io.summary import Summary
@@ -189,7 +189,7 @@ class LowDimDistribution(Summary):
         rng: Any,
     ) -> LowDimDistribution:
         """Check the header and every array against the domain's dimension, then load."""
-        domain = domain_from_dict(fields.dict("domain"))
+        domain = fields.domain()
         if not isinstance(domain, Box):
             raise SerializationError(f"{_DIST_KIND} blob header field 'domain' is not a Box")
         d = int(domain.d)
@@ -210,13 +210,11 @@ class LowDimDistribution(Summary):
         components = fields.array(arrays, "components", np.float64, (d, comp.shape[1]))
         mean_unit = fields.array(arrays, "mean_unit", np.float64, (d,))
         spectrum = fields.array(arrays, "spectrum", np.float64, (d,))
-        raw = fields.array(arrays, "inner", np.uint8, arrays["inner"].shape)
-        if raw.ndim != 1:
-            raise SerializationError(f"{_DIST_KIND} blob array 'inner' is not 1-D bytes")
-        inner = PrivateDistribution.from_bytes(raw.tobytes())
+        inner = fields.nested(arrays, "inner", PrivateDistribution)
         if int(inner.domain.d) != components.shape[1]:
             raise SerializationError(
-                f"{_DIST_KIND} blob inner release has dimension {inner.domain.d}, expected "
+                f"{_DIST_KIND} blob array 'inner' holds a release of dimension {inner.domain.d}, "
+                "expected "
                 f"d' = {components.shape[1]}"
             )
         return cls(

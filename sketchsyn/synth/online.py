@@ -524,9 +524,8 @@ class OnlineSynthesizer(Summary):
         The levels saved must be exactly ``1 … r(t)`` (a save catches every level up), so the
         state a release reads is the one in the blob: a header cannot make it grow.
         """
-        from ..domains import domain_from_dict
 
-        domain = domain_from_dict(fields.dict("domain"))
+        domain = fields.domain()
         epsilon = fields.epsilon("epsilon")
         t = fields.int("t", minimum=0, maximum=_MAX_T)
         n_dropped = fields.int("n_dropped", minimum=0, maximum=_MAX_T)
@@ -582,7 +581,8 @@ class OnlineSynthesizer(Summary):
         bank_cls = cls._bank_class or _sparsebank_module().InhomogeneousSparseBank
         raw = data.tobytes()
         for i, j in enumerate(levels.tolist()):
-            bank = bank_cls.from_bytes(raw[int(offsets[i]) : int(offsets[i + 1])])
+            with fields.inside("blob"):
+                bank = bank_cls.from_bytes(raw[int(offsets[i]) : int(offsets[i + 1])])
             start = j if obj._d >= 2 else 0
             if bank.size != 2**j or bank.start_level != start or bank.t != t:
                 raise SerializationError(f"{_KIND} blob has a bad bank at level {j}")

@@ -106,10 +106,9 @@ class PMM(LevelCounts):
 
     @classmethod
     def _from_params(cls, fields: MetaReader, rng: RNGLike) -> PMM:
-        from ..domains import domain_from_dict
 
         return cls(
-            domain_from_dict(fields.dict("domain")),
+            fields.domain(),
             fields.epsilon("epsilon"),
             depth=fields.int("depth", minimum=1),
             consistency=fields.str("consistency", ("uniform", "proportional")),

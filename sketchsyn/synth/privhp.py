@@ -100,12 +100,12 @@ def _read_params(fields: MetaReader) -> dict[str, Any]:
         "domain", "epsilon", "k", "width", "sketch_depth", "depth", "sketch", "allocation",
         "seed", "neighbours", "counter_depth", "release_k",
     }  # fmt: skip
-    unknown = set(fields._meta) - known - set(_STATE_FIELDS)
+    unknown = fields.names() - known - set(_STATE_FIELDS)
     if unknown:
         raise SerializationError(f"{_KIND} blob header has unknown fields {sorted(unknown)}")
     depth = fields.int("depth", minimum=1, maximum=64)
     return {
-        "domain": fields.dict("domain"),
+        "domain": fields.domain().to_dict(),  # checked here, rebuilt by the constructor
         "epsilon": fields.epsilon("epsilon"),
         "k": fields.int("k", minimum=1, maximum=_MAX_K),
         "width": fields.int("width", minimum=1, maximum=2**31),
@@ -714,7 +714,7 @@ class PrivHP(LevelBank, Sizing, Summary):
         the OS CSPRNG).
         """
         if version == 1:  # exact diagnostics and the release position in the header
-            meta = dict(fields._meta)
+            meta = fields.as_dict()
             meta["diagnostics"] = {
                 "n_seen": meta.pop("n_seen", None),
                 "n_dropped": meta.pop("n_dropped", None),
@@ -743,10 +743,7 @@ class PrivHP(LevelBank, Sizing, Summary):
         fields.array(arrays, "sigmas", np.float64, (params["depth"] + 1,))
         release = None
         if released and "release" in arrays:
-            stored = fields.array(arrays, "release", np.uint8, arrays["release"].shape)
-            if stored.ndim != 1:
-                raise SerializationError(f"{_KIND} blob array 'release' is not 1-D")
-            release = PrivateDistribution.from_bytes(stored.tobytes())
+            release = fields.nested(arrays, "release", PrivateDistribution)
         obj = cls._from_params(params, rng=None, raw=True)
         obj._tree[...] = tree_arr
         obj._bank[...] = bank_arr

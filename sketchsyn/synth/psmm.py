@@ -114,10 +114,9 @@ class PSMM(LevelCounts):
 
     @classmethod
     def _from_params(cls, fields: MetaReader, rng: RNGLike) -> PSMM:
-        from ..domains import domain_from_dict
 
         return cls(
-            domain_from_dict(fields.dict("domain")),
+            fields.domain(),
             fields.epsilon("epsilon"),
             fields.int("depth", minimum=1),
             rng=rng,
