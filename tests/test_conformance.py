@@ -25,6 +25,7 @@ import json
 import math
 import pickle
 import pkgutil
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -381,6 +382,17 @@ def test_conformance(kind: str, check: Callable[..., None], monkeypatch: Any) ->
 
 
 # ------------------------------------------------------------------ enrolment
+@pytest.mark.parametrize("kind", sorted(registry()))
+def test_docstring_states_the_saved_state(kind: str) -> None:
+    """Each class tells its users, in its docs, what its saved state reveals."""
+    cls = registry()[kind]
+    said = set(re.findall(r"Saved state: \*\*(private|trusted)\*\*", cls.__doc__ or ""))
+    said |= set(re.findall(r"\*\*(private|trusted)\*\* when", cls.__doc__ or ""))
+    assert said, f"{kind}'s docstring does not say 'Saved state: **private**' or '**trusted**'"
+    if cls.STATE_PRIVACY is not None:
+        assert cls.STATE_PRIVACY in said, (kind, cls.STATE_PRIVACY, said)
+
+
 def test_registry_is_consistent() -> None:
     reg = registry()
     for kind, cls in reg.items():

@@ -69,6 +69,10 @@ class GridHistogram(LevelCounts):
 
     Give exactly one of ``level`` (Morton level), ``cells_per_axis`` (a power of two, Box only)
     or ``memory_bytes`` (finest level whose state fits).
+
+    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): the exact counts of one level
+    until ``release()`` draws the noise; keep the bytes with the data holder. Once released,
+    the bytes also hold the release (public).
     """
 
     def __init__(
@@ -173,6 +177,10 @@ class AdaptiveGrid(LevelCounts):
     depends on the first level's noisy counts only: adaptive sequential composition); the rest
     is post-processing. The exact counts are kept until ``release()`` (a trusted curator's
     state, as for every offline baseline here; see :class:`~sketchsyn.synth.histogram.LevelCounts`).
+
+    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): the exact counts of one level
+    until ``release()`` draws the noise; keep the bytes with the data holder. Once released,
+    the bytes also hold the release (public).
 
     Parameters
     ----------
@@ -338,6 +346,10 @@ class PrivTree(LevelCounts):
     >>> pt = PrivTree(Box.unit(2), 1.0, memory_bytes=40_000, rng=0)
     >>> pt.level, pt.beta, round(pt.lam, 6), round(pt.delta, 6), pt.leaf_scale
     (12, 4, 4.666667, 6.469374, 2.0)
+
+    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): the exact counts of one level
+    until ``release()`` draws the noise; keep the bytes with the data holder. Once released,
+    the bytes also hold the release (public).
     """
 
     def __init__(

@@ -100,6 +100,9 @@ class SqrtFactorizationCounter(_Counter):
     state (its blobs say ``state == "trusted"``). ``nbytes = 16·T + 48``. Batches are streamed
     with one integer convolution each; ``skip(s)`` is ``O(s)`` here (every step gets fresh noise).
 
+    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): the stream so far and the
+    noisy releases; a curator's checkpoint.
+
     Parameters
     ----------
     rho : float

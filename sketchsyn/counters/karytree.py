@@ -223,6 +223,10 @@ class KaryTreeCounter(_PureFinite, _Counter):
     """Continual counter on the ``k``-ary tree with negative digits (pure ε-DP; Andersson,
     Pagh and Torkamani, arXiv 2408.07021).
 
+    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): an open block holds the data
+    seen so far next to the noise that later releases reuse, so a saved copy and a later
+    release differ by an exact count. The releases are private; the state is a curator's.
+
     Parameters
     ----------
     epsilon : float

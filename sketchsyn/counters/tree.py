@@ -76,6 +76,10 @@ def _load_tree(levels: int, u: int, m: int, fields: MetaReader, arrays: dict, pr
 class BinaryMechanism(_Counter):
     """The binary mechanism (tree aggregation; Chan, Shi and Song 2011; Dwork et al. 2010).
 
+    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): an open block holds the data
+    seen so far next to the noise that later releases reuse, so a saved copy and a later
+    release differ by an exact count. The releases are private; the state is a curator's.
+
     Parameters
     ----------
     epsilon : float, optional
@@ -536,6 +540,10 @@ class CounterBank(BinaryMechanism):
     returns ``(n, size)``; ``skip(s)`` advances every counter ``s`` steps of 0 in ``O(log s)``
     vectorised draws; ``query()`` returns all current releases. ``nbytes = size·(16·L + 8) + 40``
     (finite) or ``size·(16·64 + 24) + 40`` (unbounded).
+
+    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): an open block holds the data
+    seen so far next to the noise that later releases reuse, so a saved copy and a later
+    release differ by an exact count. The releases are private; the state is a curator's.
 
     Examples
     --------

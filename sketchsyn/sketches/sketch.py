@@ -566,6 +566,10 @@ class _Sketch(Summary):
 class CountMinSketch(_Sketch):
     """Count-Min sketch: ``query`` is the minimum over rows of the key's cell.
 
+    Saved state: **private** when built with ``epsilon`` (the noise is in the table from
+    construction: public parameters and noisy counters only), **trusted** when raw (exact
+    counts); ``state_privacy`` and the blob header say which.
+
     Parameters
     ----------
     width, depth : int
@@ -664,6 +668,10 @@ class CountSketch(_Sketch):
     the median is one row's value (an integer); with an even ``depth`` it is the mean of the two
     middle values (so it may end in ``.5``). The estimate is unbiased for every key, raw or
     private (the noise has mean zero).
+
+    Saved state: **private** when built with ``epsilon`` (the noise is in the table from
+    construction: public parameters and noisy counters only), **trusted** when raw (exact
+    counts); ``state_privacy`` and the blob header say which.
 
     Examples
     --------

@@ -136,6 +136,9 @@ class CumulativeSynthesizer(_PanelCopies):
     noise at all when ``T = 1``). Our counters use the level count; only the split of ρ over
     the counters follows Corollary B.1's ``L_b`` (any split summing to ρ is private).
 
+    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): the real panel's reports and
+    the counters' open sums; the synthetic panels it releases are private.
+
     Parameters
     ----------
     n : int

@@ -87,6 +87,10 @@ class PrivateDistribution(Summary):
     uniform. Leaves must be disjoint cells of the domain's hierarchy; they need not cover it
     (an uncovered region has mass 0, exactly like a zero-count leaf).
 
+    Saved state: **private** (a release: leaves, noisy consistent counts, public
+    parameters), or **trusted** for a distribution built with ``epsilon=None`` from exact
+    counts; ``state_privacy`` and the blob header say which.
+
     Parameters
     ----------
     domain : Box or BitDomain

@@ -190,6 +190,10 @@ class FixedWindowSynthesizer(_PanelCopies):
     paper's formula for ``n_pad`` and the bound, and the tests check its empirical
     coverage.
 
+    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): the real panel's recent
+    reports (exact data) next to the synthetic panel; the synthetic panels it releases are
+    private.
+
     Parameters
     ----------
     n : int

@@ -41,6 +41,10 @@ __all__ = ["PMM"]
 class PMM(LevelCounts):
     """Private Measure Mechanism: full tree, optimal per-level integer Laplace noise.
 
+    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): the exact counts of one level
+    until ``release()`` draws the noise; keep the bytes with the data holder. Once released,
+    the bytes also hold the release (public).
+
     Parameters
     ----------
     domain : Box or BitDomain

@@ -123,6 +123,11 @@ def _read_params(fields: MetaReader) -> dict[str, Any]:
 class PrivHP(LevelBank, Sizing, Summary):
     """One-pass PrivHP summary (pure ε-DP synthetic data generator in bounded memory).
 
+    Saved state: **private** (public parameters, noisy counters and sketches, the lineage),
+    or **trusted** for a ``raw=True`` summary and for
+    ``to_bytes(include_diagnostics=True)``, which adds the exact ``n_seen`` and
+    ``n_dropped``; ``state_privacy`` and the blob header say which.
+
     Parameters
     ----------
     domain : Box or BitDomain

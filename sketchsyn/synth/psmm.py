@@ -83,6 +83,10 @@ def closest_probability_measure(nu: np.ndarray, dist: np.ndarray) -> np.ndarray:
 class PSMM(LevelCounts):
     """Private Signed Measure Mechanism on the ``2**depth`` cells of one level.
 
+    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): the exact counts of one level
+    until ``release()`` draws the noise; keep the bytes with the data holder. Once released,
+    the bytes also hold the release (public).
+
     Parameters
     ----------
     domain : Box or BitDomain
