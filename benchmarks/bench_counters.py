@@ -127,7 +127,7 @@ def sparse_bank(size: int, steps: int, density: float = 1e-3) -> None:
     b = InhomogeneousSparseBank(size, 1.0, online_budgets(1.0, 2, 4), start_level=4, rng=1)
     rng = np.random.default_rng(0)
     n = rng.binomial(size * steps, density)
-    flat = rng.choice(size * steps, size=n, replace=False)
+    flat = np.sort(rng.choice(size * steps, size=n, replace=False))  # events in time order
     times = b.t + 1 + flat // size
     cells = flat % size
     start = time.perf_counter()
