@@ -509,3 +509,23 @@ def test_newer_versions_bool_flags_and_nan_sums_are_refused() -> None:
         LowDimDistribution.from_bytes(_forge(dist.to_bytes(), "LowDimDistribution", one_pass=0))
     with pytest.raises(SerializationError, match="version 3"):
         LowDimDistribution.from_bytes(_forge(dist.to_bytes(), "LowDimDistribution", version=3))
+
+
+def test_a_released_blob_is_private_and_holds_no_exact_count():
+    """After release() the saved state is the release: no record count, and a blob that says
+    'private' while carrying one is refused."""
+    from sketchsyn.io.serial import header_of, pack, read
+
+    X = np.random.default_rng(0).random((1237, 4))
+    syn = LowDimSynthesizer(Box.unit(4), 1.0, target_dim=2, rng=0)
+    syn.fit(X)
+    blob = syn.to_bytes()
+    got = read(blob, "LowDimSynthesizer")
+    assert header_of(blob).state == "private"
+    assert "n_pca" not in got.meta and "n_synth" not in got.meta
+    assert 1237 not in [v for v in got.meta.values() if isinstance(v, int)]
+    back = LowDimSynthesizer.from_bytes(blob)
+    assert back == syn and back.release() == syn.release()
+    forged = pack(got.kind, got.version, {**got.meta, "n_pca": 1237}, got.arrays, state="private")
+    with pytest.raises(SerializationError, match="'n_pca' holds exact counts"):
+        LowDimSynthesizer.from_bytes(forged)

@@ -394,3 +394,20 @@ def test_consume_peak_memory_is_a_few_batches():
     # The state (~0.44 MB) plus the working arrays of a couple of batches, never the stream.
     assert peak < php2.nbytes + 12 * batch_bytes, peak
     assert php2.n_seen == 40 * batch
+
+
+def test_diagnostics_make_a_trusted_blob_whatever_the_flag_type():
+    """include_diagnostics=np.True_ writes exact counts: the header must say trusted, and a
+    blob that says private while carrying them is refused."""
+    from sketchsyn.errors import SerializationError
+    from sketchsyn.io.serial import header_of, pack, read
+
+    php = PrivHP(Box.unit(2), 1.0, k=4, width=32, depth=6, rng=1)
+    php.update_many(np.random.default_rng(0).random((123, 2)))
+    for flag in (True, np.True_):
+        assert header_of(php.to_bytes(include_diagnostics=flag)).state == "trusted"
+    assert header_of(php.to_bytes()).state == "private"
+    got = read(php.to_bytes(include_diagnostics=True), "PrivHP")
+    forged = pack(got.kind, got.version, got.meta, got.arrays, state="private")
+    with pytest.raises(SerializationError, match="'diagnostics' holds exact counts"):
+        PrivHP.from_bytes(forged)

@@ -113,8 +113,9 @@ class Summary(abc.ABC):
     override the :attr:`state_privacy` property instead when it depends on the instance, e.g. a
     raw sketch), ``FORMAT_VERSION`` (the schema this release writes), ``READS`` (the versions it
     reads; default: only ``FORMAT_VERSION``), ``TAKES_RNG`` (``from_bytes`` accepts ``rng=`` for
-    the noise the loaded object will still draw) and optionally ``kind`` (default: the class
-    name).
+    the noise the loaded object will still draw), ``TRUSTED_FIELDS`` (header fields holding
+    exact counts, refused in a blob that says it is private) and optionally ``kind`` (default:
+    the class name).
     """
 
     kind: ClassVar[str]
@@ -123,6 +124,8 @@ class Summary(abc.ABC):
     READS: ClassVar[tuple[int, ...]] = ()
     VERSION_NOTE: ClassVar[str] = ""
     TAKES_RNG: ClassVar[bool] = False
+    # Header fields that hold exact counts: a blob declared private must not carry them.
+    TRUSTED_FIELDS: ClassVar[tuple[str, ...]] = ("diagnostics",)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -207,6 +210,13 @@ class Summary(abc.ABC):
             )
         got = read(blob, cls.kind, key=key)
         check_version(cls.kind, got.version, cls.READS or cls.FORMAT_VERSION, cls.VERSION_NOTE)
+        if got.state == "private":
+            for name in cls.TRUSTED_FIELDS:
+                if name in got.meta:
+                    raise SerializationError(
+                        f"{cls.kind} blob header field {name!r} holds exact counts, but the "
+                        "blob says its state is 'private'"
+                    )
         fields = MetaReader(got.meta, cls.kind)
         try:
             obj = cls._from_state(fields, got.arrays, got.version, bytes(blob), rng)

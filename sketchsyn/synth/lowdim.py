@@ -135,6 +135,7 @@ class LowDimSynthesizer(Summary):
     """
 
     STATE_PRIVACY = "trusted"
+    TRUSTED_FIELDS = ("n_pca", "n_synth", "diagnostics")  # exact counts: never in a release
     FORMAT_VERSION = 1
 
     def __init__(
@@ -654,10 +655,11 @@ class LowDimSynthesizer(Summary):
         returns the stored release."""
         meta: dict[str, Any] = self._params() | {
             "phase": self._phase,
-            "n_pca": self._n_pca,
             "frozen": self._frozen,
             "lineage": self._lineage.to_meta(),
         }
+        if self._phase != "released":  # an exact count: only in a trusted state
+            meta["n_pca"] = self._n_pca
         arrays: dict[str, np.ndarray] = {}
         if self._phase == "accumulate":
             arrays = {"s1": self._s1, "s2": self._s2}
@@ -713,7 +715,8 @@ class LowDimSynthesizer(Summary):
             for name in ("target_dim", "depth", "pca_rows", "expected_n")
         }
         phase = fields.str("phase", _PHASES)
-        n_pca = fields.int("n_pca", minimum=0, maximum=_MAX_N)
+        released = phase == "released"
+        n_pca = fields.int("n_pca", minimum=0, maximum=_MAX_N, default=0 if released else None)
         frozen = fields.bool("frozen", default=False)
         expected = {"accumulate": {"s1", "s2"}, "synthesize": {"cov_grid", "mean_grid", "inner"}}
         if set(arrays) != expected.get(phase, {"release"}):

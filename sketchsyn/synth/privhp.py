@@ -651,7 +651,7 @@ class PrivHP(LevelBank, Sizing, Summary):
 
     def _saved_privacy(self, include_diagnostics: bool = False) -> str:
         """``to_bytes(include_diagnostics=True)`` adds exact counts: a trusted checkpoint."""
-        return "trusted" if self._raw or include_diagnostics is True else "private"
+        return "trusted" if self._raw or bool(include_diagnostics) else "private"
 
     def _state(
         self, include_diagnostics: bool = False
