@@ -86,7 +86,8 @@ _SUMMARY_PACKAGES = ("sketches", "counters", "synth", "baselines")
 
 
 def _import_summaries() -> None:
-    """Import every package that defines a Summary, so the registry holds every kind."""
+    """Import every package that defines a Summary, so the registry holds every kind
+    (:func:`sketchsyn.io.summary.registry` calls it; importing ``sketchsyn`` stays cheap)."""
     for package in _SUMMARY_PACKAGES:
         importlib.import_module(f".{package}", __name__)
 
@@ -102,8 +103,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return __all__
-
-
-from .io.summary import add_discovery  # noqa: E402  (after __version__: the io package reads it)
-
-add_discovery(_import_summaries)

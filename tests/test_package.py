@@ -75,3 +75,20 @@ def test_readme_example_runs():
     namespace: dict = {}
     exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102
     assert namespace["synthetic"].shape == (100_000, 2)
+
+
+def test_import_stays_cheap():
+    """``import sketchsyn`` loads no submodule (names load on first use), so no numpy either;
+    the first public name loads its own module, and the registry finds every kind."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, sketchsyn; print(sorted(m for m in sys.modules if m.startswith('sketchsyn')),"
+        " 'numpy' in sys.modules); from sketchsyn.io.summary import registry;"
+        " print(len(registry()) >= 22)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    first, second = out.stdout.strip().splitlines()
+    assert first == "['sketchsyn'] False", first
+    assert second == "True"

@@ -47,6 +47,7 @@ from __future__ import annotations
 import abc
 import inspect
 import os
+import sys
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -65,10 +66,20 @@ _COPY_FIELDS = frozenset({"lineage", "frozen"})
 
 
 def add_discovery(hook: Callable[[], None]) -> None:
-    """Run ``hook`` (it imports the modules that define summaries) before :func:`registry`
-    answers. ``sketchsyn/__init__`` adds the one that imports every package of summaries."""
+    """Run ``hook`` (it imports the modules that define summaries, e.g. a plug-in's) before
+    :func:`registry` answers. The package's own summaries are found through
+    ``sketchsyn._import_summaries``, which the top-level package defines."""
     if hook not in _DISCOVERY:
         _DISCOVERY.append(hook)
+
+
+def _discover() -> None:
+    # The top-level package is always imported before this module; asking it (rather than
+    # importing the packages of summaries here) keeps this lower layer free of upward imports.
+    top = sys.modules.get(__name__.split(".")[0])
+    for hook in [getattr(top, "_import_summaries", None), *_DISCOVERY]:
+        if hook is not None:
+            hook()
 
 
 def _concrete(cls: type) -> bool:
@@ -80,8 +91,7 @@ def registry() -> Mapping[str, type[Summary]]:
 
     Raises ``TypeError`` if two classes claim one kind or a class does not state its privacy.
     """
-    for hook in _DISCOVERY:
-        hook()
+    _discover()
     found: dict[str, type[Summary]] = {}
     stack = list(Summary.__subclasses__())
     while stack:
