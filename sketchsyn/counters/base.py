@@ -249,6 +249,26 @@ class _Counter(Summary):
         if self._frozen:
             raise ReleasedError(f"this {type(self).__name__} is a snapshot; it is read-only")
 
+    # Budgets and horizon as stored by a subclass; the ones it does not have stay None.
+    _epsilon: float | None = None
+    _rho: float | None = None
+    _horizon: int | None = None
+
+    @property
+    def epsilon(self) -> float | None:
+        """Pure-DP budget over all steps (``None`` for a ρ-zCDP counter)."""
+        return self._epsilon
+
+    @property
+    def rho(self) -> float | None:
+        """ρ-zCDP budget over all steps (``None`` for a pure-DP counter)."""
+        return self._rho
+
+    @property
+    def horizon(self) -> int | None:
+        """``T``, the number of steps (``None`` for an unbounded counter)."""
+        return self._horizon
+
     @property
     def sensitivity(self) -> int:
         """ℓ1 bound on what neighbouring streams differ by."""
@@ -339,25 +359,3 @@ def _int_array(
             f"{fields._label} blob array {name!r} holds values beyond 2**62 in magnitude"
         )
     return arr.copy()
-
-
-class _PureFinite:
-    """``epsilon``, ``rho`` and ``horizon`` of a pure-ε counter with a finite horizon."""
-
-    _epsilon: float
-    _horizon: int
-
-    @property
-    def epsilon(self) -> float:
-        """Pure-DP budget over all steps."""
-        return self._epsilon
-
-    @property
-    def rho(self) -> None:
-        """``None``: this counter is pure ε-DP."""
-        return None
-
-    @property
-    def horizon(self) -> int:
-        """``T``, the number of steps."""
-        return self._horizon

@@ -169,18 +169,6 @@ class SqrtFactorizationCounter(_Counter):
         self._lastf = float(value)
 
     @property
-    def rho(self) -> float:
-        return self._rho
-
-    @property
-    def epsilon(self) -> None:
-        return None
-
-    @property
-    def horizon(self) -> int:
-        return self._horizon
-
-    @property
     def bits(self) -> int:
         """``b``: the factor is scaled by ``2^b`` before rounding to integers."""
         return self._bits

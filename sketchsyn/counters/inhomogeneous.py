@@ -249,16 +249,6 @@ class _InhomogeneousParams:
             r, start = r + 1, nxt
 
     @property
-    def epsilon(self) -> float:
-        """The ε that defines the time levels ``t_r = ceil(2^r/ε)``."""
-        return self._epsilon
-
-    @property
-    def rho(self) -> None:
-        """Inhomogeneous sparse counting is pure DP: always ``None``."""
-        return None
-
-    @property
     def max_budget(self) -> float:
         """The largest ``ε_r`` of the levels entered so far: what one record can cost."""
         return self._max_budget

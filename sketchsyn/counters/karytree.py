@@ -42,7 +42,6 @@ from .base import (
     _Counter,
     _int_array,
     _noise_variance,
-    _PureFinite,
     _read_sensitivity,
 )
 
@@ -219,7 +218,7 @@ class _KaryEngine:
         self.u = t1
 
 
-class KaryTreeCounter(_PureFinite, _Counter):
+class KaryTreeCounter(_Counter):
     """Continual counter on the ``k``-ary tree with negative digits (pure ε-DP; Andersson,
     Pagh and Torkamani, arXiv 2408.07021).
 

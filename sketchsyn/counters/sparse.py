@@ -37,7 +37,6 @@ from .base import (
     _check_s,
     _check_total,
     _Counter,
-    _PureFinite,
     _read_sensitivity,
 )
 from .tree import BinaryMechanism, _load_tree, _tree_arrays
@@ -225,7 +224,7 @@ def first_trips(x: Fraction, a: np.ndarray, s: np.ndarray, src: RandomSource) ->
 
 
 # ------------------------------------------------------------------ sparse counting
-class SparseCounter(_PureFinite, _Counter):
+class SparseCounter(_Counter):
     """Sparse counting with a finite horizon (He, Vershynin and Zhu, Algorithm 2; Dwork et al.
     2015).
 
