@@ -13,25 +13,65 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_docs_build_strict(tmp_path: Path) -> None:
+def _readme_docs_command() -> list[str]:
+    """The command the README gives for a static build of the site."""
+    readme = (ROOT / "README.md").read_text()
+    found = re.search(r"or `(mkdocs build[^`]*)` for", readme)
+    assert found is not None, "the README no longer says how to build the docs"
+    return found.group(1).split()
+
+
+def test_docs_build_as_the_readme_says() -> None:
+    """The README's command, without -q: any WARNING or a page left out of the menu fails."""
     pytest.importorskip("mkdocs")
     pytest.importorskip("material")
     pytest.importorskip("mkdocstrings_handlers.python")
-    site = tmp_path / "site"
+    command = _readme_docs_command()
+    assert command == ["mkdocs", "build", "--strict"]
     out = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q"]
-        + ["-f", str(ROOT / "mkdocs.yml"), "-d", str(site)],
+        [sys.executable, "-m", *command],
         capture_output=True,
         text=True,
         cwd=ROOT,
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
         timeout=300,
     )
-    assert out.returncode == 0, out.stdout + out.stderr
+    log = out.stdout + out.stderr
+    assert out.returncode == 0, log
+    assert "WARNING" not in log, log
+    assert 'not included in the "nav"' not in log, log
+    site = ROOT / "site"
     api = (site / "api" / "privhp" / "index.html").read_text()
     assert "sketchsyn.synth.privhp.PrivHP" in api and "noise_scales" in api  # from the docstrings
+    # Sphinx roles in docstrings become links or code, never raw ``:class:`` text.
+    for page in (site / "api").glob("*/index.html"):
+        text = page.read_text()
+        assert ":class:" not in text and ":meth:" not in text, page
+    assert 'class="autorefs autorefs-internal"' in api
     assert (site / "privacy" / "index.html").exists()
     assert (site / "stories" / "edge-collector" / "index.html").exists()
+
+
+INTERNAL = re.compile(r"seed 00\d|seeds/|SPEC\.md|SPEC §|DESIGN\.md|\bSPEC\b")
+
+
+def _user_pages() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+@pytest.mark.parametrize("page", _user_pages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_user_text_cites_papers_not_internal_files(page: Path) -> None:
+    hits = [line for line in page.read_text().splitlines() if INTERNAL.search(line)]
+    assert not hits, hits
+
+
+@pytest.mark.parametrize("page", _user_pages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_figure_table_names_its_script(page: Path) -> None:
+    """A page with a table of measured figures names the script that printed them."""
+    text = page.read_text()
+    measured = re.search(r"^\|.*\d\.\d\d", text, re.M)
+    if measured and page.name != "README.md":
+        assert re.search(r"benchmarks/\w+\.py|examples/\w+\.py", text), page
 
 
 def test_readme_test_command_is_what_ci_runs() -> None:

@@ -1,0 +1,74 @@
+"""A Griffe extension for the docs site: Sphinx roles in docstrings become cross-references.
+
+The library's docstrings use numpy style with Sphinx roles (``:class:`~sketchsyn.PrivHP```,
+``:meth:`release```), which read well in ``help()`` and in an editor. mkdocstrings renders
+Markdown, where such a role would show as raw text. This extension rewrites each role into an
+optional autorefs link before the docstring is rendered: a link when the target is on the site,
+plain code when it is not (no broken link, no warning). A short name is looked up in the
+object's class and module first, so ``:meth:`release``` inside a class links to that class's
+``release``.
+
+Used by ``mkdocs.yml`` (``extensions: [docs/griffe_roles.py:SphinxRoles]``).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+import griffe
+
+EXTERNAL = {"numpy", "np", "os", "dask", "pyspark", "pyarrow", "pandas", "polars", "fractions"}
+ROLE = re.compile(
+    r":(?:py:)?(class|meth|func|attr|mod|obj|data|exc|const):`(~?)([^`<>]+?)(?:\s*<([^`<>]+)>)?`"
+)
+
+
+def _candidates(obj: Any, name: str) -> list[str]:
+    """Full paths that ``name`` may mean, seen from ``obj``, most specific first."""
+    if name.startswith("sketchsyn"):
+        return [name]
+    scopes: list[Any] = []
+    here = obj
+    while here is not None:
+        scopes.append(here)
+        here = here.parent
+    out = []
+    for scope in scopes:
+        head = name.split(".", 1)[0]
+        try:
+            members = scope.members
+        except Exception:  # noqa: BLE001 (an alias that cannot be resolved)
+            continue
+        if head in members:
+            member = members[head]
+            base = getattr(member, "target_path", None) if member.is_alias else member.path
+            rest = name.split(".", 1)[1:]
+            out.append(".".join([base or f"{scope.path}.{head}", *rest]))
+    if name.split(".", 1)[0] in EXTERNAL:
+        out.append(name)
+    out.append(f"sketchsyn.{name}")
+    return out
+
+
+def _link(obj: Any, match: re.Match[str]) -> str:
+    _role, tilde, target, explicit = match.groups()
+    if explicit:  # Sphinx's ``title <target>`` form
+        shown, target = target.strip(), explicit.strip()
+    else:
+        target = target.strip().rstrip("()")
+        shown = target.rsplit(".", 1)[-1] if tilde else target
+    paths = _candidates(obj, target)
+    code = f"<code>{html.escape(shown)}</code>"
+    return f'<autoref identifier="{html.escape(paths[0])}" optional>{code}</autoref>'
+
+
+class SphinxRoles(griffe.Extension):
+    """Rewrite ``:class:`x```, ``:meth:`x``` and friends into optional cross-references."""
+
+    def on_instance(self, *, obj: Any, **kwargs: Any) -> None:  # noqa: ARG002
+        doc = obj.docstring
+        if doc is None or ":" not in doc.value:
+            return
+        doc.value = ROLE.sub(lambda m: _link(obj, m), doc.value)
