@@ -64,11 +64,38 @@ def _link(obj: Any, match: re.Match[str]) -> str:
     return f'<autoref identifier="{html.escape(paths[0])}" optional>{code}</autoref>'
 
 
+def fence_doctests(text: str) -> str:
+    """Wrap each run of ``>>>`` lines and their output in a ``pycon`` code fence.
+
+    Outside a numpy ``Examples`` section Markdown would read ``>>>`` as nested quotes.
+    """
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.lstrip().startswith(">>>") and not _in_fence(out):
+            indent = line[: len(line) - len(line.lstrip())]
+            block = []
+            while i < len(lines) and lines[i].strip():
+                block.append(lines[i])
+                i += 1
+            out += [f"{indent}```pycon", *block, f"{indent}```"]
+            continue
+        out.append(line)
+        i += 1
+    return "\n".join(out)
+
+
+def _in_fence(lines: list[str]) -> bool:
+    return sum(line.lstrip().startswith("```") for line in lines) % 2 == 1
+
+
 class SphinxRoles(griffe.Extension):
-    """Rewrite ``:class:`x```, ``:meth:`x``` and friends into optional cross-references."""
+    """Roles become optional cross-references; doctest blocks become code blocks."""
 
     def on_instance(self, *, obj: Any, **kwargs: Any) -> None:  # noqa: ARG002
         doc = obj.docstring
-        if doc is None or ":" not in doc.value:
+        if doc is None:
             return
-        doc.value = ROLE.sub(lambda m: _link(obj, m), doc.value)
+        doc.value = fence_doctests(ROLE.sub(lambda m: _link(obj, m), doc.value))
