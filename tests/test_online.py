@@ -99,7 +99,7 @@ class _RecorderBank:
         return np.array(head + flat, dtype="<i8").tobytes()
 
     @classmethod
-    def from_bytes(cls, blob):
+    def from_bytes(cls, blob, budgets=None):
         a = np.frombuffer(blob, dtype="<i8").tolist()
         obj = object.__new__(cls)
         obj.size, obj.start_level, obj.start, obj.t = a[:4]
@@ -298,26 +298,39 @@ def counters():
 
 @pytest.mark.parametrize("d", [1, 2, 3, 6])
 @pytest.mark.parametrize("eps", [0.1, 1.0, 4.0])
-def test_path_budget_at_most_half_epsilon_for_every_t(counters, d, eps):
-    """(4.2) / (5.1): a record's path of cells is charged at most ε/2 at every step (replace
-    one record changes two paths: ε in all), and path_budget is that sum of the counters' ε_r."""
-    syn = OnlineSynthesizer(Box.unit(d), eps, rng=0)
+@pytest.mark.parametrize("scheme", ["full", "paper"])
+def test_path_budget_at_most_half_epsilon_for_every_t(counters, d, eps, scheme):
+    """A record's path of cells is charged at most ε/2 at every step, exactly in rationals
+    (replace one record changes two paths: ε in all), and path_budget is that sum of the
+    counters' ε_r. The full budgets spend ε/2 (rounded down); the paper's (4.2) / (5.1) approach
+    ε/2 (d >= 2) or ε(1/2 − 3/π²) (d = 1) for large t."""
+    from sketchsyn.synth.online_budget import full_budgets
+
+    syn = OnlineSynthesizer(Box.unit(d), eps, budgets=scheme, rng=0)
     ts = {0, 1, 2, 3, 10**9, 2**62}
     for j in range(0, 64):
         tj = level_start(eps, j)
         ts |= {tj - 1, tj, tj + 1}
     ts |= set(np.random.default_rng(0).integers(1, 2**40, 200).tolist())
+    half = Fraction(eps) / 2
     for t in sorted(ts):
         got = syn.path_budget(t)
         assert 0.0 <= got <= eps / 2 * (1 + 1e-12), (t, got)
         if t >= level_start(eps, 1):
             r = depth_at(eps, t)
             top = min(r, 60) if d >= 2 else 60
-            want = math.fsum(counters.online_budgets(eps, d, j)(r) for j in range(1, top + 1))
+            if scheme == "paper":
+                fns = [counters.online_budgets(eps, d, j) for j in range(1, top + 1)]
+            else:
+                fns = [full_budgets(eps, d, j, 60) for j in range(1, top + 1)]
+            exact = sum(Fraction(f(r)) for f in fns)
+            assert exact <= half, (t, float(exact))
+            want = math.fsum(f(r) for f in fns)
             assert got == pytest.approx(want, rel=1e-12) and got > 0
-    # The sum approaches ε/2 (d >= 2) or ε(1/2 − 3/π²) (d = 1) for large t: not a loose bound.
+            if scheme == "full":
+                assert got >= eps / 2 * (1 - 1e-9), (t, got)
     big = syn.path_budget(2**50)
-    limit = eps / 2 if d >= 2 else eps * (0.5 - 3 / math.pi**2)
+    limit = eps / 2 if d >= 2 or scheme == "full" else eps * (0.5 - 3 / math.pi**2)
     assert big > 0.85 * limit
 
 
@@ -345,7 +358,7 @@ def test_lazy_equals_eager_in_distribution(counters):
     X = np.random.default_rng(11).random((n, 2)) * 0.5
     lazy, eager = [], []
     for rep in range(reps):
-        syn = OnlineSynthesizer(domain, eps, rng=1000 + rep)
+        syn = OnlineSynthesizer(domain, eps, budgets="paper", rng=1000 + rep)
         syn.update_many(X[:9])
         for x in X[9:]:
             syn.update(x)
@@ -481,6 +494,8 @@ def _forge(blob, kind, version=None, **changes):
         ("made", 60),
         ("frozen", 0),
         ("n_dropped", -1),
+        ("budgets", "half"),
+        ("budgets", 3),
     ],
 )
 def test_forged_header_refused_fast_naming_the_field(field, value):
@@ -508,5 +523,8 @@ def test_state_is_trusted_and_newer_version_refused():
 
     syn = OnlineSynthesizer(Box.unit(2), 1.0, rng=0)
     assert header_of(syn.to_bytes()).state == "trusted" == syn.state_privacy
-    with pytest.raises(SerializationError, match="version 3"):
-        OnlineSynthesizer.from_bytes(_forge(syn.to_bytes(), "OnlineSynthesizer", version=3))
+    for version in (1, 4):
+        with pytest.raises(SerializationError, match=f"version {version}"):
+            OnlineSynthesizer.from_bytes(
+                _forge(syn.to_bytes(), "OnlineSynthesizer", version=version)
+            )

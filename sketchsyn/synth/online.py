@@ -9,13 +9,24 @@ prefixes of :meth:`Domain.encode`) exists from step ``t_j = ceil(2^j/ε)``; the 
 ``t`` is ``r(t) = floor(log2(ε t))`` (0 while ``ε t < 2``), at most ``domain.max_depth`` and
 60. Every cell ``θ`` of level ``j ≥ 1`` runs an inhomogeneous sparse counter
 (:class:`sketchsyn.counters.inhomogeneous.InhomogeneousSparseCounter`, Algorithm 3) over the Boolean
-stream ``1{x_t ∈ Ω_θ}`` with the budgets ``ε_{j,r}`` of (4.1) for ``d ≥ 2`` (start level ``j``:
-records before ``t_j`` are ignored) and of (5.1) for ``d = 1`` (start level 0: the history is
-replayed into each new cell). The root's count is ``t`` (public: one record per step), so it needs
-no noise. A release reads every cell's latest count, makes the tree consistent with integer
-comparable splits (He's dissertation, Algorithm 3, as in PMM) and places the consistent count of
-each
-depth-``r(t)`` cell uniformly in the cell.
+stream ``1{x_t ∈ Ω_θ}`` with budgets ``ε_{j,r}`` (start level ``j`` for ``d ≥ 2``: records before
+``t_j`` are ignored; start level 0 for ``d = 1``: the history is replayed into each new cell). The
+root's count is ``t`` (public: one record per step), so it needs no noise.
+
+Budgets (beyond the paper, same guarantee). The paper's budgets, (4.1) for ``d ≥ 2`` and (5.1)
+for ``d = 1``, leave part of a path's ``ε/2`` unspent (in ``d = 1`` about 61%: the sum (5.1) runs
+over ``3ε/(π²(j+1)²)`` where the proof intends ``3ε/(π² j²)``). The default ``budgets="full"``
+keeps their shapes and spends exactly ``ε/2`` per path (:mod:`sketchsyn.synth.online_budget`
+states the budgets and proves the bound); ``budgets="paper"`` runs (4.1) / (5.1) as printed.
+
+Release (beyond the paper, post-processing only: :mod:`sketchsyn.synth.online_release`). Every
+cell's counter is read at step ``t``; each level's counts are scaled to the whole stream (a level
+that started late has seen fewer records) and combined bottom-up with the sum of their children by
+inverse variances (Hay, Rastogi, Miklau and Suciu's least squares, the variances from the public
+noise scales); the root's ``t`` is then split top-down in integers, in proportion to the combined
+children, down to the depth where a cell's count is at least its children's noise (a cell
+stops there and its points are uniform in it). The release has total ``t``: exactly ``t``
+synthetic points (``docs/online.md`` compares it with the paper's release on a real stream).
 
 Cost (beyond the paper, which steps every counter at every step: ``O(ε t log t)`` per record).
 The ``2**j`` cells of level ``j`` are one
@@ -35,8 +46,9 @@ vectorised work, ``O(log t)`` per record amortised).
 Privacy: pure ε-DP for the whole sequence of releases, event level, **replace one record**
 (neighbouring streams differ in the record of one step; ``t`` is public). A record at step ``t``
 is charged ``ε_{j, r(t)}`` by the one cell of each level ``j`` that counts it (Lemma 3.3);
-:meth:`OnlineSynthesizer.path_budget` returns that sum along the record's path, which (4.2) and
-(5.1) keep at most ``ε/2``; a replaced record changes two paths, hence ε. With the domain's
+:meth:`OnlineSynthesizer.path_budget` returns that sum along the record's path, at most ``ε/2``
+(exactly ``ε/2`` with the full budgets once the path has all its levels); a replaced record
+changes two paths, hence ε. The release reads only the counters' outputs. With the domain's
 ``"drop"`` policy a dropped row is not a step (the guarantee covers the stream of accepted
 records and treats the number of dropped rows as public); use ``"clip"`` to keep one step per
 input row. Public: the domain, ε, ``t`` and the partition schedule.
@@ -75,6 +87,7 @@ from ..errors import (
     ParameterError,
     ReleasedError,
     SerializationError,
+    check_choice,
     check_domain,
     check_epsilon,
 )
@@ -84,7 +97,8 @@ from ..io.summary import Summary
 from ..privacy.lineage import Lineage, UsageGuard
 from ..privacy.rng import RNGLike, as_source
 from ..synth.distribution import PrivateDistribution
-from ..synth.tree import consistent_levels_integer
+from .online_budget import BUDGET_SCHEMES, full_budgets
+from .online_release import adaptive_leaves, combine_levels, level_noise
 
 __all__ = ["OnlineSynthesizer", "depth_at", "level_start"]
 
@@ -160,6 +174,10 @@ class OnlineSynthesizer(Summary):
     epsilon : float
         Total budget ε > 0 of the whole infinite sequence of releases (pure ε-DP, replace one
         record). It also sets the partition schedule ``t_j = ceil(2^j/ε)``.
+    budgets : {"full", "paper"}
+        The cells' budgets ``ε_{j,r}``: ``"full"`` (default) spends exactly ``ε/2`` along every
+        record's path (:func:`~sketchsyn.synth.online_budget.full_budgets`); ``"paper"`` is He,
+        Vershynin and Zhu's (4.1) / (5.1), which leave part of it unspent. Both are ε-DP.
     rng : None, int, SeedSequence or Generator
         Noise randomness; ``None`` (default) is the OS CSPRNG. A seed makes every cell's noise
         reproducible (the cells of one level draw from one stream, in the order they are made:
@@ -179,14 +197,25 @@ class OnlineSynthesizer(Summary):
     #: :class:`sketchsyn.counters.sparsebank.InhomogeneousSparseBank`).
     _bank_class: Any = None
 
-    STATE_PRIVACY = "trusted"
-    FORMAT_VERSION = 2
-    VERSION_NOTE = "version 1 held one counter per cell, before the banks"
+    #: The release's adaptive depth: a cell is split while its count is at least ``_TAU`` times
+    #: its children's noise standard deviation (0: always split, down to ``r(t)``).
+    _TAU = 1.0
 
-    def __init__(self, domain: Any, epsilon: float, *, rng: RNGLike = None) -> None:
+    STATE_PRIVACY = "trusted"
+    FORMAT_VERSION = 3
+    READS = (2, 3)
+    VERSION_NOTE = (
+        "version 1 held one counter per cell, before the banks; version 2 (read as "
+        "budgets='paper') had no budgets field"
+    )
+
+    def __init__(
+        self, domain: Any, epsilon: float, *, budgets: str = "full", rng: RNGLike = None
+    ) -> None:
         check_domain(domain, _KIND)
         self._domain = domain
         self._epsilon = check_epsilon(epsilon, _KIND)
+        self._scheme = check_choice(budgets, "budgets", _KIND, BUDGET_SCHEMES)
         self._eps = Fraction(self._epsilon)
         self._d = int(domain.d)
         self._H = min(int(domain.max_depth), _MAX_LEVEL)
@@ -241,6 +270,11 @@ class OnlineSynthesizer(Summary):
         return self._n_dropped
 
     @property
+    def budgets(self) -> str:
+        """The budget scheme: ``"full"`` or ``"paper"`` (see the ``budgets`` parameter)."""
+        return self._scheme
+
+    @property
     def lineage(self) -> Lineage:
         """Identity of this object's noise (shared by its snapshots and loaded bytes)."""
         return self._lineage
@@ -270,7 +304,10 @@ class OnlineSynthesizer(Summary):
     def _budget(self, j: int) -> Callable[[int], float]:
         fn = self._budgets.get(j)
         if fn is None:
-            fn = _counters_module().online_budgets(self._epsilon, self._d, j)
+            if self._scheme == "full":
+                fn = full_budgets(self._epsilon, self._d, j, self._H)
+            else:
+                fn = _counters_module().online_budgets(self._epsilon, self._d, j)
             self._budgets[j] = fn
         return fn
 
@@ -282,7 +319,9 @@ class OnlineSynthesizer(Summary):
         for ``d ≥ 2`` (deeper cells start later and ignore it) and over every level the domain
         has for ``d = 1`` (new cells replay it). Records before ``t_0 = ceil(1/ε)`` reach no
         counter. Algorithm 1 is ε-DP for replace-one neighbours because this is at most ``ε/2``
-        for every ``t`` (two paths change).
+        for every ``t`` (two paths change). With ``budgets="full"`` it is ``ε/2`` (rounded
+        down) from ``t_0`` on (``d = 1``) or from ``t_1`` on (``d ≥ 2``); the paper's budgets
+        give ``ε(1/2 − 3/π²) ≈ 0.196 ε`` for ``d = 1``.
 
         >>> from sketchsyn import Box
         >>> syn = OnlineSynthesizer(Box.unit(2), 1.0, rng=0)
@@ -426,35 +465,56 @@ class OnlineSynthesizer(Summary):
                 levels.append(np.asarray(self._bank(j).query(), dtype=np.int64))
         return levels
 
-    def _released(self) -> tuple[PrivateDistribution, np.ndarray]:
+    def _leaf_counts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The release's leaves ``(levels, prefixes, counts)``: post-processing of
+        :meth:`noisy_levels` (see :mod:`sketchsyn.synth.online_release`)."""
+        noisy = self.noisy_levels()
+        t, r = self._t, len(noisy) - 1
+        estimates, variances, stop_sd = [np.array([float(t)])], [0.0], [0.0]
+        for j in range(1, r + 1):
+            start = j if self._d >= 2 else 0
+            seen = t - self._starts[start] + 1  # steps this level's counters have counted
+            scale = t / seen
+            closed, current = level_noise(self._budget(j), self._eps, start, t)
+            estimates.append(noisy[j].astype(np.float64) * scale)
+            variances.append(current * scale * scale)
+            stop_sd.append(scale * math.sqrt(closed))
+        combined, _ = combine_levels(estimates, variances)
+        return adaptive_leaves(t, combined, stop_sd, self._TAU)
+
+    def _released(self) -> tuple[PrivateDistribution, tuple[np.ndarray, ...]]:
         cached = self._release
         if cached is not None and cached[0] == self._t:
             return cached[1], cached[2]
-        r = self.depth
-        consistent = consistent_levels_integer(self.noisy_levels(), "uniform")
-        counts = np.asarray(consistent[-1], dtype=np.int64)
-        keep = np.flatnonzero(counts)
-        if keep.size == 0:  # t = 0: the all-zero level is released (uniform, total 0)
-            keep = np.arange(counts.size)
+        leaves = self._leaf_counts()
+        lv, px, ct = leaves
         dist = PrivateDistribution(
             self._domain,
-            np.full(keep.size, r, dtype=np.int64),
-            keep.astype(_U64),
-            counts[keep].astype(np.float64),
+            lv,
+            px,
+            ct.astype(np.float64),
             epsilon=self._epsilon,
             mechanism=_KIND,
-            params={"epsilon": self._epsilon, "t": self._t, "depth": r},
+            params={
+                "epsilon": self._epsilon,
+                "t": self._t,
+                "depth": self.depth,
+                "budgets": self._scheme,
+            },
         )
-        self._release = (self._t, dist, counts)
-        return dist, counts
+        self._release = (self._t, dist, leaves)
+        return dist, leaves
 
     def release(self) -> PrivateDistribution:
         """The release at the current step: a :class:`PrivateDistribution` of total ``t``.
 
-        Every cell's counter is read at step ``t``, the counts are made consistent (integer
-        comparable splits, root ``t``) and the depth-``r(t)`` cells become the leaves. Callable
-        at every step, any number of times, with no further budget (each step's release is part
-        of the guaranteed sequence; calling again at the same step returns the same object).
+        Every cell's counter is read at step ``t``; each level's counts are scaled to the whole
+        stream and combined with their children's by inverse variances (least squares); the
+        root's ``t`` is split top-down in integers, in proportion to the combined children,
+        while a cell's count is at least its children's noise (adaptive depth, at most
+        ``r(t)``). Post-processing only. Callable at every step, any number of times, with no
+        further budget (each step's release is part of the guaranteed sequence; calling again
+        at the same step returns the same object).
         """
         return self._released()[0]
 
@@ -463,13 +523,12 @@ class OnlineSynthesizer(Summary):
         units.
 
         The shape is the domain's ``sample_cells`` shape: ``(t, d)`` for a Box, ``(t,)`` integer
-        keys for a BitDomain. Each depth-``r(t)`` cell gets its consistent count of points,
-        uniform in the cell; ``rng`` only places the points (it is not privacy noise).
+        keys for a BitDomain. Each leaf of the release gets its integer count of points, uniform
+        in the cell; ``rng`` only places the points (it is not privacy noise).
         """
-        _, counts = self._released()
-        cells = np.flatnonzero(counts)
-        prefixes = np.repeat(cells.astype(_U64), counts[cells])
-        levels = np.full(prefixes.size, self.depth, dtype=np.int64)
+        _, (lv, px, ct) = self._released()
+        prefixes = np.repeat(px, ct)
+        levels = np.repeat(lv, ct)
         return self._domain.sample_cells(levels, prefixes, rng=as_source(rng))
 
     def query(self, lower: Any, upper: Any) -> float:
@@ -478,7 +537,11 @@ class OnlineSynthesizer(Summary):
 
     # ------------------------------------------------------------------ copies and bytes
     def _params(self) -> dict[str, Any]:
-        return {"domain": self._domain.to_dict(), "epsilon": self._epsilon}
+        return {
+            "domain": self._domain.to_dict(),
+            "epsilon": self._epsilon,
+            "budgets": self._scheme,
+        }
 
     def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """The banks' bytes (caught up to the current step first), the d = 1 history and the
@@ -535,8 +598,11 @@ class OnlineSynthesizer(Summary):
             raise SerializationError(
                 f"{_KIND} blob header field 'bank' must be null or a string, got {bank_name!r}"
             )
+        # Version 2 had no budgets field: its banks ran the paper's budgets.
+        scheme = "paper" if version == 2 else fields.str("budgets", BUDGET_SCHEMES)
         lineage = fields.lineage()
         obj = object.__new__(cls)
+        obj._scheme = scheme
         obj._domain = domain
         obj._epsilon = check_epsilon(epsilon, _KIND)
         obj._eps = Fraction(obj._epsilon)
@@ -582,7 +648,10 @@ class OnlineSynthesizer(Summary):
         raw = data.tobytes()
         for i, j in enumerate(levels.tolist()):
             with fields.inside("blob"):
-                bank = bank_cls.from_bytes(raw[int(offsets[i]) : int(offsets[i + 1])])
+                # The budgets are the synthesizer's (its scheme), not whatever a bank claims.
+                bank = bank_cls.from_bytes(
+                    raw[int(offsets[i]) : int(offsets[i + 1])], budgets=obj._budget(j)
+                )
             start = j if obj._d >= 2 else 0
             if bank.size != 2**j or bank.start_level != start or bank.t != t:
                 raise SerializationError(f"{_KIND} blob has a bad bank at level {j}")
