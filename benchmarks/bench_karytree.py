@@ -131,6 +131,27 @@ def throughput(n: int) -> None:
     )
 
 
+def bank_throughput(size: int = 10_000, steps: int = 1000) -> None:
+    """KaryTreeBank against CounterBank: ``steps`` steps of ``size`` counters in one call."""
+    from sketchsyn.counters import CounterBank, KaryTreeBank
+
+    xs = (np.random.default_rng(1).random((steps, size)) < 0.5).astype(np.int64)
+    print(f"\nbanks of {size:,} counters, one update_many of {steps:,} steps (horizon 2^17)")
+    for name, make in (
+        ("KaryTreeBank k=19", lambda: KaryTreeBank(size, 1.0, 2**17, rng=1)),
+        ("CounterBank (binary)", lambda: CounterBank(size, 1.0, 2**17, rng=1)),
+    ):
+        make().update_many(xs[:10])  # warm-up
+        bank = make()
+        start = time.perf_counter()
+        bank.update_many(xs)
+        rate = steps * size / (time.perf_counter() - start)
+        start = time.perf_counter()
+        bank.skip(10**5)
+        skip_ms = 1e3 * (time.perf_counter() - start)
+        print(f"  {name:21s} {rate:12,.0f} counter-steps/s; skip(10^5) {skip_ms:.1f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200)
@@ -139,6 +160,7 @@ def main() -> None:
     closed_forms()
     measured_rmse(args.runs)
     throughput(args.steps)
+    bank_throughput()
 
 
 if __name__ == "__main__":

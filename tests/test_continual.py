@@ -19,10 +19,11 @@ from sketchsyn.errors import (
 from sketchsyn.privacy.noise import discrete_laplace_variance
 from sketchsyn.synth import tree
 from sketchsyn.synth.continual import binary_levels
+from sketchsyn.synth.release import least_squares_levels
 
 
 def small(rng: int, **kw) -> ContinualPrivHP:
-    args = dict(k=2, width=32, sketch_depth=2, depth=4, horizon=16, rng=rng)
+    args = dict(k=2, width=32, sketch_depth=2, depth=4, horizon=16, counter="binary", rng=rng)
     args.update(kw)
     return ContinualPrivHP(Box.unit(1), 1.0, **args)
 
@@ -84,7 +85,9 @@ def test_each_psum_noise_is_drawn_once_and_reused() -> None:
 
 
 def test_budget_sums_to_epsilon_with_binary_factor() -> None:
-    c = ContinualPrivHP(Box.unit(2), 0.7, k=8, width=64, horizon=1000, depth=10, rng=0)
+    c = ContinualPrivHP(
+        Box.unit(2), 0.7, k=8, width=64, horizon=1000, depth=10, counter="binary", rng=0
+    )
     h = binary_levels(1000)
     assert h == 10 == c.binary_levels
     assert c.sigmas.sum() == pytest.approx(0.7, abs=1e-12)
@@ -136,9 +139,9 @@ def test_release_equals_growth_from_the_full_noisy_state(sketch: str) -> None:
     for stop in (700, 1500, 3000):
         c.update_many(X[c.t : stop])
         grown = c.release()
-        top = tree.consistent_levels(
-            [c.cell_values(level).astype(float) for level in range(c.L_k + 1)]
-        )
+        levels = [c.cell_values(level).astype(float) for level in range(c.L_k + 1)]
+        variances = [c.cell_variance(level) for level in range(c.L_k + 1)]
+        top = tree.consistent_levels(least_squares_levels(levels, variances))
         tables = {level: c.cell_values(level) for level in range(c.L_k + 1, c.depth + 1)}
 
         def query(level: int, prefixes: np.ndarray, tables: dict = tables) -> np.ndarray:
@@ -164,7 +167,9 @@ def test_last_step_within_log_factor_of_one_pass() -> None:
     dom = Box.unit(1)
     w_cont, w_one = [], []
     for seed in range(6):
-        c = ContinualPrivHP(dom, 1.0, k=8, width=64, horizon=T, depth=12, rng=seed)
+        c = ContinualPrivHP(
+            dom, 1.0, k=8, width=64, horizon=T, depth=12, counter="binary", rng=seed
+        )
         c.update_many(X)
         w_cont.append(wasserstein1(X, c.release(), dom).value)
         p = PrivHP(dom, 1.0, k=8, width=64, depth=12, rng=100 + seed)
@@ -221,11 +226,12 @@ def test_snapshot_is_read_only_and_never_draws() -> None:
     c = small(6)
     c.update_many(DATA[:9])
     snap = c.snapshot()
-    drawn = snap._drawn.copy()
+    drawn = {name: a.copy() for name, a in snap._table.arrays().items()}
     with pytest.raises(ReleasedError):
         snap.update(DATA[0])
     released = snap.release()
-    np.testing.assert_array_equal(snap._drawn, drawn)
+    for name, a in snap._table.arrays().items():
+        np.testing.assert_array_equal(a, drawn[name])
     np.testing.assert_array_equal(c.release().leaves().count, released.leaves().count)
     c.update_many(DATA[9:12])
     np.testing.assert_array_equal(snap.release().leaves().count, released.leaves().count)
@@ -368,8 +374,8 @@ def test_forged_header_fields_are_refused_naming_them(field: str, value: object)
 
 def test_a_newer_format_version_is_refused() -> None:
     c = ContinualPrivHP(Box.unit(2), 1.0, k=4, width=8, horizon=64, depth=6, rng=0)
-    with pytest.raises(SerializationError, match="version 2"):
-        ContinualPrivHP.from_bytes(_forge(c.to_bytes(), "ContinualPrivHP", version=2))
+    with pytest.raises(SerializationError, match="version 3"):
+        ContinualPrivHP.from_bytes(_forge(c.to_bytes(), "ContinualPrivHP", version=3))
 
 
 def test_saved_state_is_declared_trusted() -> None:

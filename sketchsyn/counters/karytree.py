@@ -319,8 +319,13 @@ class KaryTreeCounter(_Counter):
         self._src = as_source(rng)
         self._lineage = Lineage.new(self._src, self._kind, self._params())
         self._frozen = False
-        self._last = 0
-        self._engine = _KaryEngine(self._k, self._levels, self._param, self._src)
+        self._last: Any = 0
+        self._engine = _KaryEngine(self._k, self._levels, self._param, self._src, self._size())
+
+    def _size(self) -> int:
+        """Counters stepped together (1; :class:`~sketchsyn.counters.karybank.KaryTreeBank`
+        sets more)."""
+        return 1
 
     # -------------------------------------------------------------- parameters
     def _params(self) -> dict:

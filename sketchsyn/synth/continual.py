@@ -1,58 +1,19 @@
 """Continual-release PrivHP: a private release at every step, in memory that does not grow.
 
-Holland et al., Appendix A. Step one: every counter of the levels ``0 … L_k`` and every cell
-of every level sketch ``L_k+1 … r`` becomes a continual counter, the **binary mechanism** over a
-finite public ``horizon`` ``T`` of steps. Step two (keep the partition between releases and
-promote pruned nodes that become hot) was built and measured against regrowing the tree at each
-release (commit c3b6405, d = 2, k = 64, w = 256): between two releases 1 024 or 65 536 rows apart
-90–94 % of the sketch levels' expanded sets change (the noise reorders near-ties), and the median
-release took the same time either way (22.0 ms reused against 22.5 ms regrown on uniform rows;
-29.3 against 28.8 ms on Beta(2, 5) rows). So ``release()`` regrows the tree from the noisy state
-(``tree.grow_partition``, post-processing), which is by construction the tree a promotion scheme
-must reproduce.
-
-**A step** is one row: ``update(x)`` is one step, ``update_many(X)`` is ``len(X)`` consecutive
-steps (row ``i`` of the batch is step ``t + 1 + i``), ``skip(n)`` is ``n`` empty steps (no row).
-After step ``t`` the state answers for the rows of steps ``1 … t``; ``release()`` may be called
-at any step, any number of times, and all releases together are covered by the one ε.
-
-Binary mechanism, lazily. Step ``s`` lies in the dyadic blocks ``(i, ceil(s / 2**i))``,
-``i = 0 … h − 1`` with ``h = floor(log2 T) + 1``; block ``(i, m)`` covers steps
-``((m − 1)·2**i, m·2**i]`` and its noisy p-sum is the exact sum of the cell's increments over
-those steps plus one draw of ``Lap_Z(b)``. The value released at step ``t`` is the sum of the
-noisy p-sums of the blocks ``(i, t >> i)`` for the set bits ``i`` of ``t``, that is the exact
-count after step ``t`` plus the noise of those ``popcount(t)`` p-sums. A p-sum's noise is
-independent of the data, so instead of drawing it when the block closes (``w·j`` draws per
-sketch level per closed block: about one draw per cell per step, far too slow for 10⁵ rows/s)
-it is drawn the first time a release reads that cell while the block is current, stored in the
-cell's slot ``i`` with the block number, and reused by every later release in the block. Every
-p-sum's noise is drawn at most once, so the released values have exactly the binary
-mechanism's distribution, and cells never read draw nothing. The updates are one-pass PrivHP's
-exact bincount (the exact state is a raw :class:`~sketchsyn.synth.privhp.PrivHP`).
-
-Privacy: pure ε-DP, **event level**, neighbours differ in **one row added or removed at one
-step** (the step itself stays: the neighbour has an empty step there), for **all releases
-together** at any steps ``≤ T``. A row changes at most ``h`` p-sums of one counter per counter
-level and of ``j`` cells per sketch level, so with the per-level budgets ``σ_l`` of Lemma 5
-(``privhp_allocation``, ``Σ σ_l = ε``) the noise scale is ``h/σ_l`` on counter levels and
-``j·h/σ_l`` on sketch levels: each level is ``σ_l``-DP over the whole stream and the levels
-compose to ε. The step count ``t`` is public (each release states it): if rows arrive in time,
-make a step a time slot and ``skip()`` empty slots, so that ``t`` is the clock and not a count.
-
-State: this is a trusted curator's state (``STATE_PRIVACY = "trusted"``). It holds the
-**exact** running counts plus the noise drawn so far; ``to_bytes`` writes both. Only releases
-are private. (That is the price of the lazy noise: a binary mechanism that draws each p-sum's
-noise when the p-sum opens keeps noisy values only, at one draw per cell per step.) One object
-is used by one thread at a time (a second thread entering an update or a release gets
-:class:`~sketchsyn.errors.ConcurrentUseError`).
-Memory, fixed at construction::
-
-    nbytes = 8·C·(1 + h) + C·h + 8·h + 8·1024 + 8·(r + 1) + 64,  C = w·j·(r − L_k) + 2^{L_k+1} − 1
-
-bytes: per cell its exact count, ``h`` noise slots (slot ``i`` holds the noise of the level-``i``
-block current at the last release) and ``h`` one-byte "drawn" flags, plus the block number of
-each slot, and 1 024 codes of single rows not yet counted; ``O((w·j·(r − L_k) + 2^{L_k}) · log T)``
-words.
+Holland et al. (*Private Synthetic Data Generation in Small Memory*), Appendix A: every counter
+of the levels ``0 … L_k`` and every cell of every level sketch ``L_k+1 … r`` becomes a continual
+counter over a public ``horizon``. The counter is a choice (``counter=``): the binary mechanism
+(Chan, Shi and Song), Honaker's estimator on the same tree (*Efficient Use of Differentially
+Private Binary Trees*) or the k-ary tree with negative digits (Andersson, Pagh and Torkamani,
+*Improved Counting under Continual Observation with Pure Differential Privacy*), the default:
+it has the lowest variance of the three (``docs/continual.md``). The counters step once per
+row, or once per release **epoch** when the releases are announced (``releases=m`` or
+``release_every=``): the tree then spans the epochs and the noise carries ``log m``, not
+``log n``. ``release()`` combines the counter levels by least squares (Hay, Rastogi, Miklau and
+Suciu, *Boosting the accuracy of differentially private histograms through consistency*), so
+the root and the shallow cells are estimated from every counter level, then regrows the tree
+through the sketches (``tree.grow_partition``, post-processing). The noise tables are in
+:mod:`sketchsyn.synth.continual_noise`.
 
 >>> import numpy as np
 >>> from sketchsyn import Box, ContinualPrivHP
@@ -62,8 +23,9 @@ words.
 >>> c.release().sample(3, rng=2).shape
 (3, 2)
 >>> c.update_many(X[1000:])
+>>> c.remove_many(X[:500])
 >>> c.t, c.release().sample(3, rng=2).shape
-(5000, (3, 2))
+(5500, (3, 2))
 """
 
 from __future__ import annotations
@@ -74,10 +36,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import (
-    IncompatibleError,
     InputError,
+    ParameterError,
     ReleasedError,
-    SerializationError,
     check_choice,
     check_domain,
     check_epsilon,
@@ -89,18 +50,31 @@ from ..io.stream import consume
 from ..io.summary import Summary
 from ..privacy import accounting
 from ..privacy.lineage import Lineage, UsageGuard
-from ..privacy.noise import discrete_laplace, discrete_laplace_variance
+from ..privacy.noise import discrete_laplace_variance
 from ..privacy.rng import RNGLike, as_source
 from ..synth import tree
+from ..synth.continual_io import check_mergeable, load_state, save_state
+from ..synth.continual_noise import (
+    _BinaryTable,
+    _HonakerBank,
+    _KaryTable,
+    _plan,
+    best_arity,
+    check_schedule,
+    memory_bytes,
+)
 from ..synth.distribution import PrivateDistribution
 from ..synth.privhp import PrivHP
+from ..synth.release import least_squares_levels
 
-__all__ = ["ContinualPrivHP", "binary_levels"]
+__all__ = ["ContinualPrivHP", "best_arity", "binary_levels"]
 
 _KIND = "ContinualPrivHP"
 _HEADER_BYTES = 64
 # Rows given one at a time (``update``) are encoded at once and counted in groups of this many.
 _PENDING = 1024
+_COUNTERS = ("kary", "binary", "honaker")
+_MAX_HONAKER_EPOCHS = 2**16
 
 
 def binary_levels(horizon: int) -> int:
@@ -115,10 +89,11 @@ def binary_levels(horizon: int) -> int:
 
 
 class ContinualPrivHP(Summary):
-    """PrivHP released at every step of a stream of at most ``horizon`` rows (ε-DP, event level).
+    """PrivHP released at every step of a stream of at most ``horizon`` events (ε-DP, event level).
 
     Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): the bytes hold the exact running
-    counts (open partial sums) with the noise drawn so far; only releases are private.
+    counts (and, with a schedule, the exact counts of the open epoch) with the noise drawn so
+    far; only releases are private.
 
     Parameters
     ----------
@@ -130,8 +105,22 @@ class ContinualPrivHP(Summary):
         As in :class:`~sketchsyn.synth.privhp.PrivHP`. ``expected_n`` defaults to ``horizon``
         (it only chooses ``depth`` when ``depth`` is not given).
     horizon : int
-        Public number of steps ``T`` the stream may last (one row per step); updates past it
-        are refused.
+        Public number of steps ``T`` the stream may last (one event, an insertion or a
+        deletion, per step); updates past it are refused.
+    counter : {"kary", "binary", "honaker"}
+        The continual counter in every cell (default ``"kary"``, the most accurate measured).
+        ``"honaker"`` needs a schedule of at most 65 536 epochs (its estimates are stepped
+        eagerly, once per epoch, for every cell).
+    arity : int, optional
+        Odd branching factor ``3 … 63`` of the k-ary tree (``counter="kary"`` only). Default: 5
+        when the counters step once per row (the fewest blocks per release that fit in the
+        memory of the binary table), else the ``k`` with the lowest mean variance over the
+        epochs (:func:`best_arity`).
+    releases : int, optional
+        ``m`` announced releases, spread evenly: epoch ``e`` closes at row ``floor(e·T/m)``.
+    release_every : int, optional
+        An epoch every this many steps (the last one closes at ``horizon``). At most one of
+        ``releases`` and ``release_every``; without either, every step is an epoch.
     rng : None, int, SeedSequence or Generator
         Noise randomness; ``None`` (default) is the OS CSPRNG. A seed is for tests only and
         **not private against anyone who knows it**.
@@ -141,11 +130,48 @@ class ContinualPrivHP(Summary):
     sigmas : ndarray
         ``σ_0 … σ_r`` (Lemma 5), summing to ``epsilon``.
     noise_scales : ndarray
-        Integer Laplace scale of one p-sum on each level: ``h/σ_l`` or ``j·h/σ_l``.
+        Integer Laplace scale of one block on each level: ``h/σ_l`` or ``j·h/σ_l``.
+
+    Notes
+    -----
+    **Steps and epochs.** ``update_many(X)`` is ``len(X)`` steps (one insertion each),
+    ``remove_many(X)`` ``len(X)`` steps (one deletion each), ``skip(n)`` ``n`` empty steps. The
+    counters step once per **epoch**: every step without a schedule, else ``m`` epochs
+    (``releases=m``) or ``ceil(T/R)`` epochs (``release_every=R``). A ``release()`` between two
+    epoch ends is **answered from the last closed epoch**: it describes the events up to that
+    epoch's last step and equals the release made there (the same noise); the events of the open
+    epoch wait for its end. Before the first epoch closes a release is empty.
+
+    **Privacy** (pure ε-DP, event level, all releases together). Neighbouring streams differ in
+    one event at one step: one insertion or one deletion added or removed (the neighbour has an
+    empty step there), so an insertion followed later by the deletion of the same row are two
+    events. An event changes one epoch's increment of one counter per counter level and of ``j``
+    cells per sketch level, by 1 each. Each counter's epoch lies in exactly one block (p-sum) per
+    level of its tree, and the counter's ``h`` levels partition the epochs, so the event changes
+    ``h`` blocks of each touched cell by 1: ℓ1 sensitivity ``h`` per counter level, ``j·h`` per
+    sketch level. Each block gets ``Lap_Z(h/σ_l)`` (``Lap_Z(j·h/σ_l)`` on a sketch level), with
+    ``σ_l`` the per-level budgets of Lemma 5 (``privhp_allocation``, ``Σ σ_l = ε``), rounded up
+    so that each level's realised budget is at most ``σ_l``: each level's blocks are
+    ``σ_l``-DP and the levels compose to ε. Every release (any step, any number) is a function
+    of the closed epochs' noisy blocks only: for ``"binary"`` the p-sums of ``e``'s set bits;
+    for ``"kary"`` the signed blocks of ``e``'s balanced digits, whose signs sum to the
+    indicator of the epochs ``1 … e``; for ``"honaker"`` the least-squares estimates of closed
+    nodes, linear in their subtrees' noisy blocks; then least squares over the counter levels
+    and the tree growth: post-processing. The step count ``t`` and the schedule are public.
+
+    **Deletions.** ``remove_many`` subtracts the rows' cells. A deletion that the exact counts
+    prove impossible (a counter-level cell or a Count-Min bucket would go below 0) is refused
+    with the batch; a deletion of a never-inserted row that collides with inserted rows in every
+    cell cannot be told apart and is applied: it counts as a deletion event (the privacy holds;
+    the release then describes the stream as given, net counts). Count-Min levels under strict
+    turnstile streams (net counts ≥ 0) keep their upper-bound estimates; Count Sketch levels take
+    deletions as any signed update.
     """
 
     STATE_PRIVACY = "trusted"
-    FORMAT_VERSION = 1
+    FORMAT_VERSION = 2
+    READS = (1, 2)
+    VERSION_NOTE = "version 1 blobs (binary counter, no schedule) still load"
 
     def __init__(
         self,
@@ -160,6 +186,10 @@ class ContinualPrivHP(Summary):
         expected_n: int | None = None,
         sketch: str = "count-min",
         seed: int = 0,
+        counter: str = "kary",
+        arity: int | None = None,
+        releases: int | None = None,
+        release_every: int | None = None,
         rng: RNGLike = None,
     ) -> None:
         owner = "ContinualPrivHP"
@@ -175,6 +205,13 @@ class ContinualPrivHP(Summary):
         if expected_n is not None:
             check_int(expected_n, "expected_n", owner, minimum=1)
         check_choice(sketch, "sketch", owner, ("count-min", "count-sketch"))
+        self._counter = check_choice(counter, "counter", owner, _COUNTERS)
+        check_schedule(counter, arity, releases, release_every, self._horizon)
+        self._releases, self._every = releases, release_every
+        self._scheduled = releases is not None or release_every is not None
+        self._epochs, self._arity, self._h = _plan(
+            self._horizon, counter, arity, releases, release_every
+        )
         if depth is None and expected_n is None:
             expected_n = self._horizon
         # The exact state: a raw PrivHP (no noise of its own); it encodes, hashes and counts.
@@ -195,7 +232,6 @@ class ContinualPrivHP(Summary):
             release_k=k,
         )
         ex = self._exact
-        self._h = binary_levels(self._horizon)
         self._sigmas = ex.sigmas
         r, L = ex.depth, ex.L_k
         # Global cell index: counters in heap layout, then the sketch bank (level, row, bucket).
@@ -208,7 +244,7 @@ class ContinualPrivHP(Summary):
             + [n_cells],
             dtype=np.int64,
         )
-        # One p-sum's scale h·(1 or j)/σ_l, rounded up so that the realised budget is at most
+        # One block's scale h·(1 or j)/σ_l, rounded up so that the realised budget is at most
         # σ_l exactly; a budget too small for the sampler is refused, naming epsilon.
         self._scales = np.array(
             [
@@ -219,17 +255,15 @@ class ContinualPrivHP(Summary):
             ]
         )
         check_memory(
-            9 * n_cells * self._h,
+            n_cells * (self._cell_bytes() + 8 * self._scheduled),
             owner,
-            f"{n_cells} cells × h={self._h} noise slots (horizon={self._horizon})",
+            f"{n_cells} cells × {self._counter} noise slots (horizon={self._horizon})",
         )
-        self._noise = np.zeros((n_cells, self._h), dtype=np.int64)
-        # Slot i of every cell belongs to the level-i block _block[i] (0: none yet); _drawn marks
-        # the cells whose noise for that block was drawn.
-        self._drawn = np.zeros((n_cells, self._h), dtype=np.bool_)
-        self._block = np.zeros(self._h, dtype=np.int64)
         self._source = as_source(rng)
         self._streams = self._source.spawn(r + 1)
+        self._table = self._new_table(n_cells, self._streams)
+        # With a schedule, the exact counts at the end of the last closed epoch.
+        self._closed = np.zeros(n_cells if self._scheduled else 0, dtype=np.int64)
         self._lineage = Lineage.new(self._source, _KIND, self._params())
         self._t = 0
         self._frozen = False
@@ -241,6 +275,27 @@ class ContinualPrivHP(Summary):
         self._pending = np.zeros(_PENDING, dtype=np.uint64)
         self._n_pending = 0
 
+    def _cell_bytes(self) -> int:
+        if self._counter == "binary":
+            return 8 + _BinaryTable.bytes_per_cell(self._h)
+        if self._counter == "kary":
+            return 8 + _KaryTable.bytes_per_cell(self._h, int(self._arity or 3))
+        return 8 + _HonakerBank.bytes_per_cell(self._h)
+
+    def _new_table(self, n_cells: int, streams: list | None) -> Any:
+        if self._counter == "binary":
+            return _BinaryTable(n_cells, self._h)
+        if self._counter == "kary":
+            return _KaryTable(n_cells, int(self._arity or 3), self._h)
+        if self._epochs > _MAX_HONAKER_EPOCHS or not self._scheduled:
+            raise ParameterError(
+                "The 'counter' parameter of ContinualPrivHP: 'honaker' needs a schedule "
+                f"(releases= or release_every=) of at most {_MAX_HONAKER_EPOCHS} epochs (a "
+                "node's estimate depends on every node under it, so it is stepped eagerly). "
+                f"Got {self._epochs} epochs instead."
+            )
+        return _HonakerBank(self._offsets, self._h, self._scales, streams)
+
     # ------------------------------------------------------------------ parameters
     @property
     def domain(self) -> Any:
@@ -249,7 +304,7 @@ class ContinualPrivHP(Summary):
 
     @property
     def epsilon(self) -> float:
-        """Total ε of all releases together (event level, add/remove one row)."""
+        """Total ε of all releases together (event level: one insertion or deletion)."""
         return self._exact.epsilon
 
     @property
@@ -283,8 +338,43 @@ class ContinualPrivHP(Summary):
         return self._horizon
 
     @property
+    def counter(self) -> str:
+        """The continual counter in every cell: ``"kary"``, ``"binary"`` or ``"honaker"``."""
+        return self._counter
+
+    @property
+    def arity(self) -> int | None:
+        """Branching factor of the k-ary tree (``None`` for the binary trees)."""
+        return self._arity
+
+    @property
+    def epochs(self) -> int:
+        """``E``: the counters' steps (``horizon`` without a schedule)."""
+        return self._epochs
+
+    @property
+    def releases(self) -> int | None:
+        """``m`` announced releases, or ``None``."""
+        return self._releases
+
+    @property
+    def release_every(self) -> int | None:
+        """Steps per epoch, or ``None``."""
+        return self._every
+
+    @property
+    def epoch(self) -> int:
+        """Epochs closed so far (what a release describes)."""
+        return self._epoch_of(self._t)
+
+    @property
     def binary_levels(self) -> int:
-        """``h = floor(log2 T) + 1`` noise slots per cell."""
+        """``floor(log2 E) + 1``: the levels of a binary tree over the ``E`` counter steps."""
+        return binary_levels(self._epochs)
+
+    @property
+    def counter_levels(self) -> int:
+        """``h``: the levels of the counter's tree (each event touches one block per level)."""
         return self._h
 
     @property
@@ -299,7 +389,7 @@ class ContinualPrivHP(Summary):
 
     @property
     def noise_scales(self) -> np.ndarray:
-        """Scale of one p-sum's ``Lap_Z`` noise per level: ``h/σ_l`` or ``j·h/σ_l``."""
+        """Scale of one block's ``Lap_Z`` noise per level: ``h/σ_l`` or ``j·h/σ_l``."""
         return self._scales.copy()
 
     @property
@@ -309,40 +399,85 @@ class ContinualPrivHP(Summary):
 
     @property
     def nbytes(self) -> int:
-        """``8·C·(1 + h) + C·h + 8·h + 8·1024 + 8·(r + 1) + 64`` bytes (``C`` cells, module doc).
-
-        Fixed at construction. ``release()`` works in ``O(k·r·j)`` further words.
-        """
+        """Exact counts, noise table, closed-epoch counts and fixed parts; fixed at construction
+        (:meth:`memory_bytes`). ``release()`` works in ``O(k·r·j)`` further words."""
         ex = self._exact
         return int(
             ex._tree.nbytes
             + ex._bank.nbytes
-            + self._noise.nbytes
-            + self._drawn.nbytes
-            + self._block.nbytes
+            + self._table.nbytes
+            + self._closed.nbytes
             + self._pending.nbytes
             + self._sigmas.nbytes
             + _HEADER_BYTES
         )
 
     @staticmethod
-    def memory_bytes(k: int, width: int, sketch_depth: int, depth: int, horizon: int) -> int:
+    def memory_bytes(
+        k: int,
+        width: int,
+        sketch_depth: int,
+        depth: int,
+        horizon: int,
+        *,
+        counter: str = "kary",
+        arity: int | None = None,
+        releases: int | None = None,
+        release_every: int | None = None,
+    ) -> int:
         """The ``nbytes`` of a ContinualPrivHP with these parameters, without building it.
 
-        >>> ContinualPrivHP.memory_bytes(k=64, width=256, sketch_depth=3, depth=24, horizon=2**24)
+        >>> ContinualPrivHP.memory_bytes(64, 256, 3, 24, 2**24, counter="binary")
         3259239
+        >>> ContinualPrivHP.memory_bytes(64, 256, 3, 24, 2**24)
+        2728989
         """
-        L_k = min(int(k).bit_length() - 1, depth)
-        cells = width * sketch_depth * (depth - L_k) + 2 ** (L_k + 1) - 1
-        h = binary_levels(horizon)
-        fixed = 8 * h + 8 * _PENDING + 8 * (depth + 1) + _HEADER_BYTES
-        return 8 * cells * (1 + h) + cells * h + fixed
+        return memory_bytes(
+            k, width, sketch_depth, depth, horizon, counter, arity, releases, release_every
+        )
 
     def _params(self) -> dict[str, Any]:
         params = self._exact._params()
         params.pop("allocation")
         params.pop("neighbours")
-        return params | {"horizon": self._horizon}
+        return params | {
+            "horizon": self._horizon,
+            "counter": self._counter,
+            "arity": self._arity,
+            "releases": self._releases,
+            "release_every": self._every,
+        }
+
+    # ------------------------------------------------------------------ epochs
+    def _epoch_of(self, t: int) -> int:
+        """Epochs closed after step ``t``."""
+        if not self._scheduled:
+            return t
+        if self._releases is not None:
+            return ((t + 1) * self._releases - 1) // self._horizon
+        return self._epochs if t >= self._horizon else t // int(self._every or 1)
+
+    def _end(self, e: int) -> int:
+        """The last step of epoch ``e``."""
+        if not self._scheduled:
+            return e
+        if self._releases is not None:
+            return (e * self._horizon) // self._releases
+        return min(e * int(self._every or 1), self._horizon)
+
+    def _counts(self) -> np.ndarray:
+        """Every cell's exact count now, ``(C,)``."""
+        return np.concatenate([self._exact._tree, self._exact._bank.reshape(-1)])
+
+    def _close(self, n: int) -> None:
+        """``n`` epochs end at the current step (the exact counts are those at their end)."""
+        counts = self._counts()
+        if isinstance(self._table, _HonakerBank):
+            inc = counts - self._closed
+            for lo in range(0, n, 1024):
+                rows = np.broadcast_to(inc, (min(1024, n - lo), inc.size))
+                self._table.step(np.ascontiguousarray(rows), self._streams)
+        self._closed[...] = counts
 
     # ------------------------------------------------------------------ updates
     def _check_open(self, rows: int) -> None:
@@ -355,21 +490,13 @@ class ContinualPrivHP(Summary):
         if self._t + rows > self._horizon:
             raise InputError(
                 f"ContinualPrivHP: {rows} more step(s) after step {self._t} would pass the "
-                f"horizon {self._horizon}; the binary mechanism covers only the first "
+                f"horizon {self._horizon}; the counters cover only the first "
                 f"{self._horizon} steps"
             )
 
     def update(self, x: Any) -> None:
-        """One step with one row (a point of the domain)."""
-        arr = np.asarray(x)
-        d = self._exact.domain.d
-        if arr.ndim == 0 or (arr.ndim == 1 and (d > 1 or arr.shape[0] == 1)):
-            arr = arr.reshape(1, -1) if d > 1 else arr.reshape(1)
-        else:
-            raise InputError(
-                f"update(x) takes one point of dimension {d}; got an array of shape "
-                f"{arr.shape}. Use update_many for batches."
-            )
+        """One step with one row (a point of the domain) inserted."""
+        arr = self._one_row(x, "update")
         with self._usage.enter(_KIND):
             self._check_open(1)
             # Encoded (hence checked) now; counted with the next 1 023 or before any read.
@@ -381,35 +508,115 @@ class ContinualPrivHP(Summary):
             self._t += 1
             if self._n_pending == _PENDING:
                 self._flush()
+            closed = self._epoch_of(self._t) - self._epoch_of(self._t - 1)
+            if self._scheduled and closed:
+                self._flush()
+                self._close(closed)
+
+    def _one_row(self, x: Any, name: str) -> np.ndarray:
+        arr = np.asarray(x)
+        d = self._exact.domain.d
+        if arr.ndim == 0 or (arr.ndim == 1 and (d > 1 or arr.shape[0] == 1)):
+            return arr.reshape(1, -1) if d > 1 else arr.reshape(1)
+        raise InputError(
+            f"{name}(x) takes one point of dimension {d}; got an array of shape "
+            f"{arr.shape}. Use {name}_many for batches."
+        )
 
     def _flush(self) -> None:
         """Count the pending single rows into the exact state (PrivHP's per-batch counting)."""
         n = self._n_pending
         if n:
-            ex = self._exact
-            tree_counts, bank_counts = ex._level_counts(self._pending[:n])
-            ex._tree += tree_counts
-            ex._bank += bank_counts
-            ex._n_seen += n
+            self._add(self._pending[:n], 1)
             self._n_pending = 0
 
+    def _add(self, codes: np.ndarray, sign: int, counts: Any = None) -> None:
+        ex = self._exact
+        tree_counts, bank_counts = ex._level_counts(codes) if counts is None else counts
+        if sign > 0:
+            ex._tree += tree_counts
+            ex._bank += bank_counts
+        else:
+            ex._tree -= tree_counts
+            ex._bank -= bank_counts
+        ex._n_seen += sign * int(codes.size)
+
     def update_many(self, X: Any) -> None:
-        """``len(X)`` consecutive steps, one row each. The batch is checked whole first."""
+        """``len(X)`` consecutive steps, one row inserted each. The batch is checked whole first."""
+        self._apply(X, 1)
+
+    def remove_many(self, X: Any) -> None:
+        """``len(X)`` consecutive steps, one earlier row deleted each (checked whole first).
+
+        A batch with a row whose deletion the exact counts prove impossible (a counter-level
+        cell or a Count-Min bucket would go below 0: the row was never inserted) is refused
+        whole, the state unchanged; an undetectable one is applied (class notes).
+        """
+        self._apply(X, -1)
+
+    def remove(self, x: Any) -> None:
+        """One step with one earlier row (a point of the domain) deleted."""
+        self._apply(self._one_row(x, "remove"), -1)
+
+    def _apply(self, X: Any, sign: int) -> None:
         arr = np.asarray(X)
-        rows = 1 if arr.ndim == 0 else int(arr.shape[0])
+        arr = arr.reshape(1) if arr.ndim == 0 else arr
+        rows = int(arr.shape[0])
         with self._usage.enter(_KIND):
             self._check_open(rows)
             self._flush()
-            before = self._exact.n_seen + self._exact.n_dropped
-            self._exact.update_many(arr)
-            self._t += self._exact.n_seen + self._exact.n_dropped - before
+            ex = self._exact
+            codes, dropped = self.domain.encode(arr, self.depth, return_dropped=True)
+            codes = np.asarray(codes, dtype=np.uint64)
+            whole = None
+            if sign < 0:
+                whole = ex._level_counts(codes)
+                self._check_deletion(*whole)
+            t0, t1 = self._t, self._t + rows
+            e0, e1 = self._epoch_of(t0), self._epoch_of(t1)
+            if not self._scheduled or e1 == e0:
+                self._add(codes, sign, whole)
+            else:
+                # Cut at the ends of the epochs that close inside the batch (only the last one
+                # matters for a lazy table: releases read the counts of the last closed epoch).
+                eager = isinstance(self._table, _HonakerBank)
+                ends = [self._end(e) - t0 for e in range(e0 + 1 if eager else e1, e1 + 1)]
+                lo = 0
+                for cut, closes in [*((c, True) for c in ends), (rows, False)]:
+                    if dropped:
+                        part = np.asarray(
+                            self.domain.encode(arr[lo:cut], self.depth), dtype=np.uint64
+                        )
+                    else:
+                        part = codes[lo:cut]
+                    self._add(part, sign)
+                    lo = cut
+                    if closes:
+                        self._close(1 if eager else e1 - e0)
+            ex._n_dropped += int(dropped)
+            self._t = t1
+
+    def _check_deletion(self, tree_counts: np.ndarray, bank_counts: np.ndarray) -> None:
+        ex = self._exact
+        bad = bool((ex._tree < tree_counts).any())
+        if self._exact._sketch == "count-min":
+            bad = bad or bool((ex._bank < bank_counts).any())
+        if bad:
+            raise InputError(
+                "remove_many: the batch deletes rows that were never inserted (a counter or a "
+                "Count-Min bucket would go below 0); nothing was changed"
+            )
 
     def skip(self, n: int = 1) -> None:
-        """``n`` empty steps (no row)."""
+        """``n`` empty steps (no event)."""
         n = check_int(n, "n", "ContinualPrivHP.skip", minimum=0)
         with self._usage.enter(_KIND):
             self._check_open(n)
+            closed = self._epoch_of(self._t + n) - self._epoch_of(self._t)
             self._t += n
+            if self._scheduled and closed:
+                self._flush()
+                self._close(closed)
 
     def consume(self, iterable: Iterable[Any], batch_size: int = 65536) -> int:
         """Stream an iterable of rows through ``update_many`` (one step per row)."""
@@ -418,46 +625,18 @@ class ContinualPrivHP(Summary):
 
     # ------------------------------------------------------------------ noisy values
     def _noisy(self, cells: np.ndarray) -> np.ndarray:
-        """Released values (int64) at step ``t`` of the sorted unique global ``cells``.
-
-        Draws the noise of every p-sum of ``t``'s decomposition that a cell reads for the first
-        time (one ``discrete_laplace`` call per level), stores it with its block number, and
-        adds the stored noise of the others.
-        """
+        """Released values at the last closed epoch of the sorted unique global ``cells``
+        (int64; float64 for Honaker's estimates)."""
         self._flush()
-        t = self._t
-        ex = self._exact
-        exact = np.where(
-            cells < self._n_tree,
-            ex._tree[np.minimum(cells, self._n_tree - 1)],
-            ex._bank.reshape(-1)[np.maximum(cells - self._n_tree, 0)],
-        )
-        bits = np.array([i for i in range(self._h) if (t >> i) & 1], dtype=np.intp)
-        if bits.size == 0:
-            return exact
-        blocks = np.array([t >> int(i) for i in bits], dtype=np.int64)
-        for i, m in zip(bits.tolist(), blocks.tolist(), strict=True):
-            if self._block[i] != m:  # a new block at level i: no cell has its noise yet
-                self._drawn[:, i] = False
-                self._block[i] = m
-        stale_cell, stale_bit = np.nonzero(~self._drawn[cells[:, None], bits[None, :]])
-        if stale_cell.size:
-            rows = cells[stale_cell]
-            level_of = np.searchsorted(self._offsets, rows, side="right") - 1
-            order = np.argsort(level_of, kind="stable")
-            rows, cols, level_of = rows[order], bits[stale_bit[order]], level_of[order]
-            bounds = np.searchsorted(level_of, np.arange(self.depth + 2))
-            for level in range(self.depth + 1):
-                lo, hi = bounds[level], bounds[level + 1]
-                if hi > lo:
-                    self._noise[rows[lo:hi], cols[lo:hi]] = discrete_laplace(
-                        float(self._scales[level]), int(hi - lo), rng=self._streams[level]
-                    )
-            self._drawn[rows, cols] = True
-        return exact + self._noise[cells[:, None], bits[None, :]].sum(axis=1)
+        e = self._epoch_of(self._t)
+        if isinstance(self._table, _HonakerBank):
+            return self._table.values()[cells]
+        exact = self._closed[cells] if self._scheduled else self._counts()[cells]
+        noise = self._table.noise(cells, e, self._offsets, self._scales, self._streams)
+        return exact + noise
 
     def cell_values(self, level: int) -> np.ndarray:
-        """The released (noisy) values of every cell of ``level`` at step ``t``.
+        """The released (noisy) values of every cell of ``level`` at the last closed epoch.
 
         Counter levels give ``2**level`` counts, sketch levels the ``(j, w)`` table. These are
         outputs of the same mechanism as ``release()`` (covered by the same ε).
@@ -474,13 +653,24 @@ class ContinualPrivHP(Summary):
         signs = sk.family.signs(prefixes) if self._exact._sketch == "count-sketch" else None
         return cells, signs
 
-    def _grow(self) -> Any:
-        """The grown partition tree at step ``t`` (post-processing of noisy values only)."""
+    def top_levels(self) -> list[np.ndarray]:
+        """The counter levels ``0 … L_k`` after least squares (float64, not yet non-negative):
+        every level's cells estimated from all counter levels (Hay et al.).
+
+        Post-processing of the released cells; what ``release()`` grows from.
+        """
         L = self.L_k
         counts = self._noisy(np.arange(self._n_tree, dtype=np.int64)).astype(np.float64)
-        top = tree.consistent_levels(
-            [counts[2**level - 1 : 2 ** (level + 1) - 1] for level in range(L + 1)]
-        )
+        levels = [counts[2**level - 1 : 2 ** (level + 1) - 1] for level in range(L + 1)]
+        e = self._epoch_of(self._t)
+        variances = [self._variance_at(level, e) for level in range(L + 1)]
+        if L == 0 or min(variances) <= 0:
+            return levels
+        return least_squares_levels(levels, variances)
+
+    def _grow(self) -> Any:
+        """The grown partition tree at the last closed epoch (post-processing only)."""
+        top = tree.consistent_levels(self.top_levels())
 
         def query(level: int, prefixes: np.ndarray) -> np.ndarray:
             cells, signs = self._query_cells(level, prefixes)
@@ -493,15 +683,17 @@ class ContinualPrivHP(Summary):
         return tree.grow_partition(top, query, self.k, self.depth)
 
     def release(self) -> PrivateDistribution:
-        """The private distribution at the current step ``t`` (any step, any number of times).
+        """The private distribution at the last closed epoch (any step, any number of times).
 
-        Releases at one step read the same noise, so they are equal.
+        Without a schedule every step closes an epoch. Releases in one epoch read the same
+        noise, so they are equal; their parameters name the epoch and its last step ``t``.
         """
         with self._usage.enter(_KIND):
             return self._release()
 
     def _release(self) -> PrivateDistribution:
-        if self._last is not None and self._last[0] == self._t:
+        e = self._epoch_of(self._t)
+        if self._last is not None and self._last[0] == e:
             return self._last[1]
         grown = self._grow()
         leaf_levels, leaf_prefixes, leaf_counts = grown.leaves()
@@ -514,9 +706,9 @@ class ContinualPrivHP(Summary):
             leaf_counts,
             epsilon=self.epsilon,
             mechanism=_KIND,
-            params=params | {"t": self._t},
+            params=params | {"t": self._end(e), "epoch": e},
         )
-        self._last = (self._t, dist, grown)
+        self._last = (e, dist, grown)
         return dist
 
     @property
@@ -526,36 +718,39 @@ class ContinualPrivHP(Summary):
             raise ReleasedError("partition_tree exists only after release()")
         return self._last[2]
 
+    def _variance_at(self, level: int, e: int) -> float:
+        return self._table.blocks(e) * discrete_laplace_variance(float(self._scales[level]))
+
+    def cell_variance(self, level: int, t: int | None = None) -> float:
+        """Variance of one released cell of ``level`` at step ``t`` (before least squares):
+        the blocks of the epoch's release times ``Var Lap_Z(scale)`` (Honaker: the estimates'
+        variances ``V_j``).
+
+        >>> from sketchsyn import Box
+        >>> c = ContinualPrivHP(Box.unit(1), 1.0, k=2, width=8, horizon=16, depth=4,
+        ...                     counter="binary", rng=0)
+        >>> c.cell_variance(3, t=16) * 3 == c.cell_variance(3, t=7)
+        True
+        """
+        t = self._t if t is None else check_int(t, "t", "cell_variance", 0, self._horizon)
+        return self._variance_at(level, self._epoch_of(t))
+
     # ------------------------------------------------------------------ copy, merge, save
     def _fill(self) -> None:
-        """Draw (once) every noise slot step ``t`` reads, for every cell."""
-        self._noisy(np.arange(self._noise.shape[0], dtype=np.int64))
+        """Draw (once) every noise slot the last closed epoch reads, for every cell."""
+        if not isinstance(self._table, _HonakerBank):
+            self._noisy(np.arange(int(self._offsets[-1]), dtype=np.int64))
 
     def merge(self, other: ContinualPrivHP) -> None:
-        """Append the rows of ``other`` as the next ``other.t`` steps of this stream.
+        """Append the events of ``other`` as the next ``other.t`` steps of this stream.
 
-        Sound only when ``other`` never released anything (it drew no noise: its rows have
-        spent no budget yet) and ``self.t + other.t ≤ horizon``; then the result is exactly the
-        binary mechanism on this stream followed by ``other``'s, and ``other`` is closed.
-        Parameters and hash seed must match.
+        Sound only without a schedule, when ``other`` never released anything (it drew no
+        noise: its events have spent no budget yet) and ``self.t + other.t ≤ horizon``; then
+        the result is exactly the counters on this stream followed by ``other``'s, and
+        ``other`` is closed. Parameters and hash seed must match.
         """
         self._check_open(0)
-        if not isinstance(other, ContinualPrivHP):
-            raise IncompatibleError(f"can only merge a ContinualPrivHP, got {type(other)!r}")
-        if other is self:
-            raise IncompatibleError("cannot merge a ContinualPrivHP with itself")
-        mine, theirs = self._params(), other._params()
-        for key in mine:
-            if mine[key] != theirs[key]:
-                raise IncompatibleError(
-                    f"cannot merge ContinualPrivHP summaries with different {key!r}: "
-                    f"{mine[key]!r} != {theirs[key]!r}"
-                )
-        if other._frozen or other._absorbed or bool(other._block.any()):
-            raise IncompatibleError(
-                "cannot merge a ContinualPrivHP that has released, been snapshotted or merged: "
-                "its rows were already released under its own noise"
-            )
+        check_mergeable(self, other)
         self._check_open(other._t)
         self._flush()
         other._flush()
@@ -569,29 +764,13 @@ class ContinualPrivHP(Summary):
     def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """The exact running counts and the noise drawn so far (a trusted curator's state).
 
-        Every noise slot step ``t`` reads is drawn first (once), so a loaded copy or a snapshot
-        releases at step ``t`` exactly what this object releases and never draws a second
-        noise for one p-sum. A loaded copy must not continue a stream that its original also
-        continues: the two would draw different noise for the same later p-sums and their
+        Every noise slot the last closed epoch reads is drawn first (once), so a loaded copy or
+        a snapshot releases exactly what this object releases and never draws a second noise
+        for one block. A loaded copy must not continue a stream that its original also
+        continues: the two would draw different noise for the same later blocks and their
         releases together would spend the budget twice.
         """
-        if not self._frozen:
-            self._fill()
-        self._flush()
-        ex = self._exact
-        meta = self._params() | {
-            "t": self._t,
-            "frozen": self._frozen,
-            "lineage": self._lineage.to_meta(),
-        }
-        arrays = {
-            "tree": ex._tree,
-            "bank": ex._bank,
-            "noise": self._noise,
-            "drawn": self._drawn,
-            "block": self._block,
-        }
-        return meta, arrays
+        return save_state(self)
 
     @classmethod
     def _from_state(
@@ -603,106 +782,12 @@ class ContinualPrivHP(Summary):
         rng: Any,
     ) -> ContinualPrivHP:
         """Check every field and every array against the parameters, then build (later noise
-        comes from the OS CSPRNG)."""
-
-        domain = fields.domain()
-        epsilon = fields.epsilon("epsilon")
-        k = fields.int("k", minimum=1, maximum=2**62)
-        width = fields.int("width", minimum=1, maximum=2**40)
-        sketch_depth = fields.int("sketch_depth", minimum=1, maximum=2**20)
-        depth = fields.int("depth", minimum=1, maximum=int(domain.max_depth))
-        seed = fields.int("seed", minimum=0, maximum=2**32 - 1)
-        horizon = fields.int("horizon", minimum=1, maximum=2**62)
-        t = fields.int("t", minimum=0, maximum=horizon)
-        sketch = fields.str("sketch", ("count-min", "count-sketch"))
-        frozen = fields.bool("frozen")
-        lineage = fields.lineage()
-        # The shapes the parameters give, checked against the arrays before anything is built.
-        L = min(k.bit_length() - 1, depth)
-        n_tree = 2 ** (L + 1) - 1
-        n_cells = n_tree + width * sketch_depth * (depth - L)
-        h = binary_levels(horizon)
-        try:
-            tree_a = fields.array(arrays, "tree", np.int64, (n_tree,))
-            bank_a = fields.array(arrays, "bank", np.int64, (depth - L, sketch_depth, width))
-            noise_a = fields.array(arrays, "noise", np.int64, (n_cells, h))
-            drawn_a = fields.array(arrays, "drawn", np.bool_, (n_cells, h))
-            block_a = fields.array(arrays, "block", np.int64, (h,))
-        except SerializationError as exc:
-            raise SerializationError(
-                f"{exc} (header fields k={k}, width={width}, sketch_depth={sketch_depth}, "
-                f"depth={depth}, horizon={horizon})"
-            ) from None
-        if set(arrays) != {"tree", "bank", "noise", "drawn", "block"}:
-            raise SerializationError(f"{_KIND} blob holds unexpected arrays {sorted(arrays)}")
-        n_seen = int(tree_a[0])
-        levels_ok = all(
-            int(tree_a[2**level - 1 : 2 ** (level + 1) - 1].sum()) == n_seen
-            for level in range(L + 1)
-        )
-        if not (0 <= n_seen <= t) or (tree_a < 0).any() or not levels_ok:
-            raise SerializationError(
-                f"{_KIND} blob array 'tree' is not a hierarchy of exact counts of at most "
-                f"t={t} rows"
-            )
-        if (
-            sketch == "count-min"
-            and bank_a.size
-            and ((bank_a < 0).any() or (bank_a.sum(axis=2) != n_seen).any())
-        ):
-            raise SerializationError(
-                f"{_KIND} blob array 'bank' is not a Count-Min bank of {n_seen} rows"
-            )
-        if sketch == "count-sketch" and bank_a.size and (np.abs(bank_a) > n_seen).any():
-            raise SerializationError(f"{_KIND} blob array 'bank' has counts above {n_seen}")
-        if noise_a.size and int(np.abs(noise_a).max()) >= 2**52:
-            raise SerializationError(f"{_KIND} blob array 'noise' holds values out of range")
-        if drawn_a.size and int(drawn_a.view(np.uint8).max()) > 1:
-            raise SerializationError(f"{_KIND} blob array 'drawn' holds non-boolean bytes")
-        limits = np.array([t >> i for i in range(h)], dtype=np.int64)
-        if (block_a < 0).any() or (block_a > limits).any():
-            raise SerializationError(
-                f"{_KIND} blob array 'block' names blocks past step t={t}: {block_a.tolist()}"
-            )
-        obj = cls(
-            domain,
-            epsilon,
-            k,
-            width,
-            horizon=horizon,
-            sketch_depth=sketch_depth,
-            depth=depth,
-            sketch=sketch,
-            seed=seed,
-            rng=None,
-        )
-        ex = obj._exact
-        ex._tree[...] = tree_a
-        ex._bank[...] = bank_a
-        obj._noise[...] = noise_a
-        obj._drawn[...] = drawn_a
-        obj._block[...] = block_a
-        obj._t = t
-        # The inner exact state counts the rows; only differences of n_seen are used.
-        ex._n_seen = n_seen
-        obj._frozen = frozen
-        obj._lineage = lineage
-        return obj
-
-    def cell_variance(self, level: int, t: int | None = None) -> float:
-        """Variance of one released cell of ``level`` at step ``t``: ``popcount(t)·Var Lap_Z(b)``.
-
-        >>> from sketchsyn import Box
-        >>> c = ContinualPrivHP(Box.unit(1), 1.0, k=2, width=8, horizon=16, depth=4, rng=0)
-        >>> c.cell_variance(3, t=16) * 3 == c.cell_variance(3, t=7)
-        True
-        """
-        t = self._t if t is None else check_int(t, "t", "cell_variance", 0, self._horizon)
-        return bin(t).count("1") * discrete_laplace_variance(float(self._scales[level]))
+        comes from the OS CSPRNG). Version 1 blobs are the binary counter without a schedule."""
+        return load_state(cls, fields, arrays, version)
 
     def __repr__(self) -> str:
         return (
             f"ContinualPrivHP(epsilon={self.epsilon}, k={self.k}, width={self.width}, "
             f"sketch_depth={self.sketch_depth}, depth={self.depth}, horizon={self._horizon}, "
-            f"t={self._t}, nbytes={self.nbytes})"
+            f"counter={self._counter!r}, t={self._t}, nbytes={self.nbytes})"
         )
