@@ -244,6 +244,13 @@ def test_large_batch_paths_equal_small_batches(kw):
         single.update(x)
     batch.update_many(rows[:200])
     np.testing.assert_array_equal(single._bank, batch._bank)
+    # Removals take the same paths with weight −1: the big batch undoes the small ones.
+    for chunk in np.array_split(rows, 10):
+        big.remove_many(chunk)
+    assert not big._tree.any() and not big._bank.any()
+    small.remove_many(rows)
+    assert not small._tree.any() and not small._bank.any()
+    assert (big.n_seen, big.n_removed) == (40_000, 40_000)
 
 
 # ---------------------------------------------------------------- bad input

@@ -175,6 +175,20 @@ def test_turnstile_updates():
     assert not cs.table.any()
 
 
+def test_count_min_keeps_its_one_sided_error_under_strict_turnstile():
+    """Deletions of inserted keys keep every net count >= 0: no key is underestimated."""
+    rng = np.random.default_rng(11)
+    keys = rng.zipf(1.3, size=20_000) % 5000
+    s = CountMinSketch(64, 3, seed=4)
+    s.update_many(keys)
+    gone = rng.permutation(keys)[:12_000]
+    s.update_many(gone, -1)
+    uniq = np.unique(keys)
+    net = np.bincount(keys, minlength=5000) - np.bincount(gone, minlength=5000)
+    assert (net >= 0).all() and (net[uniq] == 0).any()  # some keys were deleted entirely
+    assert (s.query_many(uniq) >= net[uniq]).all()
+
+
 def test_large_weights_are_exact():
     s = CountSketch(8, 3)
     s.update_many([1, 2], [2**55 + 1, -(2**55) - 3])  # float64 would round these

@@ -19,9 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
+from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
 from ..sketches.hashing import murmur3_32
 
 __all__ = ["LevelBank"]
@@ -47,7 +49,9 @@ class LevelBank:
     """Mixin of :class:`~sketchsyn.synth.privhp.PrivHP`: the bank layout and exact counting.
 
     The host sets ``_sketches``, ``_sketch``, ``_width``, ``_sketch_depth``, ``_depth``,
-    ``_L_c`` and ``_tree`` before calling :meth:`_bind_bank`.
+    ``_L_c`` and ``_tree`` before calling :meth:`_bind_bank`, and ``_domain``, ``_raw``,
+    ``_flushed``, ``_usage``, the diagnostics ``_n_seen``, ``_n_removed``, ``_n_dropped`` and a
+    ``_check_open()`` method before counting rows (:meth:`_count_rows`).
     """
 
     _sketches: list
@@ -60,6 +64,72 @@ class LevelBank:
     _bank: np.ndarray
     _row_seeds: np.ndarray
     _sign_seeds: np.ndarray | None
+
+    _domain: Any
+    _raw: bool
+    _flushed: bool
+    _usage: Any
+    _n_seen: int
+    _n_removed: int
+    _n_dropped: int
+    _check_open: Callable[[], None]
+
+    def _one_row(self, x: Any, method: str) -> np.ndarray:
+        """One point ``x`` as a batch of one row, for ``update(x)`` and ``remove(x)``."""
+        arr = np.asarray(x)
+        d = self._domain.d
+        if d == 1 and arr.ndim == 0:
+            return arr.reshape(1)
+        if arr.ndim == 1 and d > 1:
+            return arr.reshape(1, -1)
+        if arr.ndim == 1 and arr.shape[0] == 1:
+            return arr
+        raise InputError(
+            f"{method}(x) takes one point of dimension {d}; got an array of shape "
+            f"{arr.shape}. Use {method}_many for batches."
+        )
+
+    def _count_rows(self, X: Any, sign: int) -> None:
+        """Add (``sign = 1``) or remove (``sign = −1``) the rows of ``X``, all or none.
+
+        The batch is encoded and counted before any change, so a refused batch (a bad row, or a
+        removal that a raw summary knows to be impossible) leaves the state as it was.
+        """
+        self._check_open()
+        with self._usage.enter("PrivHP"):
+            codes, dropped = self._domain.encode(X, self._depth, return_dropped=True)
+            codes = np.asarray(codes, dtype=np.uint64)
+            tree_counts, bank_counts = self._level_counts(codes)
+            if sign > 0:
+                self._tree += tree_counts
+                self._bank += bank_counts
+                self._n_seen += int(codes.size)
+            else:
+                if self._raw and not self._flushed:
+                    self._check_removable(tree_counts)
+                self._tree -= tree_counts
+                self._bank -= bank_counts
+                self._n_removed += int(codes.size)
+            self._n_dropped += int(dropped)
+
+    def _check_removable(self, tree_counts: np.ndarray) -> None:
+        """Refuse a removal that would take an exact counter cell below zero.
+
+        Only on a raw summary that holds its whole stream (never flushed): its counters are the
+        exact counts, so a cell going negative proves that the batch removes rows never
+        inserted. The check reads exact counts only (no noise), and it never fires on a valid
+        stream, so on valid neighbouring streams the mechanism is unchanged.
+        """
+        bad = np.flatnonzero(self._tree < tree_counts)
+        if bad.size:
+            i = int(bad[0])
+            level = (i + 1).bit_length() - 1
+            raise InputError(
+                f"X: {int(tree_counts[i])} rows of this removal fall in cell {i - 2**level + 1} "
+                f"of level {level}, which holds {int(self._tree[i])}: rows never inserted "
+                "cannot be removed (this raw summary knows its exact counts). The batch was "
+                "refused; the state is unchanged."
+            )
 
     def _bind_bank(self) -> None:
         """Put every sketch table in one contiguous (levels, j, w) bank for one-call updates."""

@@ -21,9 +21,22 @@ A PrivHP object is single-threaded: an update from a second thread while one is 
 ``update_many`` for large batches). Use ``merge`` to combine summaries built in parallel
 (processes, machines, Dask tasks: objects pickle through ``to_bytes``).
 
+Deletions. ``remove_many(X)`` / ``remove(x)`` take earlier rows out as updates of weight −1 (the
+levels are linear). Privacy unit: one insertion or one removal is one event; a row inserted then
+removed is two. One event moves one cell per level by one, as an insertion does, so the same noise
+keeps the state ε-DP for streams differing in one event. Count-Min is kept: while each removal
+removes an earlier insertion (strict turnstile) every net count stays ≥ 0, so each cell still
+over-counts its keys and the minimum keeps its one-sided error (Cormode and Muthukrishnan, "An
+improved data stream summary: the count-min sketch and its applications"). Removing a row never
+inserted makes a negative net count, under which Count-Min can underestimate the other keys of
+its cells (Count Sketch stays unbiased). A ``raw=True`` summary holding its whole stream refuses
+such a removal (a counter cell would go below zero: the check reads exact counts only and never
+fires on a valid stream); a private one keeps no exact count, cannot know, and applies it as a
+row of weight −1. The release clamps negative cells to zero (the consistency step).
+
 Public parameters (not protected): the domain bounds, ``k``, ``width``, ``sketch_depth``, ``depth``,
 the hash ``seed`` and the allocation. The number of rows dropped by an out-of-bounds policy of
-``"drop"`` (``n_dropped``) and ``n_seen`` are exact, non-private diagnostics for the data holder:
+``"drop"`` (``n_dropped``), ``n_seen`` and ``n_removed`` are exact, non-private diagnostics:
 they stay in memory, are not part of the release, and are left out of ``to_bytes`` (and pickle)
 unless asked for by name (``to_bytes(include_diagnostics=True)``, a local checkpoint).
 
@@ -57,7 +70,6 @@ import numpy as np
 from ..domains import domain_from_dict
 from ..errors import (
     IncompatibleError,
-    InputError,
     ParameterError,
     ReleasedError,
     SerializationError,
@@ -87,7 +99,7 @@ __all__ = ["PrivHP"]
 _KIND = "PrivHP"
 # The least-squares step now lives in sketchsyn.synth.release; the old private name stays.
 _least_squares_levels = least_squares_levels
-_STATE_FIELDS = ("raw", "frozen", "lineage", "released", "diagnostics")
+_STATE_FIELDS = ("raw", "frozen", "lineage", "released", "diagnostics", "flushed")
 _SKETCHES = {"count-min": CountMinSketch, "count-sketch": CountSketch}
 _ALLOCATIONS = ("optimal", "uniform")
 _NEIGHBOURS = ("add-remove", "replace")
@@ -125,8 +137,8 @@ class PrivHP(LevelBank, Sizing, Summary):
 
     Saved state: **private** (public parameters, noisy counters and sketches, the lineage),
     or **trusted** for a ``raw=True`` summary and for
-    ``to_bytes(include_diagnostics=True)``, which adds the exact ``n_seen`` and
-    ``n_dropped``; ``state_privacy`` and the blob header say which.
+    ``to_bytes(include_diagnostics=True)``, which adds the exact ``n_seen``, ``n_removed``
+    and ``n_dropped``; ``state_privacy`` and the blob header say which.
 
     Parameters
     ----------
@@ -312,8 +324,8 @@ class PrivHP(LevelBank, Sizing, Summary):
                 )
             )
         self._bind_bank()
-        self._n_seen = 0
-        self._n_dropped = 0
+        self._n_seen = self._n_removed = self._n_dropped = 0
+        self._flushed = False  # a flushed raw summary no longer holds its whole stream
         self._frozen = False
         # A raw state holds no noise yet: its identity is random even with a seed, so raw
         # summaries built alike merge (the trusted-aggregator case).
@@ -415,8 +427,13 @@ class PrivHP(LevelBank, Sizing, Summary):
 
     @property
     def n_seen(self) -> int:
-        """Rows counted so far (exact; a diagnostic for the data holder, not private)."""
+        """Rows inserted so far (exact; a diagnostic for the data holder, not private)."""
         return self._n_seen
+
+    @property
+    def n_removed(self) -> int:
+        """Rows removed so far by :meth:`remove_many` (exact; not private)."""
+        return self._n_removed
 
     @property
     def n_dropped(self) -> int:
@@ -473,19 +490,7 @@ class PrivHP(LevelBank, Sizing, Summary):
 
     def update(self, x: Any) -> None:
         """Add one item (a point of the domain)."""
-        arr = np.asarray(x)
-        if self._domain.d == 1 and arr.ndim == 0:
-            arr = arr.reshape(1)
-        elif arr.ndim == 1 and self._domain.d > 1:
-            arr = arr.reshape(1, -1)
-        elif arr.ndim == 1 and arr.shape[0] == 1:
-            pass
-        else:
-            raise InputError(
-                f"update(x) takes one point of dimension {self._domain.d}; got an array of shape "
-                f"{arr.shape}. Use update_many for batches."
-            )
-        self.update_many(arr)
+        self.update_many(self._one_row(x, "update"))
 
     def update_many(self, X: Any) -> None:
         """Add a batch of items (the fast path). The batch is checked whole before any change.
@@ -494,15 +499,32 @@ class PrivHP(LevelBank, Sizing, Summary):
         are then shared between two threads (numpy releases the GIL in its array loops), each
         thread writing the increments of its own levels, so the result is the same exact state.
         """
-        self._check_open()
-        with self._usage.enter(_KIND):
-            codes, dropped = self._domain.encode(X, self._depth, return_dropped=True)
-            codes = np.asarray(codes, dtype=np.uint64)
-            tree_counts, bank_counts = self._level_counts(codes)
-            self._tree += tree_counts
-            self._bank += bank_counts
-            self._n_seen += int(codes.size)
-            self._n_dropped += int(dropped)
+        self._count_rows(X, 1)
+
+    def remove(self, x: Any) -> None:
+        """Remove one earlier item (a point of the domain): :meth:`remove_many` of one row."""
+        self.remove_many(self._one_row(x, "remove"))
+
+    def remove_many(self, X: Any) -> None:
+        """Remove a batch of earlier items: every cell they fall in goes down by one per row.
+
+        Counters and sketches are linear, so a removal is the update of weight −1, and
+        inserting a set then removing it gives back the state before (noise included). One
+        removal is one event of the privacy unit (module docstring). A ``raw=True`` summary
+        that holds its whole stream refuses a batch holding rows never inserted (a counter cell
+        would go below zero; :class:`~sketchsyn.errors.InputError`, state unchanged: merge
+        first to remove rows another collector counted); a private summary cannot know, and
+        applies them as rows of weight −1.
+
+        >>> import numpy as np
+        >>> from sketchsyn import Box
+        >>> php = PrivHP(Box.unit(2), 1.0, k=4, width=32, depth=6, raw=True)
+        >>> X = np.random.default_rng(0).random((100, 2))
+        >>> php.update_many(X); php.remove_many(X[:40])
+        >>> int(php._tree[0]), php.n_seen, php.n_removed
+        (60, 100, 40)
+        """
+        self._count_rows(X, -1)
 
     def consume(self, iterable: Iterable[Any], batch_size: int = 65536) -> int:
         """Stream any iterable of rows (or of 2-D arrays) through ``update_many`` in batches.
@@ -566,8 +588,10 @@ class PrivHP(LevelBank, Sizing, Summary):
             self._tree += other._tree
             self._bank += other._bank
             self._n_seen += other._n_seen
+            self._n_removed += other._n_removed
             self._n_dropped += other._n_dropped
             self._raw = self._raw and other._raw
+            self._flushed = self._flushed or other._flushed
             self._lineage = lineage
 
     def flush(self, rng: RNGLike = None) -> PrivHP:
@@ -600,12 +624,12 @@ class PrivHP(LevelBank, Sizing, Summary):
             private = self._from_params(self._params(), rng=rng, raw=False)
             private._tree += self._tree
             private._bank += self._bank
-            private._n_seen = self._n_seen
+            private._n_seen, private._n_removed = self._n_seen, self._n_removed
             private._n_dropped = self._n_dropped
             self._tree[...] = 0
             self._bank[...] = 0
-            self._n_seen = 0
-            self._n_dropped = 0
+            self._n_seen = self._n_removed = self._n_dropped = 0
+            self._flushed = True
         return private
 
     @property
@@ -661,7 +685,7 @@ class PrivHP(LevelBank, Sizing, Summary):
         They hold the public parameters, the counters and sketch tables (noisy unless
         ``raw``), the lineage, whether the summary is a snapshot, whether its noise draw was
         released, and the release itself when this state is the released one. No exact count:
-        ``n_seen`` and ``n_dropped`` are added only with ``include_diagnostics=True`` (a local
+        ``n_seen``, ``n_removed``, ``n_dropped`` only with ``include_diagnostics=True`` (a local
         checkpoint that never leaves the data holder; its header says ``"trusted"``). ``key``
         (bytes shared with the reader) makes the digest a keyed MAC, so a server refuses states
         altered in transit.
@@ -685,7 +709,13 @@ class PrivHP(LevelBank, Sizing, Summary):
             if stored is not None:
                 arrays["release"] = np.frombuffer(stored[0].to_bytes(), dtype=np.uint8)
         if include_diagnostics:
-            meta["diagnostics"] = {"n_seen": self._n_seen, "n_dropped": self._n_dropped}
+            meta["diagnostics"] = {
+                "n_seen": self._n_seen,
+                "n_removed": self._n_removed,
+                "n_dropped": self._n_dropped,
+            }
+        if self._flushed:
+            meta["flushed"] = True
         return meta, arrays
 
     def _stored_release(self) -> tuple[PrivateDistribution, Any] | None:
@@ -736,10 +766,12 @@ class PrivHP(LevelBank, Sizing, Summary):
         frozen = fields.bool("frozen")
         released = fields.bool("released")
         lineage = fields.lineage()
-        n_seen = n_dropped = 0
+        flushed = fields.bool("flushed", default=False)
+        n_seen = n_removed = n_dropped = 0
         if fields.has("diagnostics"):
             diag = MetaReader(fields.dict("diagnostics"), _KIND)
             n_seen = diag.int("n_seen", minimum=0, maximum=2**63 - 1)
+            n_removed = diag.int("n_removed", minimum=0, maximum=2**63 - 1, default=0)
             n_dropped = diag.int("n_dropped", minimum=0, maximum=2**63 - 1)
         # Sizes are checked against the blob before anything large is allocated.
         n_tree, bank_shape = cls._state_shape(params)
@@ -755,7 +787,8 @@ class PrivHP(LevelBank, Sizing, Summary):
         obj._raw = raw
         obj._frozen = frozen
         obj._lineage = lineage
-        obj._n_seen, obj._n_dropped = n_seen, n_dropped
+        obj._n_seen, obj._n_removed, obj._n_dropped = n_seen, n_removed, n_dropped
+        obj._flushed = flushed
         # A loaded object draws any later noise (raw release) from rng (default: the OS CSPRNG).
         obj._release_stream = as_source(rng)
         if released and not lineage.released:
