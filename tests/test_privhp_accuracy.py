@@ -18,8 +18,10 @@ def test_for_memory_respects_the_budget(budget, n, d):
     php = PrivHP.for_memory(Box.unit(d), 1.0, budget, n, rng=0)
     assert php.nbytes <= budget
     assert php.nbytes == PrivHP.memory_bytes(php.k, php.width, php.sketch_depth, php.depth)
-    # The width is the largest that fits (or the full tree is reached).
-    if php.counter_depth < php.depth:
+    # The width is the largest that fits (or the full tree is reached, or the planner's useful
+    # width: more would not help, issue 23).
+    plan = PrivHP.plan(Box.unit(d), 1.0, budget, n)
+    if php.counter_depth < php.depth and plan.nbytes < plan.useful_bytes:
         wider = PrivHP.memory_bytes(php.k, php.width + 1, php.sketch_depth, php.depth)
         assert wider > budget
 

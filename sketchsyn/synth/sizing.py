@@ -1,8 +1,8 @@
 """PrivHP's sizing rules: the default layout, the state size, and parameters for a budget.
 
 :class:`Sizing` is a mixin of :class:`~sketchsyn.synth.privhp.PrivHP`: its static and class
-methods answer without building a summary (``PrivHP.memory_bytes``, ``PrivHP.for_memory``, the
-automatic ``counter_depth`` and ``release_k``).
+methods answer without building a summary (``PrivHP.memory_bytes``, ``PrivHP.plan`` and
+``PrivHP.for_memory``, the automatic ``counter_depth`` and ``release_k``).
 
 >>> from sketchsyn import PrivHP
 >>> PrivHP.auto_counter_depth(k=8, width=64, sketch_depth=3, depth=12)
@@ -13,16 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ParameterError, check_epsilon, check_int
-from ..privacy import accounting
 from ..privacy.rng import RNGLike
+from . import planner
+from .planner import Plan
 
 __all__ = ["Sizing"]
 
 # Fixed per-object overhead counted in nbytes: the σ array and small scalars.
-HEADER_BYTES = 64
-# for_memory: most sketch levels below the counters (fitted in docs/utility.md).
-_SKETCH_LEVELS = 2
+HEADER_BYTES = planner.HEADER_BYTES
 
 
 class Sizing:
@@ -80,34 +78,20 @@ class Sizing:
         return 8 * cells + 8 * (depth + 1) + HEADER_BYTES
 
     @classmethod
-    def _memory_rule(
-        cls, domain: Any, eps: float, budget: int, n: int, sketch_levels: int
-    ) -> tuple[int, int, int, int]:
-        """``(k, width, sketch_depth, depth)`` of :meth:`for_memory`'s rule."""
-        k, j = 64, 3
-        r_n = max(min(int(accounting.privhp_depth(eps, n, domain.d, k)), int(domain.max_depth)), 1)
+    def plan(cls, domain: Any, epsilon: float, memory_bytes: int, expected_n: int) -> Plan:
+        """The parameters :meth:`for_memory` would choose, and why (a :class:`Plan`).
 
-        def widest(depth: int) -> int:
-            # From w = ceil(2^r / j) on every level is a counter level (the full tree).
-            w_full = -(-(2**depth) // j)
-            lo, hi = 1, 2
-            while hi <= w_full and cls.memory_bytes(k, hi, j, depth) <= budget:
-                lo, hi = hi, 2 * hi
-            while hi - lo > 1:  # largest w with memory_bytes(k, w, j, depth) <= budget
-                mid = (lo + hi) // 2
-                lo, hi = (mid, hi) if cls.memory_bytes(k, mid, j, depth) <= budget else (lo, mid)
-            return min(lo, w_full)
+        Depth, width, counter depth and ``release_k`` from ``domain.d``, ``epsilon``,
+        ``expected_n`` and ``memory_bytes`` (the rule is in :mod:`sketchsyn.synth.planner`).
+        ``plan.explain()`` names every value and the reason; ``plan.useful_bytes`` is the size
+        past which more memory would not help; ``plan.warnings`` are sentences for the user.
 
-        for depth in range(r_n, 0, -1):
-            if cls.memory_bytes(k, 1, j, depth) > budget:
-                continue
-            w = widest(depth)
-            if depth - cls.auto_counter_depth(k, w, j, depth) <= sketch_levels or depth == 1:
-                return k, w, j, depth
-        raise ParameterError(
-            f"The 'memory_bytes' parameter of PrivHP.for_memory must allow a depth-1 summary "
-            f"({cls.memory_bytes(k, 1, j, 1)} bytes). Got {budget!r} instead."
-        )
+        >>> from sketchsyn import Box, PrivHP
+        >>> p = PrivHP.plan(Box.unit(2), 1.0, 40_000, expected_n=2**18)
+        >>> p.depth, p.width, p.nbytes <= 40_000, p.warnings
+        (18, 148, True, ())
+        """
+        return planner.plan(domain, epsilon, memory_bytes, expected_n)
 
     @classmethod
     def for_memory(
@@ -122,44 +106,28 @@ class Sizing:
         rng: RNGLike = None,
         neighbours: str = "add-remove",
     ) -> Any:
-        """A PrivHP whose ``nbytes`` is at most ``memory_bytes``, its parameters chosen for it.
+        """A PrivHP whose ``nbytes`` is at most ``memory_bytes``, built from :meth:`plan`.
 
-        The rule (fitted to ``benchmarks/utility.py``, d = 2, ε = 1, n = 2^18 and 2^20, budgets
-        of 2% of PMM's bytes; figures in docs/utility.md):
+        The parameters come from ``PrivHP.plan(domain, epsilon, memory_bytes, expected_n)``,
+        which uses all of ``d``, ``ε``, ``n`` and the bytes (the rule and its measurements are
+        in :mod:`sketchsyn.synth.planner` and docs/parameters.md); call :meth:`plan` to see
+        them and why (``plan.explain()``). A budget above ``plan.useful_bytes`` is not spent.
 
-        - ``k = 64``, ``sketch_depth j = 3``; the counters go down to the automatic
-          ``L_c = max(L_k, floor(log2(w·j)))``, so ``k`` only bounds ``L_c`` from below;
-        - for a depth ``r``, ``width w`` is the largest integer with
-          ``memory_bytes(k, w, j, r) ≤ memory_bytes`` (the memory grows with ``w``), at most
-          ``ceil(2^r / j)``, where every level is a counter level (the full tree);
-        - ``depth r`` is the largest depth, at most the constructor's ``ceil(log2(ε·n))``
-          (minus one for d = 1) and ``domain.max_depth``, that leaves at most **two** sketch
-          levels below the counters (``r − L_c ≤ 2``). A shallower tree gives each level more
-          budget and the counters more width; measured at n = 2^18 with 42 KB: 0, 1, 2, 3 and
-          5 sketch levels gave 1.33×, 1.33×, 0.93×, 0.99×, 1.07× PMM's W1 on mf0.9;
-        - ``release_k = max(k, w // 4)`` (:meth:`auto_release_k`).
-
-        Raises :class:`ParameterError` when no depth ``≥ 1`` fits.
+        Raises :class:`ParameterError` naming the argument when one is invalid or when no
+        summary of depth ``≥ 1`` fits.
 
         >>> from sketchsyn import Box, PrivHP
         >>> php = PrivHP.for_memory(Box.unit(2), 1.0, 40_000, expected_n=2**18, rng=0)
         >>> php.nbytes <= 40_000, php.depth, php.width, php.counter_depth
-        (True, 12, 488, 10)
+        (True, 18, 148, 8)
         """
-        eps = check_epsilon(epsilon, "PrivHP.for_memory")
-        budget = check_int(memory_bytes, "memory_bytes", "PrivHP.for_memory", minimum=1)
-        n = check_int(expected_n, "expected_n", "PrivHP.for_memory", minimum=1)
-        k, width, j, depth = cls._memory_rule(domain, eps, budget, n, _SKETCH_LEVELS)
+        p = cls.plan(domain, epsilon, memory_bytes, expected_n)
         return cls(
             domain,
-            eps,
-            k=k,
-            width=width,
-            sketch_depth=j,
-            depth=depth,
-            expected_n=n,
+            p.epsilon,
             sketch=sketch,
             seed=seed,
             rng=rng,
             neighbours=neighbours,
+            **p.kwargs(),
         )
