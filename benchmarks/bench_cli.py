@@ -1,26 +1,31 @@
-"""Throughput of ``sketchsyn fit`` on a big CSV against ``pandas.read_csv`` alone on that file.
+"""``sketchsyn fit`` against pandas, pyarrow and polars reading the same CSV and Parquet file.
 
-Generates a CSV of ``--rows`` rows (lon, lat, fare; default 10**7) in a temporary directory, then
-runs, each in a fresh Python process:
+Generates ``--rows`` rows (lon, lat, fare; default 10**7, about 0.3 GB of CSV) in a temporary
+directory, writes the same table as Parquet, then runs each of these in a fresh Python process,
+side by side in one run:
 
-1. ``pandas.read_csv(FILE, usecols=["lon", "lat"])``: just reading the file into memory;
-2. ``sketchsyn.io.readers.CSVReader`` alone: our bounded-memory reading, batch by batch, no summary
-   (so that the cost of reading and the cost of PrivHP show separately);
-3. ``sketchsyn fit FILE --columns lon,lat --bounds … --epsilon 1 --memory 256KB -o MODEL``:
-   reading the same file in bounded memory, PrivHP updates and the release.
+- ``pandas.read_csv`` / ``pandas.read_parquet``, ``pyarrow.csv.read_csv`` /
+  ``pyarrow.parquet.read_table``, ``polars.read_csv`` / ``polars.read_parquet``: just reading
+  the two columns lon, lat into memory (the plain readers; a missing library is skipped);
+- the sketchsyn reader alone (``open_reader``, batch by batch, no summary), so that the cost of
+  reading and the cost of PrivHP show separately;
+- ``sketchsyn fit FILE --columns lon,lat --bounds … --epsilon 1 --memory 256KB -o MODEL``:
+  reading the file in bounded memory, PrivHP's updates and the release.
 
-It prints wall time, rows/s, CPU time and peak resident memory of both, and the ratios (our
-overhead over just reading the file). Interpreter start-up and imports are inside both timings.
-Timings on a shared machine are noisy (the CPU ratio is the steadier figure): run it more than
-once before trusting a digit.
+It prints wall time, CPU time (user + system, all threads) and peak resident memory of each,
+then fit's ratios to every plain reader and to the fastest one: wall and CPU ratios (below 1:
+fit is faster) and the peak-memory ratio. Interpreter start-up and imports are inside every
+timing. On a shared machine wall times are noisy (the CPU ratio is the steadier figure): run it
+more than once, or with ``--repeat``, before trusting a digit.
 
-    python benchmarks/bench_cli.py              # 10**7 rows (about 0.3 GB of CSV)
+    python benchmarks/bench_cli.py              # 10**7 rows
     python benchmarks/bench_cli.py --rows 1e6   # a quick run
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import subprocess
 import sys
@@ -34,26 +39,32 @@ ROOT = Path(__file__).resolve().parents[1]
 BOUNDS = "-74.05:-73.75,40.6:40.9"
 
 
-def make_csv(path: Path, rows: int, chunk: int = 1_000_000) -> None:
+def make_data(csv_path: Path, parquet_path: Path, rows: int, chunk: int = 1_000_000) -> None:
     """Simulated ride pickups (two Gaussian hot spots, clipped to the box) plus a fare column."""
-    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
     rng = np.random.default_rng(0)
-    with open(path, "w", newline="") as fh:
+    writer = None
+    with open(csv_path, "w", newline="") as fh:
         fh.write("lon,lat,fare\n")
         for start in range(0, rows, chunk):
             m = min(chunk, rows - start)
             hot = rng.random(m) < 0.6
             lon = np.where(hot, rng.normal(-73.98, 0.02, m), rng.normal(-73.88, 0.05, m))
             lat = np.where(hot, rng.normal(40.75, 0.02, m), rng.normal(40.70, 0.06, m))
-            frame = pd.DataFrame(
-                {
-                    "lon": np.clip(lon, -74.05, -73.75),
-                    "lat": np.clip(lat, 40.6, 40.9),
-                    "fare": np.round(rng.gamma(2.0, 7.0, m), 2),
-                }
-            )
-            frame.to_csv(fh, header=False, index=False, float_format="%.6f")
+            cols = [
+                np.round(np.clip(lon, -74.05, -73.75), 6),
+                np.round(np.clip(lat, 40.6, 40.9), 6),
+                np.round(rng.gamma(2.0, 7.0, m), 2),
+            ]
+            np.savetxt(fh, np.column_stack(cols), fmt=["%.6f", "%.6f", "%.2f"], delimiter=",")
+            table = pa.table({"lon": cols[0], "lat": cols[1], "fare": cols[2]})
+            if writer is None:
+                writer = pq.ParquetWriter(parquet_path, table.schema)
+            writer.write_table(table, row_group_size=1 << 20)
+    if writer is not None:
+        writer.close()
 
 
 def timed(cmd: list[str]) -> tuple[float, float, float]:
@@ -64,82 +75,136 @@ def timed(cmd: list[str]) -> tuple[float, float, float]:
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - t0
     err = proc.stderr.read().decode() if proc.stderr else ""
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit(f"{cmd[:4]} failed ({proc.returncode}):\n{err}")
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{cmd[:4]} failed:\n{err}")
     return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0
+
+
+def _py(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+def plain_readers(path: Path, kind: str) -> dict[str, list[str]]:
+    """The plain readers of ``path`` (``kind``: "csv" or "parquet") that are installed."""
+    p = str(path)
+    have = {m: importlib.util.find_spec(m) is not None for m in ("pandas", "pyarrow", "polars")}
+    out: dict[str, list[str]] = {}
+    if kind == "csv":
+        if have["pandas"]:
+            out["pandas.read_csv"] = _py(
+                f"import pandas; pandas.read_csv({p!r}, usecols=['lon', 'lat'])"
+            )
+        if have["pyarrow"]:
+            out["pyarrow.csv.read_csv"] = _py(
+                "import pyarrow.csv as c; c.read_csv("
+                f"{p!r}, convert_options=c.ConvertOptions(include_columns=['lon', 'lat']))"
+            )
+        if have["polars"]:
+            out["polars.read_csv"] = _py(
+                f"import polars; polars.read_csv({p!r}, columns=['lon', 'lat'])"
+            )
+    else:
+        if have["pandas"] and have["pyarrow"]:
+            out["pandas.read_parquet"] = _py(
+                f"import pandas; pandas.read_parquet({p!r}, columns=['lon', 'lat'])"
+            )
+        if have["pyarrow"]:
+            out["pyarrow.parquet.read_table"] = _py(
+                f"import pyarrow.parquet as q; q.read_table({p!r}, columns=['lon', 'lat'])"
+            )
+        if have["polars"]:
+            out["polars.read_parquet"] = _py(
+                f"import polars; polars.read_parquet({p!r}, columns=['lon', 'lat'])"
+            )
+    return out
+
+
+def ours(path: Path, rows: int, memory: str, model: Path) -> dict[str, list[str]]:
+    reader = _py(
+        "from sketchsyn.io.readers import open_reader\n"
+        f"for _ in open_reader({str(path)!r}, ['lon', 'lat'], batch_size=262144): pass"
+    )
+    fit = [sys.executable, "-m", "sketchsyn", "fit", str(path), "--columns", "lon,lat"]
+    fit += [f"--bounds={BOUNDS}", "--epsilon", "1", "--memory", memory, "--expected-n", str(rows)]
+    fit += ["-o", str(model), "--quiet"]
+    return {"sketchsyn reader alone": reader, "sketchsyn fit": fit}
+
+
+def report(title: str, results: dict[str, tuple[float, float, float]], rows: int) -> None:
+    print(f"\n{title}")
+    print(f"{'':28}{'wall s':>8}{'rows/s (wall)':>15}{'CPU s':>8}{'peak RSS MB':>13}")
+    for name, (secs, cpu, rss) in results.items():
+        print(f"{name:28}{secs:>8.2f}{rows / secs:>15,.0f}{cpu:>8.2f}{rss:>13,.0f}")
+    fit = results["sketchsyn fit"]
+    plain = {k: v for k, v in results.items() if not k.startswith("sketchsyn")}
+    print(f"{'fit / reader':28}{'wall':>8}{'CPU':>8}{'peak memory':>13}")
+    for name, (secs, cpu, rss) in plain.items():
+        print(f"  {name:26}{fit[0] / secs:>8.2f}{fit[1] / cpu:>8.2f}{fit[2] / rss:>13.2f}")
+    if plain:
+        name, best = min(plain.items(), key=lambda kv: kv[1][0])
+        print(
+            f"  fastest plain reader ({name}): fit takes {fit[0] / best[0]:.2f}x its wall time, "
+            f"{fit[1] / best[1]:.2f}x its CPU time, {fit[2] / best[2]:.2f}x its peak memory"
+        )
+
+
+def make_logs(clean: Path, mixed: Path, lines: int) -> None:
+    """Two access logs of ``lines`` lines, the second with an IPv6 client every 10,000 lines."""
+    rng = np.random.default_rng(1)
+    ips = rng.integers(1 << 24, 223 << 24, lines)
+    tail = ' - - [10/Oct/2000:13:55:36 -0700] "GET /index.html HTTP/1.1" 200 2326 "-" "curl"\n'
+    text = [f"{a >> 24}.{(a >> 16) & 255}.{(a >> 8) & 255}.{a & 255}{tail}" for a in ips.tolist()]
+    clean.write_text("".join(text))
+    for i in range(0, lines, 10_000):
+        text[i] = f"2001:db8::{i % 65536:x}{tail}"
+    mixed.write_text("".join(text))
+
+
+def logs(tmp: Path, lines: int) -> None:
+    """``sketchsyn fit`` on a clean access log and on the same log with IPv6 lines."""
+    clean, mixed = tmp / "clean.log", tmp / "ipv6.log"
+    make_logs(clean, mixed, lines)
+    base = [sys.executable, "-m", "sketchsyn", "fit", "--epsilon", "1", "-o", str(tmp / "ip.m")]
+    out = {}
+    for name, path in (("clean log", clean), ("log with IPv6 lines", mixed)):
+        out[name] = timed([*base[:4], str(path), *base[4:], "--quiet"])
+    print(f"\naccess logs of {lines:,} lines (one IPv6 client per 10,000 lines in the second):")
+    for name, (secs, cpu, rss) in out.items():
+        print(f"  {name:26}wall {secs:6.2f} s  CPU {cpu:6.2f} s  peak RSS {rss:6,.0f} MB")
+    a, b = out["clean log"], out["log with IPv6 lines"]
+    print(f"  speed with IPv6 lines / clean: wall {a[0] / b[0]:.2f}, CPU {a[1] / b[1]:.2f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=float, default=1e7, help="CSV rows (default 1e7)")
+    parser.add_argument("--rows", type=float, default=1e7, help="rows (default 1e7)")
     parser.add_argument("--memory", default="256KB", help="sketchsyn fit --memory")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each; the best is kept")
-    parser.add_argument("--make-csv", metavar="PATH", help=argparse.SUPPRESS)
+    parser.add_argument("--make-data", metavar="DIR", help=argparse.SUPPRESS)
     args = parser.parse_args()
     rows = int(args.rows)
-    if args.make_csv:
-        make_csv(Path(args.make_csv), rows)
+    if args.make_data:
+        make_data(Path(args.make_data) / "rides.csv", Path(args.make_data) / "rides.parquet", rows)
         return
     with tempfile.TemporaryDirectory(prefix="bench_cli_") as tmp:
-        path = Path(tmp) / "rides.csv"
+        csv_path, parquet_path = Path(tmp) / "rides.csv", Path(tmp) / "rides.parquet"
         t0 = time.perf_counter()
         # In a child process: Linux keeps a process's peak RSS across fork and exec, so the parent
         # stays small for the children's peak memory figures to be their own.
-        subprocess.run(
-            [sys.executable, __file__, "--rows", str(rows), "--make-csv", str(path)], check=True
+        cmd = [sys.executable, __file__, "--rows", str(rows), "--make-data", tmp]
+        subprocess.run(cmd, check=True)
+        print(
+            f"generated {rows:,} rows: CSV {csv_path.stat().st_size / 1e6:,.0f} MB, Parquet "
+            f"{parquet_path.stat().st_size / 1e6:,.0f} MB in {time.perf_counter() - t0:.1f} s"
         )
-        size = path.stat().st_size
-        print(f"generated {rows:,} rows, {size / 1e6:,.0f} MB in {time.perf_counter() - t0:.1f} s")
-        pandas_cmd = [
-            sys.executable,
-            "-c",
-            f"import pandas; pandas.read_csv({str(path)!r}, usecols=['lon', 'lat'])",
-        ]
-        fit_cmd = [
-            sys.executable,
-            "-m",
-            "sketchsyn",
-            "fit",
-            str(path),
-            "--columns",
-            "lon,lat",
-            f"--bounds={BOUNDS}",
-            "--epsilon",
-            "1",
-            "--memory",
-            args.memory,
-            "--expected-n",
-            str(rows),
-            "-o",
-            str(Path(tmp) / "rides.model"),
-            "--quiet",
-        ]
-        reader_cmd = [
-            sys.executable,
-            "-c",
-            "from sketchsyn.io.readers import CSVReader\n"
-            f"for _ in CSVReader({str(path)!r}, ['lon', 'lat']): pass",
-        ]
-        results = {}
-        for name, cmd in (
-            ("pandas.read_csv alone", pandas_cmd),
-            ("CSVReader alone", reader_cmd),
-            ("sketchsyn fit", fit_cmd),
-        ):
-            runs = [timed(cmd) for _ in range(args.repeat)]
-            results[name] = min(runs)
-        print(f"{'':24}{'wall s':>9}{'rows/s (wall)':>15}{'CPU s':>9}{'peak RSS MB':>13}")
-        for name, (secs, cpu, rss) in results.items():
-            print(f"{name:24}{secs:>9.2f}{rows / secs:>15,.0f}{cpu:>9.2f}{rss:>13,.0f}")
-        pandas = results["pandas.read_csv alone"]
-        for name in ("CSVReader alone", "sketchsyn fit"):
-            ours = results[name]
-            print(
-                f"ratio {name} / read_csv: wall {ours[0] / pandas[0]:.2f}, "
-                f"CPU {ours[1] / pandas[1]:.2f}"
-            )
-        print("(interpreter start and imports included; CPU counts both PrivHP threads)")
+        for kind, path in (("csv", csv_path), ("parquet", parquet_path)):
+            cmds = plain_readers(path, kind) | ours(path, rows, args.memory, Path(tmp) / "m.model")
+            results = {}
+            for name, cmd in cmds.items():
+                results[name] = min(timed(cmd) for _ in range(args.repeat))
+            report(f"{kind.upper()} ({path.name}), columns lon, lat:", results, rows)
+        logs(Path(tmp), max(rows // 20, 10_000))
+        print("\n(interpreter start and imports included; CPU counts every thread)")
         print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores (shared: timings noisy)")
 
 

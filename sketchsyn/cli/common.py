@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -38,6 +40,46 @@ _BOUNDS_HELP = (
 
 def _fail(message: str) -> UsageError:
     return UsageError(message)
+
+
+_KEYWORD = re.compile(r"\b([a-z][a-z0-9_]*)=(['\"])([^'\"]*)\2")
+_PARAMETER = re.compile(r"The '([a-z][a-z0-9_]*)' parameter of ([A-Za-z_][\w.]*)")
+
+
+def _cli_message(message: str, flags: Collection[str]) -> str:
+    """An error message from the library with the command's flags in place of Python keywords.
+
+    Only keywords that are flags of the command (``flags``, e.g. ``{"--on-bad"}``) change.
+
+    >>> flags = {"--on-bad", "--epsilon", "--out-of-bounds"}
+    >>> _cli_message("a.csv line 3: bad (pass on_bad='skip' / --on-bad skip to skip)", flags)
+    'a.csv line 3: bad (pass --on-bad skip to skip)'
+    >>> _cli_message("The 'epsilon' parameter of PrivHP must be > 0. Got -1.0 instead.", flags)
+    '--epsilon (PrivHP) must be > 0. Got -1.0 instead.'
+    >>> _cli_message("row 0 is outside (out_of_bounds='raise'); bits=7", flags)
+    'row 0 is outside (--out-of-bounds raise); bits=7'
+    """
+
+    def keyword(m: re.Match) -> str:
+        flag = "--" + m.group(1).replace("_", "-")
+        return f"{flag} {m.group(3)}" if flag in flags else m.group(0)
+
+    def parameter(m: re.Match) -> str:
+        flag = "--" + m.group(1).replace("_", "-")
+        return f"{flag} ({m.group(2)})" if flag in flags else m.group(0)
+
+    text = _PARAMETER.sub(parameter, _KEYWORD.sub(keyword, message))
+    # "pass --on-bad skip / --on-bad skip": the library named both spellings.
+    return re.sub(r"(--[a-z][a-z0-9-]* [^\s/()]+) / \1", r"\1", text)
+
+
+def _flags(parser: argparse.ArgumentParser, command: str) -> set[str]:
+    """The long options of ``command`` (a subcommand of ``parser``)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            sub = action.choices[command]
+            return {s for a in sub._actions for s in a.option_strings if s.startswith("--")}
+    return set()
 
 
 def _parse_columns(text: str | None) -> list[str] | None:
@@ -74,21 +116,27 @@ def _parse_bounds(text: str | None, columns: list[str]) -> tuple[list[float], li
     return lower, upper
 
 
-_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20}
-_UNITS["GIB"] = 2**30
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+_UNITS |= {"KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+_UNITS |= {"K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
 
 
 def _parse_bytes(text: str) -> int:
-    """``"256KB"`` → 256000, ``"1MiB"`` → 1048576 (KB, MB, GB are powers of ten)."""
+    """``"256KB"`` → 256000, ``"1MiB"`` → 1048576, ``"1TB"`` → 10**12 (KB, MB, GB, TB are
+    powers of ten; KiB, MiB, GiB, TiB powers of two).
+
+    >>> _parse_bytes("1TB"), _parse_bytes("1.5 GiB"), _parse_bytes("10GB")
+    (1000000000000, 1610612736, 10000000000)
+    """
     t = text.strip().upper().replace(" ", "")
-    number = t.rstrip("KMGIB")
+    number = t.rstrip("KMGTIB")
     unit = t[len(number) :]
     try:
         value = float(number)
     except ValueError:
         value = -1.0
-    if unit not in _UNITS or not value > 0:
-        raise _fail(f"--memory {text!r} is not a size like 256KB, 4MB or 1MiB")
+    if unit not in _UNITS or not value > 0 or not np.isfinite(value) or value * _UNITS[unit] < 1:
+        raise _fail(f"--memory {text!r} is not a size like 256KB, 4MB, 1MiB or 10GB")
     return int(value * _UNITS[unit])
 
 
@@ -96,10 +144,16 @@ def _write_atomic(path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` so that a crash leaves the old or the new file, never a torn one.
 
     A temporary file in the same directory is written, flushed and fsync'ed, then renamed over
-    ``path`` (``os.replace`` is atomic on POSIX and Windows) and the directory is fsync'ed.
+    ``path`` (``os.replace`` is atomic on POSIX and Windows) and the directory is fsync'ed. Its
+    name carries the writer's pid: the temporary files of killed writers of the same ``path``
+    are removed by the next write.
     """
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".sketchsyn-", suffix=".tmp", dir=directory)
+    from ..io.checkpoint import _sweep
+
+    directory, name = os.path.split(os.path.abspath(path))
+    _sweep(directory, f"sketchsyn-{name}")
+    prefix = f".sketchsyn-{name}.{os.getpid()}."
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -141,9 +195,48 @@ def _load(path: str, what: str) -> Any:
         raise _fail(f"cannot read {what} {path!r}: {exc.strerror or exc}") from None
     kinds = {"PrivateDistribution": PrivateDistribution, "PrivHP": PrivHP, "PMM": PMM}
     kind = _blob_kind(blob)
+    if kind == "ResumableRun":  # a state saved with the input position it consumed
+        blob = _unpack_run(blob, path)[0]
+        kind = _blob_kind(blob)
     if kind not in kinds:
         raise _fail(f"{what} {path!r} is not a file written by sketchsyn fit")
     return kinds[kind].from_bytes(blob)
+
+
+def _unpack_run(blob: bytes, path: str) -> tuple[bytes, dict[str, Any]]:
+    from ..errors import SerializationError
+    from ..io.checkpoint import unpack_run
+
+    try:
+        return unpack_run(blob)
+    except SerializationError as exc:
+        raise _fail(f"{path!r} is not a readable resumable state: {exc}") from None
+
+
+def _load_run(path: str) -> dict[str, Any] | None:
+    """The input position saved with a state by ``fit --state`` (None: a file without one)."""
+    try:
+        with open(path, "rb") as fh:
+            blob = fh.read()
+    except OSError as exc:
+        raise _fail(f"cannot read {path!r}: {exc.strerror or exc}") from None
+    if _blob_kind(blob) != "ResumableRun":
+        return None
+    return _unpack_run(blob, path)[1]
+
+
+def _run_lines(run: dict[str, Any] | None) -> list[str]:
+    """What ``sketchsyn info`` says about a state's input position."""
+    if run is None:
+        return []
+    where = run.get("source", "?")
+    state = "read to its end" if run["complete"] else "interrupted (not read to its end)"
+    return [
+        f"  input consumed: {run['rows']:,} input rows of {where} ({run.get('format', 'csv')}), "
+        f"{state}; resume with --skip-rows {run['rows']} if the input comes from stdin",
+        "  trusted file: it holds the exact number of rows read, with the state: keep it with "
+        "the data (it is a local checkpoint, not something to publish)",
+    ]
 
 
 def _load_release(path: str) -> Any:

@@ -23,6 +23,7 @@ from .common import (
     _fail,
     _is_released,
     _load,
+    _load_run,
     _parse_bounds,
     _parse_bytes,
     _parse_columns,
@@ -67,14 +68,27 @@ def _privhp_plan(args: argparse.Namespace, domain: Any) -> tuple[PrivHP, str]:
         return php, "parameters as given (defaults k=64, width=1024, sketch_depth=3)"
     if args.width is not None or args.depth is not None:
         raise _fail("--memory chooses --width and --depth: give --memory or --width/--depth")
-    budget = _parse_bytes(args.memory)
+    budget = _memory_budget(args)
     planner = getattr(PrivHP, "for_memory", None)
     if planner is not None and args.k is None and args.sketch_depth is None:
         kwargs: dict[str, Any] = {"sketch": args.sketch}
         params = inspect.signature(planner).parameters
         if "rng" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
             kwargs["rng"] = args.noise_seed
+        plan = getattr(PrivHP, "plan", None)
+        said = False
+        if plan is not None:
+            for warning in plan(domain, args.epsilon, budget, n).warnings:
+                said |= "more than helps" in warning
+                _note(args, warning.replace("memory_bytes = ", f"--memory {args.memory} = "))
         php = planner(domain, args.epsilon, budget, n, **kwargs)
+        if not said and php.nbytes < budget // 2:
+            _note(
+                args,
+                f"--memory {args.memory}: the state takes {php.nbytes:,} of the {budget:,} "
+                f"bytes; more would not help at expected_n={n:,}, epsilon={args.epsilon:g} "
+                "(the depth follows epsilon*n; give --expected-n if you expect more rows)",
+            )
         return php, f"PrivHP.for_memory({budget:,} bytes, expected_n={n:,})"
     k = 64 if args.k is None else args.k
     j = 3 if args.sketch_depth is None else args.sketch_depth
@@ -110,6 +124,35 @@ def _privhp_plan(args: argparse.Namespace, domain: Any) -> tuple[PrivHP, str]:
     )
 
 
+def _note(args: argparse.Namespace, text: str) -> None:
+    """A sentence for the user about the plan, printed with the summary's line."""
+    notes = getattr(args, "plan_notes", None)
+    if notes is None:
+        notes = args.plan_notes = []
+    notes.append(text)
+
+
+def _ram_bytes() -> int | None:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _memory_budget(args: argparse.Namespace) -> int:
+    """``--memory`` in bytes, capped at half this machine's memory (with a note saying so)."""
+    budget = _parse_bytes(args.memory)
+    ram = _ram_bytes()
+    if ram and budget > ram // 2:
+        _note(
+            args,
+            f"--memory {args.memory} is more than half this machine's memory "
+            f"({ram / 1e9:,.1f} GB): capped at {ram // 2:,} bytes",
+        )
+        budget = ram // 2
+    return budget
+
+
 def _pmm_plan(args: argparse.Namespace, domain: Any) -> tuple[Any, str]:
     from ..privacy import accounting
     from ..synth.pmm import PMM
@@ -127,13 +170,35 @@ def _pmm_plan(args: argparse.Namespace, domain: Any) -> tuple[Any, str]:
         depth = min(depth, domain.max_depth)
     how = "depth as given" if args.depth else f"depth from expected_n={args.expected_n:,}"
     if args.memory is not None:
-        budget = _parse_bytes(args.memory)
+        budget = _memory_budget(args)
         cap = int(np.floor(np.log2(max((budget - 64) / 8, 1))))
         if cap < 1:
             raise _fail(f"--memory {args.memory} is too small for PMM (needs at least 80 bytes)")
         if cap < depth:
             depth, how = cap, f"depth capped by --memory {budget:,} bytes (8·2**depth + 64)"
     return PMM(domain, epsilon=args.epsilon, depth=depth, rng=args.noise_seed), how
+
+
+def _marginal_plan(args: argparse.Namespace, domain: Any) -> tuple[Any, str]:
+    from ..synth.marginal import MarginalSynthesizer
+
+    if args.state:
+        raise _fail(
+            "--state is for PrivHP: the marginal synthesizer draws its noise at the release, so "
+            "its state is exact counts (not private) and is not saved by the command line"
+        )
+    if any(v is not None for v in (args.width, args.k, args.sketch_depth, args.depth)):
+        raise _fail(
+            "--k, --width, --sketch-depth and --depth are PrivHP/PMM parameters; the marginal "
+            "synthesizer takes --memory and --expected-n"
+        )
+    if domain.d < 2:
+        raise _fail("--mechanism marginal needs at least 2 columns")
+    memory = None if args.memory is None else _parse_bytes(args.memory)
+    syn = MarginalSynthesizer(
+        domain, args.epsilon, memory_bytes=memory, expected_n=args.expected_n, rng=args.noise_seed
+    )
+    return syn, syn.explain()
 
 
 def _resume(args: argparse.Namespace) -> Any:
@@ -168,6 +233,8 @@ def _resume(args: argparse.Namespace) -> Any:
 def _check_inside(batch: np.ndarray, domain: Any, reader: Any, columns: list[str]) -> None:
     """Under --out-of-bounds raise: name the first line outside the public bounds."""
     lo, hi = domain.lower, domain.upper
+    if batch.shape[0] and (batch.min(axis=0) >= lo).all() and (batch.max(axis=0) <= hi).all():
+        return  # two reductions, no temporaries: the usual case
     bad = ~((batch >= lo) & (batch <= hi))
     if bad.any():
         i, c = (int(v[0]) for v in np.nonzero(bad))
@@ -178,10 +245,118 @@ def _check_inside(batch: np.ndarray, domain: Any, reader: Any, columns: list[str
         )
 
 
+def _input_format(args: argparse.Namespace) -> str:
+    from ..io.arrowread import columnar_format
+    from ..io.readers import format_of
+
+    if args.format:
+        return args.format
+    if args.data == "-":
+        return "csv"
+    return format_of(args.data) or columnar_format(args.data) or "csv"
+
+
+def _start(
+    args: argparse.Namespace, fmt: str, run: dict[str, Any] | None, columns: list[str] | None
+) -> tuple[dict[str, Any], str | None]:
+    """Reader keywords that start where a resumed run stopped, and a line saying so."""
+    from ..io.batchreader import Position, starts_with
+    from ..io.readers import open_reader
+
+    skip = args.skip_rows
+    if skip is not None and skip < 0:
+        raise _fail(f"--skip-rows must be >= 0; got {skip}")
+    if not args.resume or run is None:
+        if skip:
+            return {"skip_rows": skip}, f"passing over the first {skip:,} input rows"
+        return {}, None
+    if skip is not None:
+        return {"skip_rows": skip}, f"--skip-rows {skip}: the state had read {run['rows']:,}"
+    if run.get("format", fmt) != fmt:
+        raise _fail(
+            f"--resume {args.resume!r} was reading {run.get('format')} input, not {fmt} (--format)"
+        )
+    if args.data == "-":
+        how = "read to its end" if run["complete"] else "interrupted"
+        raise _fail(
+            f"--resume on stdin: the state read {run['rows']:,} input rows of "
+            f"{run.get('source', 'its input')} ({how}) and a pipe cannot be checked against "
+            f"them; pass --skip-rows {run['rows']} if the pipe repeats that input from its "
+            "start, or --skip-rows 0 if it holds only new rows"
+        )
+    position = Position(run["rows"], run["offset"], run["digest"])
+    if fmt in ("parquet", "arrow"):
+        probe = open_reader(args.data, columns, fmt=fmt)
+        same = probe.fingerprint == position.digest
+        probe.close()
+    else:
+        same = starts_with(args.data, position)
+    if same:
+        return {"resume": position}, f"continuing after the {run['rows']:,} input rows read"
+    if run["complete"]:
+        return {}, f"{args.data} is new input (the state's input was read to its end)"
+    raise _fail(
+        f"{args.data} does not begin with the {run['rows']:,} input rows the interrupted run "
+        f"read from {run.get('source', 'its input')} (the bytes differ); give that input, or "
+        "--skip-rows N to pass over N rows of this one (--skip-rows 0: all of it is new)"
+    )
+
+
+def _save_run(
+    path: str,
+    summary: Any,
+    reader: Any,
+    fmt: str,
+    before: dict[str, Any] | None,
+    complete: bool,
+) -> None:
+    """The state and the input position it holds, in one atomic file (trusted: exact counts)."""
+    from ..io.checkpoint import pack_run
+
+    pos = reader.position
+    prior = before or {}
+    run = {
+        "rows": pos.rows,
+        "offset": pos.offset,
+        "digest": pos.digest,
+        "complete": complete,
+        "format": fmt,
+        "source": reader.name,
+        "n_rows": prior.get("n_rows", 0) + reader.n_rows,
+        "n_bad": prior.get("n_bad", 0) + getattr(reader, "n_bad_at_position", reader.n_bad),
+    }
+    _write_atomic(path, pack_run(summary.to_bytes(include_diagnostics=True), run))
+
+
+def _signal_warning(summary: Any, n: int) -> str | None:
+    """A warning when epsilon*n is too small for the tree's depth: below the level where the
+    noise exceeds a typical cell's count (``PrivHP.plan``'s signal depth at the rows read),
+    the release is close to uniform; warned when that is most of the tree."""
+    plan = getattr(PrivHP, "plan", None)
+    if plan is None or not isinstance(summary, PrivHP) or n < 1:
+        return None
+    try:
+        p = plan(summary.domain, summary.epsilon, max(summary.nbytes, 1 << 16), n)
+    except (ValueError, TypeError):
+        return None
+    depth, signal = summary.depth, p.signal_depth
+    if signal >= depth / 2 and signal >= min(summary.domain.d, depth):
+        return None
+    eps = summary.epsilon
+    return (
+        f"epsilon*n = {eps:g} x {n:,} = {eps * n:,.0f} is small for depth {depth}: the noise "
+        f"exceeds the count of a typical cell from level {signal + 1} on, so below that the "
+        f"release is close to uniform ({signal} of {depth} levels carry signal). More rows "
+        f"(a longer period), a larger --epsilon, or --expected-n {n} (a depth that fits) "
+        "would help."
+    )
+
+
 def _fit(args: argparse.Namespace) -> int:
     from ..io.progress import progress
-    from ..io.readers import format_of, open_reader
+    from ..io.readers import open_reader
 
+    run = None
     if args.resume:
         if args.state and os.path.abspath(args.state) != os.path.abspath(args.resume):
             raise _fail(
@@ -192,9 +367,17 @@ def _fit(args: argparse.Namespace) -> int:
         args.state = args.resume
     if not args.output and not args.state:
         raise _fail("give -o MODEL (the release) and/or --state FILE (a resumable state)")
-    fmt = args.format or (None if args.data == "-" else format_of(args.data)) or "csv"
+    fmt = _input_format(args)
+    if args.delimiter is not None and fmt != "csv":
+        raise _fail(f"--delimiter is for CSV input, not {fmt}")
+    delimiter = args.delimiter
+    if delimiter in ("\\t", "tab", "TAB"):
+        delimiter = "\t"
+    if delimiter is not None and (len(delimiter) != 1 or delimiter in '"\r\n'):
+        raise _fail(f"--delimiter must be one character (\\t for tab); got {args.delimiter!r}")
     if args.resume:
         summary = _resume(args)
+        run = _load_run(args.resume)
         how = f"resumed from {args.resume}"
         domain = summary.domain
         columns = list(domain.columns) if domain.columns else _parse_columns(args.columns)
@@ -207,17 +390,20 @@ def _fit(args: argparse.Namespace) -> int:
             raise _fail("--epsilon is required: the privacy budget, e.g. --epsilon 1")
         domain, columns = _build_domain(args, fmt)
         mechanism = args.mechanism or "privhp"
-        plan = _privhp_plan if mechanism == "privhp" else _pmm_plan
+        plans = {"privhp": _privhp_plan, "pmm": _pmm_plan, "marginal": _marginal_plan}
+        plan = plans[mechanism]
         summary, how = plan(args, domain)
     say = _say(args)
     say(f"sketchsyn fit: {type(summary).__name__}, {summary.nbytes:,} bytes of state ({how})")
-    reader = open_reader(
-        args.data,
-        None if fmt == "accesslog" else columns,
-        fmt=fmt,
-        batch_size=args.batch_size,
-        on_bad=args.on_bad,
-    )
+    for note in getattr(args, "plan_notes", None) or []:
+        say(f"  note: {note}")
+    start, start_note = _start(args, fmt, run, None if fmt == "accesslog" else columns)
+    kwargs: dict[str, Any] = {"batch_size": args.batch_size, "on_bad": args.on_bad, **start}
+    if delimiter is not None:
+        kwargs["delimiter"] = delimiter
+    reader = open_reader(args.data, None if fmt == "accesslog" else columns, fmt=fmt, **kwargs)
+    if start_note:
+        say(f"  {start_note}")
     check = fmt != "accesslog" and domain.out_of_bounds == "raise"
     every = args.checkpoint_every
     since = 0
@@ -228,8 +414,8 @@ def _fit(args: argparse.Namespace) -> int:
             _check_inside(batch, domain, reader, columns)
         summary.update_many(batch)
         since += batch.shape[0]
-        if args.state and every and since >= every:
-            _write_atomic(args.state, summary.to_bytes())
+        if args.state and every and since >= every and reader.position is not None:
+            _save_run(args.state, summary, reader, fmt, run, complete=False)
             since = 0
     elapsed = time.perf_counter() - t0
     say(
@@ -238,20 +424,37 @@ def _fit(args: argparse.Namespace) -> int:
     )
     if reader.n_bad:
         say(f"  skipped {reader.n_bad:,} bad line(s) (--on-bad skip), first: {reader.bad_lines}")
+    if getattr(reader, "n_ipv6", 0):
+        say(
+            f"  skipped {reader.n_ipv6:,} IPv6 client line(s): the IPv4 domain does not hold "
+            "them (they are not in the release)"
+        )
     if summary.n_dropped:
         say(
             f"  {summary.n_dropped:,} rows outside --bounds were dropped (exact count for you, "
             "the data holder; it is not part of the release)"
         )
+    total = (run or {}).get("n_rows", 0) + reader.n_rows
+    warning = _signal_warning(summary, total)
+    if warning:
+        say(f"  warning: {warning}")
     if args.output:
         release = summary.release()
         _write_atomic(args.output, release.to_bytes())
+        shape = (
+            f"{release.n_leaves} leaves"
+            if hasattr(release, "n_leaves")
+            else f"tree of column pairs {release.tree}"
+        )
         say(
             f"  wrote {args.output}: {release.mechanism} release, epsilon={release.epsilon}, "
-            f"{release.n_leaves} leaves, noisy total {release.total:,.0f}"
+            f"{shape}, noisy total {release.total:,.0f}"
         )
     if args.state:
-        _write_atomic(args.state, summary.to_bytes())
+        _save_run(args.state, summary, reader, fmt, run, complete=True)
         note = " (already released: it accepts no more rows)" if args.output else ""
-        say(f"  wrote the state {args.state}{note}")
+        say(
+            f"  wrote the state {args.state}{note}, with the input position "
+            f"({reader.position.rows:,} input rows): a trusted local file, keep it with the data"
+        )
     return 0

@@ -2,24 +2,31 @@
 
 Every reader iterates over ``float64`` arrays of shape ``(rows, len(columns))`` (IPv4 keys for
 :class:`AccessLogReader`: ``uint64`` of shape ``(rows,)``), at most ``batch_size`` rows each,
-holding one batch at a time whatever the length of the input.
+holding about one batch at a time whatever the length of the input.
 
 - :class:`CSVReader`: a header line naming the columns, then one record per line (a record
-  spanning lines inside quotes is not supported). Batches are checked with numpy (field count of
-  every line) and parsed by pandas' C parser when pandas is installed (``numpy.loadtxt``
-  otherwise); any batch that fails the fast path is re-read line by line to name the bad line.
+  spanning lines inside quotes is not supported). With pyarrow installed (the ``cli`` extra)
+  each block of lines is parsed by ``pyarrow.csv.open_csv`` and its text is looked at only where
+  its pattern breaks (:mod:`sketchsyn.io.csvarrow`); without it, blocks are checked with numpy
+  and parsed by pandas' C parser or ``numpy.loadtxt``. ``delimiter`` for TSV and others.
 - :class:`JSONLinesReader`: one JSON object per line; the columns are keys.
-- :class:`AccessLogReader`: web-server access logs (Common/Combined Log Format, or any line whose
-  first field is the client address) → IPv4 keys for ``BitDomain.ipv4()``.
+- :class:`AccessLogReader`: web-server access logs → IPv4 keys for ``BitDomain.ipv4()``
+  (:mod:`sketchsyn.io.logread`; IPv6 clients skipped and counted).
+- :class:`ParquetReader`, :class:`ArrowReader`: Parquet files and Arrow IPC files or streams,
+  read a row group / record batch at a time, columns selected by name
+  (:mod:`sketchsyn.io.arrowread`).
 - :func:`pandas_chunks`: ``pandas.read_csv(chunksize=…)`` for any CSV dialect pandas reads.
 - :func:`follow`: the lines of a growing file (``tail -f``), until a stop condition.
 
-Sources: a path (``.gz`` read through gzip), ``"-"`` for stdin, a binary file object, or an
-iterable of lines (``str`` or ``bytes``, e.g. :func:`follow`). Blank lines are not records and
-are passed over. A bad line (wrong number of fields, a value that is not a finite number, bad
-JSON, a missing key, a malformed address) is refused with its line number by default
-(``on_bad="raise"``: :class:`~sketchsyn.errors.InputError`), or counted in ``n_bad`` and skipped
-with ``on_bad="skip"`` (the first line numbers are kept in ``bad_lines``); never silently dropped.
+Sources: a path, ``"-"`` for stdin, a binary file object (gzip and zstd recognised by their
+first bytes: :mod:`sketchsyn.io.compress`), or an iterable of lines (``str`` or ``bytes``, e.g.
+:func:`follow`). Blank lines are not records and are passed over. A bad line (wrong number of
+fields, a value that is not a finite number, bad JSON, a missing key, a malformed address) is
+refused with its line number by default (``on_bad="raise"``:
+:class:`~sketchsyn.errors.InputError`), or counted in ``n_bad`` and skipped with
+``on_bad="skip"`` (the first line numbers are kept in ``bad_lines``); never silently dropped.
+Each reader records how far it has read (``position``) so that a run can resume after exactly
+those rows (:mod:`sketchsyn.io.batchreader`).
 
 >>> import io
 >>> data = io.BytesIO(b"lon,lat,id\\n0.5,0.25,a\\n\\n1.0,0.75,b\\n")
@@ -32,48 +39,53 @@ with ``on_bad="skip"`` (the first line numbers are kept in ``bad_lines``); never
 
 from __future__ import annotations
 
-import abc
 import csv
-import gzip
 import io
-import itertools
 import json
 import math
 import os
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
 from ..errors import InputError, ParameterError, check_choice, check_int
+from . import csvarrow
+from .arrowread import ArrowReader, ParquetReader, columnar_format
+from .batchreader import BatchReader, Position
+from .logread import AccessLogReader
 
 __all__ = [
     "AccessLogReader",
+    "ArrowReader",
     "CSVReader",
     "JSONLinesReader",
     "BatchReader",
+    "ParquetReader",
+    "Position",
     "follow",
     "format_of",
     "open_reader",
     "pandas_chunks",
 ]
 
-_BAD_KEPT = 10
 _PANDAS_MIN_BYTES = 1 << 20
-_FORMATS = ("csv", "jsonl", "accesslog")
+_FORMATS = ("csv", "jsonl", "accesslog", "parquet", "arrow")
 
 
 def format_of(path: str) -> str | None:
-    """The format a file name implies (``.gz`` stripped), or None when it says nothing.
+    """The format a file name implies (``.gz`` / ``.zst`` stripped), or None when it says nothing.
 
     >>> format_of("rides.csv.gz"), format_of("ev.jsonl"), format_of("access.log"), format_of("-")
     ('csv', 'jsonl', 'accesslog', None)
+    >>> format_of("trips.parquet"), format_of("trips.arrow"), format_of("x.log.zst")
+    ('parquet', 'arrow', 'accesslog')
     """
     name = os.fspath(path).lower()
-    if name.endswith(".gz"):
-        name = name[:-3]
+    for suffix in (".gz", ".zst", ".zstd"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
     for ext, fmt in (
         (".csv", "csv"),
         (".tsv", "csv"),
@@ -81,143 +93,16 @@ def format_of(path: str) -> str | None:
         (".ndjson", "jsonl"),
         (".json", "jsonl"),
         (".log", "accesslog"),
+        (".parquet", "parquet"),
+        (".pq", "parquet"),
+        (".arrow", "arrow"),
+        (".arrows", "arrow"),
+        (".feather", "arrow"),
+        (".ipc", "arrow"),
     ):
         if name.endswith(ext):
             return fmt
     return None
-
-
-def _open_binary(source: Any) -> tuple[Any, Callable[[], None], str]:
-    """(iterable of bytes lines, close function, display name) for any accepted source."""
-    if isinstance(source, (str, os.PathLike)):
-        path = os.fspath(source)
-        if path == "-":
-            return sys.stdin.buffer, lambda: None, "<stdin>"
-        try:
-            fh: IO[bytes] = gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
-        except OSError as exc:
-            raise InputError(f"cannot open {path!r}: {exc.strerror or exc}") from None
-        return fh, fh.close, path
-    if hasattr(source, "read"):
-        if isinstance(source, io.TextIOBase):
-            return (line.encode() for line in source), lambda: None, getattr(source, "name", "")
-        return source, lambda: None, str(getattr(source, "name", "<stream>"))
-    return (
-        (
-            (None if line is None else line.encode() if isinstance(line, str) else line)
-            for line in source
-        ),
-        lambda: None,
-        "<lines>",
-    )
-
-
-class BatchReader(abc.ABC):
-    """Common part of the readers: batching of lines, line numbers, the bad-line policy.
-
-    Attributes
-    ----------
-    n_rows : int
-        Rows yielded so far.
-    n_bad : int
-        Bad lines skipped so far (``on_bad="skip"``).
-    bad_lines : list of int
-        Line numbers (1-based) of the first ten bad lines.
-    lines : ndarray of int64
-        Line number of each row of the last batch (one batch of memory).
-    name : str
-        The source's name for messages.
-    """
-
-    def __init__(
-        self,
-        source: Any,
-        columns: Sequence[str] | None,
-        *,
-        batch_size: int = 65536,
-        on_bad: str = "raise",
-    ) -> None:
-        owner = type(self).__name__
-        self.batch_size = check_int(batch_size, "batch_size", owner, minimum=1)
-        self.on_bad = check_choice(on_bad, "on_bad", owner, ("raise", "skip"))
-        if columns is not None:
-            columns = [columns] if isinstance(columns, str) else list(columns)
-            if not columns or not all(isinstance(c, str) and c for c in columns):
-                raise ParameterError(
-                    f"The 'columns' parameter of {owner} must be non-empty strings. "
-                    f"Got {columns!r} instead."
-                )
-        self.columns = columns
-        self._lines, self._close, self.name = _open_binary(source)
-        self._it = iter(self._lines)
-        self._plain = hasattr(self._lines, "read")
-        self.line = 0  # lines consumed so far (the number of the last line read)
-        self.n_rows = 0
-        self.n_bad = 0
-        self.bad_lines: list[int] = []
-        self.lines = np.zeros(0, dtype=np.int64)
-
-    # ------------------------------------------------------------------ shared machinery
-    def _next_lines(self) -> list[bytes]:
-        """Up to ``batch_size`` lines; fewer at the end or at a ``None`` (caught up) marker."""
-        if self._plain:  # a file: no None markers, let islice gather the lines in C
-            return list(itertools.islice(self._it, self.batch_size))
-        out: list[bytes] = []
-        for line in self._it:
-            if line is None:
-                if out:
-                    break
-                continue
-            out.append(line)
-            if len(out) >= self.batch_size:
-                break
-        return out
-
-    def _bad(self, lineno: int, why: str) -> None:
-        if self.on_bad == "raise":
-            raise InputError(
-                f"{self.name} line {lineno}: {why} (pass on_bad='skip' / --on-bad skip to "
-                "count and skip bad lines)"
-            )
-        self.n_bad += 1
-        if len(self.bad_lines) < _BAD_KEPT:
-            self.bad_lines.append(lineno)
-
-    def _next_chunk(self) -> tuple[Any, int]:
-        """The next block of lines in the form ``_parse`` takes, and its number of lines."""
-        lines = self._next_lines()
-        return lines, len(lines)
-
-    @abc.abstractmethod
-    def _parse(self, chunk: Any, first: int) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, line numbers) of a block of lines whose first line is line ``first``."""
-
-    def __iter__(self) -> Iterator[np.ndarray]:
-        try:
-            while True:
-                chunk, count = self._next_chunk()
-                if not count:
-                    return
-                first = self.line + 1
-                self.line += count
-                rows, numbers = self._parse(chunk, first)
-                if rows.shape[0] == 0:
-                    continue
-                self.lines = numbers
-                self.n_rows += rows.shape[0]
-                yield rows
-        finally:
-            self.close()
-
-    def close(self) -> None:
-        """Close the underlying file (not stdin, not a caller's file object)."""
-        self._close()
-
-    def __enter__(self) -> BatchReader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _float_or_none(text: str) -> float | None:
@@ -234,6 +119,7 @@ class CSVReader(BatchReader):
     Parameters
     ----------
     source : path, ``"-"``, binary file object or iterable of lines
+        gzip and zstd are recognised by their first bytes.
     columns : sequence of str
         Header names of the columns to read, in the order wanted.
     batch_size : int
@@ -241,6 +127,14 @@ class CSVReader(BatchReader):
     on_bad : {"raise", "skip"}
     delimiter : str
         One character; ``","`` (default) or ``"\\t"`` for TSV.
+    skip_rows : int
+        Data lines (after the header) to pass over first, e.g. those a crashed run counted.
+    resume : Position, optional
+        Continue after a position saved by an earlier run on the same input (checked).
+    threads : bool, optional
+        Parse on a reader thread, one block ahead (default: for files and pipes).
+    engine : {"auto", "pyarrow", "numpy"}
+        ``"auto"``: pyarrow when it is installed.
 
     Examples
     --------
@@ -258,19 +152,38 @@ class CSVReader(BatchReader):
         batch_size: int = 65536,
         on_bad: str = "raise",
         delimiter: str = ",",
+        skip_rows: int = 0,
+        resume: Position | None = None,
+        threads: bool | None = None,
+        engine: str = "auto",
     ) -> None:
-        super().__init__(source, columns, batch_size=batch_size, on_bad=on_bad)
+        super().__init__(
+            source,
+            columns,
+            batch_size=batch_size,
+            on_bad=on_bad,
+            skip_rows=skip_rows,
+            resume=resume,
+            threads=threads,
+        )
+        engine = check_choice(engine, "engine", "CSVReader", ("auto", "pyarrow", "numpy"))
         if not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in '"\r\n':
+            self.close()
             raise ParameterError(
-                f"The 'delimiter' parameter of CSVReader must be one character. "
-                f"Got {delimiter!r} instead."
+                f"The 'delimiter' parameter of CSVReader must be one character other than a "
+                f"quote or a newline. Got {delimiter!r} instead."
             )
+        if engine == "pyarrow" and not csvarrow.available():
+            self.close()
+            raise ParameterError("CSVReader(engine='pyarrow') needs pyarrow (pip install pyarrow)")
+        self._arrow = engine != "numpy" and csvarrow.available()
         self.delimiter = delimiter
         self._delim_byte = ord(delimiter)
         header = None
-        for line in self._it:
+        while True:
+            line = self._read_line()
             if line is None:
-                continue
+                break
             self.line += 1
             if line.strip():
                 header = line
@@ -278,6 +191,7 @@ class CSVReader(BatchReader):
         if header is None:
             self.close()
             raise InputError(f"{self.name} is empty: a CSV needs a header line naming columns")
+        self.header_lines = self.line
         self.header = next(
             csv.reader([header.decode("utf-8-sig").rstrip("\r\n")], delimiter=delimiter)
         )
@@ -285,50 +199,30 @@ class CSVReader(BatchReader):
         missing = [c for c in self.columns or [] if c not in self.header]
         if missing:
             self.close()
+            hint = ""
+            if len(self.header) == 1 and delimiter == ",":
+                hint = " (one column read: is the delimiter another character? --delimiter)"
             raise InputError(
                 f"{self.name}: column {missing[0]!r} is not in the header (line {self.line}); "
-                f"the columns are {self.header}"
+                f"the columns are {self.header}{hint}"
             )
         self._idx = [self.header.index(c) for c in self.columns or []]
         self._ncols = len(self.header)
-        self._pending = b""
-        self._bytes_per_line = 64.0
 
-    def _next_chunk(self) -> tuple[bytes, int]:
-        """Up to ``batch_size`` complete lines as one buffer (files: read in blocks, no line
-        objects), and their number."""
-        if not self._plain:
-            lines = self._next_lines()
-            return b"".join(lines), len(lines)
-        need = self.batch_size
-        buf = self._pending
-        have = buf.count(b"\n")
-        while have < need:
-            want = int((need - have) * self._bytes_per_line * 1.1) + 4096
-            piece = self._lines.read(want)
-            if not piece:
-                break
-            have += piece.count(b"\n")
-            buf += piece
-        if have >= need:
-            cut = int(np.flatnonzero(np.frombuffer(buf, dtype=np.uint8) == 10)[need - 1]) + 1
-            buf, self._pending = buf[:cut], buf[cut:]
-            have = need
-        else:  # the end of the input: a last line may lack its newline
-            self._pending = b""
-            have += 0 if not buf or buf.endswith(b"\n") else 1
-        if have:
-            self._bytes_per_line = max(len(buf) / have, 1.0)
-        return buf, have
-
-    def _parse(self, buf: bytes, first: int) -> tuple[np.ndarray, np.ndarray]:
+    def _parse(self, buf: bytes, first: int, count: int | None) -> tuple[np.ndarray, Any, int]:
+        if self._arrow:
+            return csvarrow.parse_block(
+                buf, first, self._ncols, self._idx, self.delimiter, self._slow
+            )
         fast = self._fast(buf, first)
         if fast is not None:
-            return fast
+            n_lines = count if count is not None else buf.count(b"\n")
+            return fast[0], fast[1], n_lines
         lines = buf.split(b"\n")
         if lines and lines[-1] == b"":
             lines.pop()
-        return self._slow(lines, first)
+        rows, numbers = self._slow(lines, first)
+        return rows, numbers, len(lines)
 
     def _fast(self, buf: bytes, first: int) -> tuple[np.ndarray, np.ndarray] | None:
         """All lines well formed and numeric: parse the block at once; otherwise None."""
@@ -435,6 +329,8 @@ def _parse_block(buf: bytes, idx: list[int], ncols: int, delimiter: str) -> np.n
 class JSONLinesReader(BatchReader):
     """Numeric ``columns`` (keys) of a JSON-lines source, one object per line.
 
+    Takes the keyword arguments of :class:`CSVReader` but ``delimiter`` and ``engine``.
+
     Examples
     --------
     >>> reader = JSONLinesReader(['{"a": 1, "b": 2.5}', '{"b": 4, "a": 3}'], ["a", "b"])
@@ -442,19 +338,16 @@ class JSONLinesReader(BatchReader):
     [[[1.0, 2.5], [3.0, 4.0]]]
     """
 
-    def __init__(
-        self,
-        source: Any,
-        columns: Sequence[str],
-        *,
-        batch_size: int = 65536,
-        on_bad: str = "raise",
-    ) -> None:
-        super().__init__(source, columns, batch_size=batch_size, on_bad=on_bad)
+    def __init__(self, source: Any, columns: Sequence[str], **kwargs: Any) -> None:
+        super().__init__(source, columns, **kwargs)
         if self.columns is None:
+            self.close()
             raise ParameterError("JSONLinesReader needs 'columns' (the keys to read).")
 
-    def _parse(self, lines: list[bytes], first: int) -> tuple[np.ndarray, np.ndarray]:
+    def _parse(self, buf: bytes, first: int, count: int | None) -> tuple[np.ndarray, Any, int]:
+        lines = buf.split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
         columns = self.columns or []
         rows: list[list[float]] = []
         numbers: list[int] = []
@@ -488,56 +381,7 @@ class JSONLinesReader(BatchReader):
                 rows.append(values)
                 numbers.append(lineno)
         arr = np.array(rows, dtype=np.float64).reshape(-1, len(columns))
-        return arr, np.array(numbers, dtype=np.int64)
-
-
-class AccessLogReader(BatchReader):
-    """Client IPv4 addresses of an access log as ``uint64`` keys for ``BitDomain.ipv4()``.
-
-    The address is the first whitespace-separated field of each line (Common and Combined Log
-    Format, nginx's default). A line whose first field is not a dotted-quad IPv4 address (an
-    IPv6 client, a torn line) is bad.
-
-    Examples
-    --------
-    >>> log = [
-    ...     '10.0.0.1 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.0" 200 2326',
-    ...     '::1 - - [10/Oct/2000:13:55:37 -0700] "GET / HTTP/1.0" 200 2326',
-    ...     '192.168.1.7 - - [10/Oct/2000:13:55:38 -0700] "GET /a HTTP/1.0" 404 0',
-    ... ]
-    >>> reader = AccessLogReader(log, on_bad="skip")
-    >>> [b.tolist() for b in reader], reader.bad_lines
-    ([[167772161, 3232235783]], [2])
-    """
-
-    def __init__(self, source: Any, *, batch_size: int = 65536, on_bad: str = "raise") -> None:
-        super().__init__(source, None, batch_size=batch_size, on_bad=on_bad)
-
-    def _parse(self, lines: list[bytes], first: int) -> tuple[np.ndarray, np.ndarray]:
-        from ..domains.ipv4 import _parse_ipv4
-
-        tokens = [line.split(None, 1)[0] if line.strip() else b"" for line in lines]
-        keep = np.array([bool(t) for t in tokens], dtype=bool)
-        numbers = first + np.flatnonzero(keep)
-        toks = np.array([t for t in tokens if t], dtype=bytes)
-        if toks.size == 0:
-            return np.zeros(0, dtype=np.uint64), numbers
-        try:
-            return _parse_ipv4(toks, "address"), numbers
-        except InputError:
-            pass
-        keys: list[int] = []
-        good: list[int] = []
-        for tok, lineno in zip(toks.tolist(), numbers.tolist(), strict=True):
-            try:
-                keys.append(int(_parse_ipv4(np.array([tok]), "address")[0]))
-            except InputError:
-                self._bad(
-                    lineno, f"first field {tok.decode(errors='replace')!r} is not an IPv4 address"
-                )
-                continue
-            good.append(lineno)
-        return np.array(keys, dtype=np.uint64), np.array(good, dtype=np.int64)
+        return arr, np.array(numbers, dtype=np.int64), len(lines)
 
 
 def open_reader(
@@ -545,26 +389,41 @@ def open_reader(
     columns: Sequence[str] | None = None,
     fmt: str | None = None,
     **kwargs: Any,
-) -> BatchReader:
-    """The reader for ``source``: ``fmt`` if given, else by extension (``.gz`` stripped).
+) -> Any:
+    """The reader for ``source``: ``fmt`` if given, else by extension (``.gz`` / ``.zst``
+    stripped) or, for a file, by its first bytes (Parquet, Arrow).
 
-    ``"-"`` (stdin) and other sources without a telling name default to CSV.
+    ``"-"`` (stdin) and other sources without a telling name default to CSV (gzip and zstd are
+    recognised whatever the format); a ``.tsv`` name sets ``delimiter="\\t"`` unless one is
+    given. Keyword arguments go to the reader (``batch_size``, ``on_bad``, ``delimiter``,
+    ``skip_rows``, ``resume``, ``threads``).
 
     >>> import io
     >>> [b.tolist() for b in open_reader(io.BytesIO(b"v\\n3\\n"), ["v"], fmt="csv")]
     [[[3.0]]]
     """
+    named = isinstance(source, (str, os.PathLike)) and os.fspath(source) != "-"
     if fmt is None:
-        fmt = format_of(source) if isinstance(source, (str, os.PathLike)) else None
+        fmt = format_of(source) if named else None
+        if fmt is None and named:
+            fmt = columnar_format(source)
         fmt = fmt or "csv"
     fmt = check_choice(fmt, "fmt", "open_reader", _FORMATS)
+    delimiter = kwargs.pop("delimiter", None)
     if fmt == "accesslog":
         return AccessLogReader(source, **kwargs)
     if columns is None:
         raise ParameterError(f"open_reader needs 'columns' for format {fmt!r}.")
+    if fmt == "parquet":
+        return ParquetReader(source, columns, **kwargs)
+    if fmt == "arrow":
+        return ArrowReader(source, columns, **kwargs)
     if fmt == "jsonl":
         return JSONLinesReader(source, columns, **kwargs)
-    return CSVReader(source, columns, **kwargs)
+    if delimiter is None:
+        tsv = named and os.fspath(source).lower().split(".gz")[0].endswith(".tsv")
+        delimiter = "\t" if tsv else ","
+    return CSVReader(source, columns, delimiter=delimiter, **kwargs)
 
 
 def pandas_chunks(

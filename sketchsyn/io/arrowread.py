@@ -1,0 +1,364 @@
+"""Parquet files and Arrow IPC files or streams as ``float64`` batches (pyarrow, the ``cli`` extra).
+
+- :class:`ParquetReader`: ``pyarrow.parquet.ParquetFile.iter_batches``, a record batch at a time,
+  only the named columns decoded; resuming skips whole row groups without reading them.
+- :class:`ArrowReader`: the Arrow IPC file format (``.arrow``, ``.feather`` v2) or stream format
+  (``.arrows``, and stdin: ``"-"``), a record batch at a time.
+
+Both take the keyword arguments of the text readers (``batch_size``, ``on_bad``, ``skip_rows``,
+``resume``) and give the same attributes (``n_rows``, ``n_bad``, ``bad_lines``, ``lines``,
+``position``, ``name``). "Lines" are 1-based row numbers of the table. A row with a null or a
+value that is not a finite number is bad. Integer and decimal columns are read as ``float64``; a
+column of another type (strings, dates) is refused by name.
+
+>>> import os, tempfile
+>>> import pyarrow as pa, pyarrow.parquet as pq
+>>> path = os.path.join(tempfile.mkdtemp(), "t.parquet")
+>>> pq.write_table(pa.table({"x": [1.0, 2.0, None], "y": [3, 4, 5], "s": ["a", "b", "c"]}), path)
+>>> reader = ParquetReader(path, ["y", "x"], on_bad="skip")
+>>> [b.tolist() for b in reader], reader.bad_lines, reader.position.rows
+([[[3.0, 1.0], [4.0, 2.0]]], [3], 3)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError, ParameterError, check_choice, check_int
+from .batchreader import Position
+from .csvarrow import float64_values
+
+__all__ = ["ArrowReader", "ParquetReader", "columnar_format"]
+
+_BAD_KEPT = 10
+
+
+def columnar_format(path: Any) -> str | None:
+    """``"parquet"`` or ``"arrow"`` from a file's first bytes, None for anything else.
+
+    >>> columnar_format(os.devnull) is None
+    True
+    """
+    try:
+        with open(os.fspath(path), "rb") as fh:
+            head = fh.read(6)
+    except OSError:
+        return None
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    if head.startswith(b"ARROW1") or head.startswith(b"\xff\xff\xff\xff"):
+        return "arrow"
+    return None
+
+
+def _pyarrow(what: str) -> Any:
+    try:
+        import pyarrow
+    except ImportError:
+        raise InputError(
+            f"reading {what} needs pyarrow: pip install 'sketchsyn[cli]' (or pyarrow)"
+        ) from None
+    return pyarrow
+
+
+class _ColumnarReader:
+    """The common part: column checks, conversion, skipping, bad rows, positions."""
+
+    kind = "table"
+
+    def __init__(
+        self,
+        columns: Sequence[str],
+        batch_size: int,
+        on_bad: str,
+        skip_rows: int,
+        resume: Position | None,
+    ) -> None:
+        owner = type(self).__name__
+        self.batch_size = check_int(batch_size, "batch_size", owner, minimum=1)
+        self.on_bad = check_choice(on_bad, "on_bad", owner, ("raise", "skip"))
+        self.skip_rows = check_int(skip_rows, "skip_rows", owner, minimum=0)
+        columns = [columns] if isinstance(columns, str) else list(columns or [])
+        if not columns or not all(isinstance(c, str) and c for c in columns):
+            raise ParameterError(
+                f"The 'columns' parameter of {owner} must be non-empty strings. "
+                f"Got {columns!r} instead."
+            )
+        self.columns = columns
+        self.resume = Position(*resume) if resume is not None else None
+        self.n_rows = 0
+        self.n_bad = 0
+        self.bad_lines: list[int] = []
+        self.lines = np.zeros(0, dtype=np.int64)
+        self.position: Position | None = None
+        self.header_lines = 0
+        self.line = 0
+        self.fingerprint = ""  # digest of the schema and size: identifies the input
+        self._total = 0  # rows met by _batches, skipped ones included
+
+    def _check_schema(self, schema: Any) -> None:
+        pa = _pyarrow(self.kind)
+        names = list(schema.names)
+        missing = [c for c in self.columns if c not in names]
+        if missing:
+            raise InputError(
+                f"{self.name}: column {missing[0]!r} is not in the {self.kind}; the columns "
+                f"are {names}"
+            )
+        for c in self.columns:
+            t = schema.field(c).type
+            if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
+                raise InputError(
+                    f"{self.name}: column {c!r} has type {t}, not a number (integer, float or "
+                    "decimal)"
+                )
+        text = f"{schema}|{self._identity()}"
+        self.fingerprint = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+    def _identity(self) -> str:
+        return ""
+
+    def _start(self) -> int:
+        """Rows to pass over first (a resume position, checked, plus ``skip_rows``)."""
+        start = self.skip_rows
+        if self.resume is not None:
+            if self.resume.digest != self.fingerprint:
+                raise InputError(
+                    f"{self.name} is not the input the state was saved from (its schema or "
+                    "size differs)"
+                )
+            start += self.resume.rows
+        return start
+
+    def _convert(self, batch: Any, first_row: int) -> np.ndarray:
+        """The batch's columns as float64 rows; rows with a null or non-finite value are bad."""
+        m = batch.num_rows
+        arr = np.empty((m, len(self.columns)), dtype=np.float64)
+        for j, c in enumerate(self.columns):
+            col = batch.column(batch.schema.get_field_index(c)).cast("float64")
+            if col.null_count:
+                col = col.fill_null(float("nan"))
+            arr[:, j] = float64_values(col)
+        numbers = np.arange(first_row, first_row + m, dtype=np.int64)
+        ok = np.isfinite(arr).all(axis=1)
+        if not ok.all():
+            for i in np.flatnonzero(~ok).tolist():  # O(1) per bad row
+                j = int(np.flatnonzero(~np.isfinite(arr[i]))[0])
+                self._bad(int(numbers[i]), f"column {self.columns[j]!r} is null or not finite")
+            arr, numbers = arr[ok], numbers[ok]
+        self.lines = numbers
+        return arr
+
+    def _bad(self, row: int, why: str) -> None:
+        if self.on_bad == "raise":
+            raise InputError(
+                f"{self.name} row {row}: {why} (pass on_bad='skip' / --on-bad skip to count "
+                "and skip bad rows)"
+            )
+        self.n_bad += 1
+        if len(self.bad_lines) < _BAD_KEPT:
+            self.bad_lines.append(row)
+
+    def _batches(self, start: int) -> Iterator[tuple[Any, int]]:
+        """(record batch, number of its first row, 0-based) from row ``start`` on (at most)."""
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        try:
+            start = self._start()
+            consumed = None
+            for batch, row0 in self._batches(start):
+                if row0 < start:  # the first batch begins before the rows to pass over
+                    batch = batch.slice(start - row0)
+                    row0 = start
+                if consumed is None and row0 > start:
+                    raise InputError(f"{self.name}: rows missing before row {row0}")
+                for s in range(0, batch.num_rows, self.batch_size):
+                    piece = batch.slice(s, self.batch_size)
+                    arr = self._convert(piece, row0 + s + 1)
+                    consumed = row0 + s + piece.num_rows
+                    self.line = consumed
+                    self.position = Position(consumed, -1, self.fingerprint)
+                    if arr.shape[0]:
+                        self.n_rows += arr.shape[0]
+                        yield arr
+            if consumed is None:
+                if self._total < start:
+                    raise InputError(
+                        f"{self.name} has {self._total:,} rows, fewer than the {start:,} to "
+                        "pass over"
+                    )
+                self.position = Position(start, -1, self.fingerprint)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Close the file (not stdin)."""
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class ParquetReader(_ColumnarReader):
+    """Numeric ``columns`` of a Parquet file, a record batch at a time (``iter_batches``).
+
+    Parameters
+    ----------
+    source : path or seekable binary file object
+        Parquet keeps its index at the end of the file, so it cannot come from a pipe.
+    columns : sequence of str
+        Column names, in the order wanted; only these are decoded.
+    batch_size, on_bad, skip_rows, resume
+        As for :class:`~sketchsyn.io.readers.CSVReader` (rows of the table).
+    """
+
+    kind = "Parquet file"
+
+    def __init__(
+        self,
+        source: Any,
+        columns: Sequence[str],
+        *,
+        batch_size: int = 65536,
+        on_bad: str = "raise",
+        skip_rows: int = 0,
+        resume: Position | None = None,
+        threads: bool | None = None,
+    ) -> None:
+        super().__init__(columns, batch_size, on_bad, skip_rows, resume)
+        _pyarrow(self.kind)
+        import pyarrow.parquet as pq
+
+        if isinstance(source, (str, os.PathLike)) and os.fspath(source) == "-":
+            raise InputError(
+                "Parquet cannot be read from stdin (its index is at the end of the file): give "
+                "the file, or pipe Arrow IPC with --format arrow"
+            )
+        self.name = os.fspath(source) if isinstance(source, (str, os.PathLike)) else "<stream>"
+        try:
+            self._file = pq.ParquetFile(source)
+        except OSError as exc:
+            raise InputError(f"cannot open {self.name!r}: {exc}") from None
+        except Exception as exc:  # pyarrow's own errors for a file that is not Parquet
+            raise InputError(f"{self.name} is not a Parquet file: {exc}") from None
+        self._threads = True if threads is None else bool(threads)
+        self._check_schema(self._file.schema_arrow)
+
+    def _identity(self) -> str:
+        meta = self._file.metadata
+        return f"{meta.num_rows}:{meta.num_row_groups}"
+
+    def _batches(self, start: int) -> Iterator[tuple[Any, int]]:
+        meta = self._file.metadata
+        row0, group = 0, 0
+        while group < meta.num_row_groups and row0 + meta.row_group(group).num_rows <= start:
+            row0 += meta.row_group(group).num_rows
+            group += 1
+        self._total = row0
+        if group >= meta.num_row_groups:
+            return
+        for batch in self._file.iter_batches(
+            batch_size=self.batch_size,
+            row_groups=range(group, meta.num_row_groups),
+            columns=self.columns,
+            use_threads=self._threads,
+        ):
+            yield batch, row0
+            row0 += batch.num_rows
+            self._total = row0
+
+    def close(self) -> None:
+        """Close the file."""
+        self._file.close()
+
+
+class ArrowReader(_ColumnarReader):
+    """Numeric ``columns`` of an Arrow IPC file or stream, a record batch at a time.
+
+    ``source``: a path (the file or the stream format, told apart by their first bytes), ``"-"``
+    (a stream on stdin) or a binary file object holding a stream. Other parameters as for
+    :class:`ParquetReader`.
+
+    >>> import io, pyarrow as pa
+    >>> sink = io.BytesIO()
+    >>> with pa.ipc.new_stream(sink, pa.schema([("v", pa.int64())])) as w:
+    ...     w.write_batch(pa.record_batch([pa.array([1, 2, 3])], names=["v"]))
+    >>> [b.ravel().tolist() for b in ArrowReader(io.BytesIO(sink.getvalue()), ["v"], skip_rows=1)]
+    [[2.0, 3.0]]
+    """
+
+    kind = "Arrow IPC input"
+
+    def __init__(
+        self,
+        source: Any,
+        columns: Sequence[str],
+        *,
+        batch_size: int = 65536,
+        on_bad: str = "raise",
+        skip_rows: int = 0,
+        resume: Position | None = None,
+        threads: bool | None = None,
+    ) -> None:
+        super().__init__(columns, batch_size, on_bad, skip_rows, resume)
+        pa = _pyarrow(self.kind)
+        import pyarrow.ipc as ipc
+
+        self._owned: Any = None
+        try:
+            if isinstance(source, (str, os.PathLike)) and os.fspath(source) != "-":
+                self.name = os.fspath(source)
+                self._owned = pa.memory_map(self.name, "r")
+                if self._owned.read(6) == b"ARROW1":
+                    self._owned.seek(0)
+                    self._file: Any = ipc.open_file(self._owned)
+                    self._stream = None
+                else:
+                    self._owned.seek(0)
+                    self._file, self._stream = None, ipc.open_stream(self._owned)
+            else:
+                import sys
+
+                stdin = isinstance(source, (str, os.PathLike))
+                raw = sys.stdin.buffer if stdin else source
+                self.name = "<stdin>" if raw is sys.stdin.buffer else "<stream>"
+                self._file, self._stream = None, ipc.open_stream(raw)
+        except (OSError, pa.ArrowInvalid) as exc:
+            if self._owned is not None:
+                self._owned.close()
+            shown = getattr(self, "name", source)
+            raise InputError(f"cannot read {shown!r} as Arrow IPC: {exc}") from None
+        schema = self._file.schema if self._file is not None else self._stream.schema
+        self._check_schema(schema)
+
+    def _identity(self) -> str:
+        return "" if self._file is None else str(self._file.num_record_batches)
+
+    def _batches(self, start: int) -> Iterator[tuple[Any, int]]:
+        row0 = 0
+        if self._file is not None:
+            for i in range(self._file.num_record_batches):
+                batch = self._file.get_batch(i)
+                if row0 + batch.num_rows > start:
+                    yield batch, row0
+                row0 += batch.num_rows
+                self._total = row0
+            return
+        for batch in self._stream:
+            if row0 + batch.num_rows > start:
+                yield batch, row0
+            row0 += batch.num_rows
+            self._total = row0
+
+    def close(self) -> None:
+        """Close the file (not stdin)."""
+        if self._owned is not None:
+            self._owned.close()

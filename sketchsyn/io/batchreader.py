@@ -1,0 +1,421 @@
+"""The common part of the text readers: blocks of whole lines, line numbers, the bad-line policy,
+the input position a resumable run records, and the reader thread that parses ahead.
+
+A reader turns its input into *blocks* of complete lines (files and pipes are read in large
+pieces and cut at the last newline: no line objects), parses each block into a numpy batch and
+yields it in pieces of at most ``batch_size`` rows. Where a core is free the parsing runs on a
+reader thread one block ahead of the caller (``threads=True``, the default for files and pipes):
+pyarrow and numpy release the GIL, so parsing overlaps with the caller's own work.
+
+After the last piece of each block, :attr:`BatchReader.position` says how far the input has been
+consumed (a :class:`Position`: data lines after the header, bytes of the decompressed input, and
+a digest of the bytes just before that point); between the pieces of a block it is None. A run
+that saves its state with the position can continue after exactly those lines: pass it back as
+``resume=`` (the bytes before it are checked against the digest, so a different input is refused)
+or, for a pipe whose beginning cannot be checked, ``skip_rows=``.
+
+>>> import io
+>>> from sketchsyn.io.readers import CSVReader
+>>> reader = CSVReader(io.BytesIO(b"x\\n1\\n2\\n3\\n"), ["x"], batch_size=2, threads=False)
+>>> [b.ravel().tolist() for b in reader], reader.position.rows
+([[1.0, 2.0], [3.0]], 3)
+>>> later = CSVReader(io.BytesIO(b"x\\n1\\n2\\n3\\n"), ["x"], skip_rows=2, threads=False)
+>>> [b.ravel().tolist() for b in later], later.lines.tolist()
+([[3.0]], [4])
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+import os
+import queue
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..errors import InputError, ParameterError, check_choice, check_int
+from .compress import open_bytes
+
+__all__ = ["BatchReader", "Position", "starts_with"]
+
+_BAD_KEPT = 10
+_WINDOW = 4096  # bytes before a position whose digest identifies the input
+_PIECE = 1 << 23  # bytes read at a time when skipping
+
+
+class Position(NamedTuple):
+    """How much of an input a reader has consumed (after a whole block).
+
+    Attributes
+    ----------
+    rows : int
+        Input rows consumed: data lines after the header, blank and bad lines included (table
+        rows for Parquet and Arrow).
+    offset : int
+        Bytes of the decompressed input consumed, header included (-1: not known).
+    digest : str
+        BLAKE2b digest (hex) of the up to 4096 bytes before ``offset`` (for Parquet and Arrow: of
+        the schema and row count), which identifies the input at that point.
+    """
+
+    rows: int
+    offset: int
+    digest: str
+
+
+def _digest(window: bytes) -> str:
+    return hashlib.blake2b(window[-_WINDOW:], digest_size=16).hexdigest()
+
+
+def starts_with(source: Any, position: Position) -> bool:
+    """Whether the input ``source`` (a path) holds at least ``position.offset`` bytes and the
+    bytes just before that point have ``position.digest``: it is the input a position was
+    taken from, or that input grown at its end. Compressed files are decompressed up to there.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "d.csv")
+    >>> with open(path, "wb") as fh:
+    ...     _ = fh.write(b"x\\n1\\n2\\n")
+    >>> good = Position(1, 4, _digest(b"x\\n1\\n"))
+    >>> starts_with(path, good), starts_with(path, Position(1, 4, "0"))
+    (True, False)
+    """
+    if position.offset < 0:
+        return False
+    opened = open_bytes(source)
+    try:
+        if opened.compression is None and opened.path is not None:
+            if os.path.getsize(opened.path) < position.offset:
+                return False
+            start = max(position.offset - _WINDOW, 0)
+            opened.stream.seek(start)
+            window = opened.stream.read(position.offset - start)
+        else:
+            need, window = position.offset, b""
+            while need > 0:
+                piece = opened.stream.read(min(need, _PIECE))
+                if not piece:
+                    return False
+                need -= len(piece)
+                window = (window + piece[-_WINDOW:])[-_WINDOW:]
+        return len(window) == min(position.offset, _WINDOW) and _digest(window) == position.digest
+    finally:
+        opened.close()
+
+
+class BatchReader(abc.ABC):
+    """Common part of the readers: blocks of lines, line numbers, the bad-line policy, positions.
+
+    Attributes
+    ----------
+    n_rows : int
+        Rows yielded so far.
+    n_bad : int
+        Bad lines skipped so far (``on_bad="skip"``).
+    bad_lines : list of int
+        Line numbers (1-based) of the first ten bad lines.
+    lines : ndarray of int64
+        Line number of each row of the last batch (one batch of memory).
+    position : Position or None
+        The input consumed up to the end of the last batch, when that batch ended a block.
+    name : str
+        The source's name for messages.
+    """
+
+    def __init__(
+        self,
+        source: Any,
+        columns: Sequence[str] | None,
+        *,
+        batch_size: int = 65536,
+        on_bad: str = "raise",
+        skip_rows: int = 0,
+        resume: Position | None = None,
+        threads: bool | None = None,
+    ) -> None:
+        owner = type(self).__name__
+        self.batch_size = check_int(batch_size, "batch_size", owner, minimum=1)
+        self.on_bad = check_choice(on_bad, "on_bad", owner, ("raise", "skip"))
+        self.skip_rows = check_int(skip_rows, "skip_rows", owner, minimum=0)
+        if resume is not None and not isinstance(resume, Position):
+            resume = Position(*resume)
+        self.resume = resume
+        if columns is not None:
+            columns = [columns] if isinstance(columns, str) else list(columns)
+            if not columns or not all(isinstance(c, str) and c for c in columns):
+                raise ParameterError(
+                    f"The 'columns' parameter of {owner} must be non-empty strings. "
+                    f"Got {columns!r} instead."
+                )
+        self.columns = columns
+        self._plain = isinstance(source, (str, os.PathLike)) or hasattr(source, "read")
+        if self._plain:
+            opened = open_bytes(source)
+            self._stream, self._close, self.name = opened.stream, opened.close, opened.name
+            self.path, self.compression = opened.path, opened.compression
+            self._it: Any = None
+        else:
+            self._stream, self._close, self.name = None, (lambda: None), "<lines>"
+            self.path, self.compression = None, None
+            self._it = (
+                (None if x is None else x.encode() if isinstance(x, str) else x) for x in source
+            )
+        self._threads = self._plain if threads is None else bool(threads)
+        self.line = 0  # lines consumed so far (the number of the last line read)
+        self.header_lines = 0  # lines before the data (a CSV's header and blanks before it)
+        self.n_rows = 0
+        self.n_bad = 0
+        self.bad_lines: list[int] = []
+        self.position: Position | None = None
+        self.n_bad_at_position = 0  # bad lines before ``position`` (the reader thread runs ahead)
+        self._lines_of_batch: tuple[int, int] | np.ndarray = np.zeros(0, dtype=np.int64)
+        self._pending = b""
+        self._offset = 0  # bytes consumed (decompressed), pending bytes not included
+        self._window = b""
+        self._bytes_per_line = 0.0  # estimated from the first bytes read, then from each block
+        self._eof = False
+
+    # ------------------------------------------------------------------ line numbers
+    @property
+    def lines(self) -> np.ndarray:
+        """Line number of each row of the last batch."""
+        if isinstance(self._lines_of_batch, tuple):
+            start, count = self._lines_of_batch
+            self._lines_of_batch = np.arange(start, start + count, dtype=np.int64)
+        return self._lines_of_batch
+
+    def _bad(self, lineno: int, why: str) -> None:
+        if self.on_bad == "raise":
+            raise InputError(
+                f"{self.name} line {lineno}: {why} (pass on_bad='skip' / --on-bad skip to "
+                "count and skip bad lines)"
+            )
+        self.n_bad += 1
+        if len(self.bad_lines) < _BAD_KEPT:
+            self.bad_lines.append(lineno)
+
+    # ------------------------------------------------------------------ raw input
+    def _read(self, size: int) -> bytes:
+        piece = self._stream.read(size)
+        if not piece:
+            self._eof = True
+            return b""
+        return piece
+
+    def _read_line(self) -> bytes | None:
+        """One whole line (with its newline) before the blocks start (a header); None at EOF."""
+        if not self._plain:
+            for line in self._it:
+                if line is None:
+                    continue
+                self._offset += len(line)
+                return line
+            return None
+        while b"\n" not in self._pending and not self._eof:
+            self._pending += self._read(1 << 16)
+        if not self._pending:
+            return None
+        cut = self._pending.find(b"\n") + 1 or len(self._pending)
+        line, self._pending = self._pending[:cut], self._pending[cut:]
+        self._offset += len(line)
+        self._window = (self._window + line)[-_WINDOW:]
+        return line
+
+    def _next_block(self) -> tuple[bytes, int | None]:
+        """Complete lines (about ``batch_size`` of them) and their count when already known."""
+        if not self._plain:
+            lines: list[bytes] = []
+            for line in self._it:
+                if line is None:
+                    if lines:
+                        break
+                    continue
+                lines.append(line if line.endswith(b"\n") else line + b"\n")
+                if len(lines) >= self.batch_size:
+                    break
+            buf = b"".join(lines)
+            self._offset += len(buf)
+            return buf, len(lines)
+        if self._bytes_per_line == 0.0 and self._pending.count(b"\n") >= 16:
+            self._bytes_per_line = len(self._pending) / self._pending.count(b"\n")
+        want = max(int(self.batch_size * (self._bytes_per_line or 64.0) * 0.97), 1)
+        buf = self._pending
+        if len(buf) < want and not self._eof:
+            buf = buf + self._read(want - len(buf)) if buf else self._read(want)
+        while len(buf) < want and not self._eof:  # a pipe or a decompressor: short reads
+            buf += self._read(want - len(buf))
+        cut = buf.rfind(b"\n", 0, want) + 1 if len(buf) > want else 0
+        if cut == 0:
+            cut = buf.rfind(b"\n") + 1
+        if self._eof and cut < len(buf) and b"\n" not in buf[cut:]:
+            cut = len(buf)  # the last line of the input, without its newline
+        elif cut == 0:  # one line longer than the block: read until its end
+            while b"\n" not in buf[len(self._pending) :] and not self._eof:
+                buf += self._read(1 << 20)
+            cut = buf.rfind(b"\n") + 1 if not self._eof else len(buf)
+        buf, self._pending = buf[:cut], buf[cut:]
+        self._offset += len(buf)
+        return buf, None
+
+    def _skip(self) -> None:
+        """Move past ``resume`` (checking the bytes before it) or past ``skip_rows`` lines."""
+        if self.resume is not None:
+            target = self.resume.offset
+            if target < self._offset:
+                raise InputError(f"{self.name}: the resume position is inside the header")
+            if self._plain and self.path and self.compression is None and not self._pending:
+                # A plain file: jump there, read only the bytes that identify it.
+                size = os.path.getsize(self.path)
+                if size < target:
+                    raise InputError(
+                        f"{self.name} has {size:,} bytes: it is not the input the state was "
+                        f"saved from ({target:,} bytes consumed)"
+                    )
+                self._stream.seek(max(target - _WINDOW, 0))
+                window = self._stream.read(target - max(target - _WINDOW, 0))
+                self._window, self._offset = window, target
+            else:
+                need = target - self._offset
+                while need > 0:
+                    if self._pending:
+                        piece, self._pending = self._pending[:need], self._pending[need:]
+                    else:
+                        piece = self._read(min(need, _PIECE))
+                    if not piece:
+                        break
+                    need -= len(piece)
+                    self._offset += len(piece)
+                    self._window = (self._window + piece[-_WINDOW:])[-_WINDOW:]
+            if self._offset != target or _digest(self._window) != self.resume.digest:
+                raise InputError(
+                    f"{self.name} does not begin with the {self.resume.rows:,} rows the state "
+                    "consumed (its bytes differ): it is not the same input"
+                )
+            self.line += self.resume.rows
+        self._skipped_to()
+        left = self.skip_rows
+        while left > 0:
+            if not self._plain:
+                line = next((x for x in self._it if x is not None), None)
+                if line is None:
+                    break
+                self._offset += len(line)
+                self.line += 1
+                left -= 1
+                continue
+            piece = self._pending or self._read(_PIECE)
+            self._pending = b""
+            if not piece:
+                break
+            count = piece.count(b"\n")
+            if count >= left:
+                ends = np.flatnonzero(np.frombuffer(piece, dtype=np.uint8) == 10)
+                cut = int(ends[left - 1]) + 1
+                piece, self._pending = piece[:cut], piece[cut:]
+                count = left
+            self._offset += len(piece)
+            self._window = (self._window + piece[-_WINDOW:])[-_WINDOW:]
+            self.line += count
+            left -= count
+        if left > 0:
+            raise InputError(
+                f"{self.name} ended after {self.skip_rows - left:,} of the {self.skip_rows:,} "
+                "rows to skip (--skip-rows)"
+            )
+        self._skipped_to()
+
+    def _skipped_to(self) -> None:
+        """The position before the first block: where the reading starts."""
+        start = Position(self.line - self.header_lines, self._offset, _digest(self._window))
+        self.position = start
+
+    # ------------------------------------------------------------------ parsing
+    @abc.abstractmethod
+    def _parse(self, buf: bytes, first: int, count: int | None) -> tuple[np.ndarray, Any, int]:
+        """``(rows, line numbers or None, lines in the block)`` of a block whose first line is
+        line ``first`` (``None``: the consecutive lines from ``first``)."""
+
+    def _blocks(self) -> Iterator[tuple[np.ndarray, Any, int, Position, int]]:
+        """Parsed blocks with their first line number and the position after them."""
+        self._skip()
+        while True:
+            buf, count = self._next_block()
+            if not buf:
+                return
+            self._window = (self._window + buf[-_WINDOW:])[-_WINDOW:]
+            if not buf.endswith(b"\n"):  # the last line of the input, without its newline
+                buf += b"\n"
+            first = self.line + 1
+            rows, numbers, n_lines = self._parse(buf, first, count)
+            self.line += n_lines
+            if n_lines:
+                self._bytes_per_line = max(len(buf) / n_lines, 1.0)
+            position = Position(self.line - self.header_lines, self._offset, _digest(self._window))
+            yield rows, numbers, first, position, self.n_bad
+
+    def _produced(self) -> Iterator[tuple[np.ndarray, Any, int, Position, int]]:
+        if not self._threads:
+            yield from self._blocks()
+            return
+        q: queue.Queue = queue.Queue(maxsize=2)
+        stop = threading.Event()
+
+        def work() -> None:
+            try:
+                for item in self._blocks():
+                    while not stop.is_set():
+                        try:
+                            q.put(("block", item), timeout=0.1)
+                            break
+                        except queue.Full:
+                            continue
+                    if stop.is_set():
+                        return
+                q.put(("end", None))
+            except BaseException as exc:  # handed to the caller, in order
+                q.put(("error", exc))
+
+        thread = threading.Thread(target=work, name="sketchsyn-reader", daemon=True)
+        thread.start()
+        try:
+            while True:
+                kind, item = q.get()
+                if kind == "end":
+                    return
+                if kind == "error":
+                    raise item
+                yield item
+        finally:
+            stop.set()
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        try:
+            for rows, numbers, first, position, n_bad in self._produced():
+                total = rows.shape[0]
+                if total == 0:
+                    self.position = position
+                    self.n_bad_at_position = n_bad
+                    continue
+                for s in range(0, total, self.batch_size):
+                    e = min(s + self.batch_size, total)
+                    piece = rows if (s == 0 and e == total) else rows[s:e]
+                    self._lines_of_batch = (first + s, e - s) if numbers is None else numbers[s:e]
+                    self.position = position if e == total else None
+                    self.n_bad_at_position = n_bad
+                    self.n_rows += e - s
+                    yield piece
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Close the underlying file (not stdin, not a caller's file object)."""
+        self._close()
+
+    def __enter__(self) -> BatchReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
