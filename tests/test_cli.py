@@ -217,7 +217,7 @@ def test_access_log_from_stdin(tmp_path):
         "1",
         "-o",
         model,
-        input=log.encode() + b"::1 - - x\n",
+        input=log.encode() + b"999.1.1.1 - - x\n",
     )
     user_error(bad, "<stdin> line 301", "is not an IPv4 address")
 
@@ -235,7 +235,7 @@ def test_missing_bounds_says_how_to_choose_them(data, tmp_path):
 def test_bad_arguments_are_named(data, tmp_path):
     m = tmp_path / "m"
     user_error(run("fit", data, "--columns", "lon,lat", BOUNDS, "-o", m), "--epsilon is required")
-    user_error(fit(data, m, "--epsilon", "0"), "'epsilon'")
+    user_error(fit(data, m, "--epsilon", "0"), "--epsilon (PrivHP) must be")
     user_error(fit(data, m, "--memory", "lots"), "--memory 'lots' is not a size")
     user_error(fit(data, m, "--memory", "100B"), "memory_bytes")  # PrivHP.for_memory refuses
     user_error(fit(data, m, "--memory", "1KB", "--k", "64"), "--memory 1KB is too small")
@@ -331,11 +331,12 @@ def test_evaluate_refuses_keys_read_as_rows_of_two_columns(tmp_path, capsys):
     """An access log gives one key per line: two --columns must not pair the keys into rows."""
     log = tmp_path / "access.log"
     log.write_text("".join(f"10.0.0.{i} - - x\n" for i in range(8)))
-    bounds = "--bounds=0:4294967295,0:4294967295"
-    args = ["evaluate", log, log, "--columns", "a,b", bounds, "--method", "tree"]
+    args = ["evaluate", log, log, "--columns", "a,b", "--method", "tree"]
     assert cli.main([str(a) for a in args]) == 2
-    err = capsys.readouterr().err
-    assert "must have shape (n, 2)" in err and "got shape (8,)" in err and str(log) in err
+    assert "an access log has one column" in capsys.readouterr().err
+    res = _Reservoir(10, 2, seed=0)
+    with pytest.raises(InputError, match=r"must have shape \(n, 2\).*got shape \(8,\)"):
+        res.add(np.arange(8.0), str(log))
 
 
 def test_reservoir_refuses_a_batch_of_the_wrong_width():

@@ -23,7 +23,7 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import ReleasedError
-from .common import UsageError
+from .common import UsageError, _cli_message, _flags
 from .parser import _parser
 
 __all__ = ["UsageError", "main"]
@@ -35,7 +35,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     Usage errors and bad input print one message on stderr and return 2 (argparse's own usage
     errors exit with 2 as well). Set ``SKETCHSYN_DEBUG=1`` to get the traceback instead.
     """
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     try:
         return int(args.func(args))
     except BrokenPipeError:  # e.g. `sketchsyn sample … -o - | head`: the reader has enough
@@ -46,6 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("SKETCHSYN_DEBUG"):
             raise
         message = str(exc) if str(exc) else type(exc).__name__
+        message = _cli_message(message, _flags(parser, args.command))
         print(f"sketchsyn {args.command}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

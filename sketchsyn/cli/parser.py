@@ -23,8 +23,10 @@ _FMT = argparse.RawDescriptionHelpFormatter
 def _common_input(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--format",
-        choices=("csv", "jsonl", "accesslog"),
-        help="input format (default: from the extension, .gz stripped; CSV for - and others)",
+        choices=("csv", "jsonl", "accesslog", "parquet", "arrow"),
+        help="input format (default: from the extension, .gz/.zst stripped, or a file's first "
+        "bytes for Parquet and Arrow; CSV for - and others). gzip and zstd are recognised by "
+        "their first bytes, on stdin too",
     )
     p.add_argument(
         "--on-bad",
@@ -48,16 +50,27 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=_FMT,
         help="stream DATA through PrivHP (or PMM) and write the private release",
         description=(
-            "Stream DATA (CSV with a header, JSON lines, an access log, or - for stdin; gzip\n"
-            "by the .gz extension) in bounded memory and write the differentially private\n"
-            "release to MODEL. The bounds are public parameters and are never derived from the\n"
-            "data. Rows are read in batches of --batch-size lines (the memory bound).\n\n"
+            "Stream DATA (CSV with a header, JSON lines, an access log, Parquet, Arrow IPC, or\n"
+            "- for stdin; gzip and zstd recognised by their first bytes) in bounded memory and\n"
+            "write the differentially private release to MODEL. The bounds are public\n"
+            "parameters and are never derived from the data. Rows are read in batches of\n"
+            "--batch-size lines (the memory bound). With pyarrow installed (the cli extra) CSV\n"
+            "is parsed by pyarrow on a reader thread while PrivHP counts the previous batch.\n\n"
+            "Resuming: --state FILE saves the noisy state with the input position it has\n"
+            "consumed (rows after the header, bytes, a digest of the bytes before that point),\n"
+            "every --checkpoint-every rows and at the end. FILE is a trusted local checkpoint\n"
+            "(the position is an exact count of your rows): keep it with the data. After a\n"
+            "crash, `fit --resume FILE DATA` continues after exactly those rows when DATA\n"
+            "begins with them (checked by the digest); a state whose input was read to its end\n"
+            "continues with DATA as new rows. On stdin, a crashed run's position cannot be\n"
+            "checked: give --skip-rows N (N is printed by `sketchsyn info FILE`).\n\n"
             "Memory planning (--memory): PrivHP.for_memory when the library has it (and --k,\n"
             "--sketch-depth are not given); otherwise the plain rule: depth from --expected-n\n"
             "(ceil(log2(epsilon*n)), as in Holland et al.), k=64 (or --k), sketch_depth=3\n"
             "(or --sketch-depth) and the largest power-of-two width w with\n"
             "PrivHP.memory_bytes(k, w, 3, depth) <= the budget. For PMM, --memory caps the\n"
-            "depth: 8*2**depth + 64 bytes.\n"
+            "depth: 8*2**depth + 64 bytes. For marginal, --memory (default 1MiB) bounds the\n"
+            "pair and column grids together and --expected-n caps them.\n"
             "--memory bounds the streaming state; the released model (a tree grown from it)\n"
             "may be larger: `sketchsyn info MODEL` shows its size."
         ),
@@ -68,7 +81,9 @@ def _parser() -> argparse.ArgumentParser:
             "      --epsilon 1 --memory 256KB -o rides.model\n"
             "  tail -n +1 access.log | sketchsyn fit - --format accesslog --epsilon 1 -o ip.model\n"
             "  sketchsyn fit day1.csv --columns x,y --bounds 0:1,0:1 --epsilon 1 --state s.bin\n"
-            "  sketchsyn fit --resume s.bin day2.csv -o model.bin"
+            "  sketchsyn fit --resume s.bin day2.csv -o model.bin\n"
+            "  sketchsyn fit trips.parquet --columns lon,lat --bounds=-74.05:-73.75,40.6:40.9 \\\n"
+            "      --epsilon 1 -o trips.model"
         ),
     )
     fit.add_argument("data", metavar="DATA", help="input file, or - for stdin")
@@ -79,7 +94,12 @@ def _parser() -> argparse.ArgumentParser:
         help="public LOW:HIGH per column, comma-separated (use --bounds=-1:1,... for negatives)",
     )
     fit.add_argument("--epsilon", type=float, help="privacy budget (pure DP, one row add/remove)")
-    fit.add_argument("--mechanism", choices=("privhp", "pmm"), help="default privhp")
+    fit.add_argument(
+        "--mechanism",
+        choices=("privhp", "pmm", "marginal"),
+        help="default privhp; marginal (MarginalSynthesizer: every 1- and 2-way marginal, "
+        "sampled along a tree of pairs) for tables of 3 or more columns",
+    )
     fit.add_argument("--memory", help="state budget, e.g. 256KB, 4MB, 1MiB (see above)")
     fit.add_argument("--k", type=int, help="PrivHP pruning parameter (default 64)")
     fit.add_argument("--width", type=int, help="sketch width (default 1024)")
@@ -99,7 +119,23 @@ def _parser() -> argparse.ArgumentParser:
         help="rows outside --bounds: stop naming the line (default), clip or drop them",
     )
     _common_input(fit)
-    fit.add_argument("--batch-size", type=int, default=65536, help="lines per batch")
+    fit.add_argument(
+        "--delimiter",
+        help="CSV field separator, one character (default ',', or tab for .tsv; \\t for tab)",
+    )
+    fit.add_argument(
+        "--batch-size",
+        type=int,
+        default=262144,
+        help="lines per batch: the memory bound (default 262144, a few MB of CSV)",
+    )
+    fit.add_argument(
+        "--skip-rows",
+        type=int,
+        metavar="N",
+        help="pass over the first N input rows (data lines after the header, blank and bad "
+        "ones included); with --resume on stdin, the rows the crashed run consumed",
+    )
     fit.add_argument(
         "--state",
         metavar="FILE",
@@ -126,17 +162,28 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=_FMT,
         help="draw synthetic rows from a release",
         description=(
-            "Draw N synthetic rows from the release MODEL into a CSV or JSON-lines file (by\n"
-            "the extension or --format; - for stdout) with the original column names.\n"
-            "Sampling is post-processing: it costs no privacy, and --seed only makes the file\n"
-            "reproducible (same MODEL, -n, --seed and --batch-size: same rows)."
+            "Draw N synthetic rows from the release MODEL as CSV or JSON lines, with the\n"
+            "original column names, to stdout or to the file -o (format by its extension or\n"
+            "--format). Values print with 17 significant digits (exact floats) unless\n"
+            "--decimals N rounds them to N digits after the point (kept inside the release's\n"
+            "bounds). Sampling is post-processing: it costs no privacy, and --seed only makes\n"
+            "the output reproducible (same MODEL, -n, --seed and --batch-size: same rows)."
         ),
-        epilog="example:\n  sketchsyn sample rides.model -n 100000 -o synthetic.csv --seed 7",
+        epilog=(
+            "example:\n  sketchsyn sample rides.model -n 100000 -o synthetic.csv --seed 7\n"
+            "  sketchsyn sample flights.model -n 10 --decimals 0 | head"
+        ),
     )
     sample.add_argument("model", metavar="MODEL")
     sample.add_argument("-n", type=int, required=True, help="number of rows")
-    sample.add_argument("-o", "--output", required=True, help="output file, or - for stdout")
+    sample.add_argument("-o", "--output", default="-", help="output file (default: - for stdout)")
     sample.add_argument("--format", choices=("csv", "jsonl"))
+    sample.add_argument(
+        "--decimals",
+        type=int,
+        metavar="N",
+        help="round values to N digits after the point (e.g. 0 for whole minutes)",
+    )
     sample.add_argument("--seed", type=int, help="reproducible sampling (post-processing only)")
     sample.add_argument("--batch-size", type=int, default=65536)
     sample.add_argument("-q", "--quiet", action="store_true")
@@ -151,11 +198,18 @@ def _parser() -> argparse.ArgumentParser:
             "samples of --max-points rows of each, read in bounded memory) and the floor: W1\n"
             "between two disjoint samples of DATA of the same size. Distances use the l-inf\n"
             "metric after scaling each column of --bounds to [0, 1]. Method: exact optimal\n"
-            "transport (POT, extra [eval]) by default, the tree bound without POT, exact in 1-D."
+            "transport (POT, extra [eval]) by default, the tree bound without POT, exact in 1-D.\n"
+            "--format is the format of DATA; SYNTHETIC's comes from its extension (CSV else).\n\n"
+            "An access log (DATA ending in .log, or --format accesslog) needs no --bounds: W1 is\n"
+            "taken on the 32-bit prefix tree of the addresses (the tree bound; --method exact:\n"
+            "on the line |x - y| / 2**32), SYNTHETIC's addresses are its column ip (or\n"
+            "--columns NAME), and the busiest /16 networks of DATA are listed with their share\n"
+            "in DATA and in SYNTHETIC. These figures describe the real data: not for publication."
         ),
         epilog=(
             "example:\n  sketchsyn evaluate rides.csv synthetic.csv --columns lon,lat "
-            "--bounds=-74.05:-73.75,40.6:40.9"
+            "--bounds=-74.05:-73.75,40.6:40.9\n"
+            "  sketchsyn evaluate access.log synthetic_ips.csv"
         ),
     )
     ev.add_argument("data", metavar="DATA")
@@ -163,7 +217,11 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--columns", help="default: the header of SYNTHETIC")
     ev.add_argument("--bounds", help="public LOW:HIGH per column (as for fit)")
     ev.add_argument("--method", choices=("auto", "ot", "tree", "exact"), default="auto")
-    ev.add_argument("--max-points", type=int, default=2000, help="rows sampled per file")
+    ev.add_argument(
+        "--max-points",
+        type=int,
+        help="rows sampled per file (default 2000; 20000 for an access log: its tree W1 is cheap)",
+    )
     ev.add_argument("--seed", type=int, default=0, help="seed of the evaluation samples")
     _common_input(ev)
     ev.set_defaults(func=_evaluate)
@@ -175,9 +233,15 @@ def _parser() -> argparse.ArgumentParser:
         description=(
             "Draw a sample of DATA beside synthetic rows from MODEL (matplotlib, extra [plot]).\n"
             "2 columns: real, synthetic and the released cells coloured by density; 1 column:\n"
-            "histograms; more: pairwise marginals (real below the diagonal, synthetic above)."
+            "histograms; more: pairwise marginals (real below the diagonal, synthetic above).\n"
+            "An IPv4 release (fitted on an access log): the IPv4 space real beside synthetic,\n"
+            "one pixel per /16 network along a Hilbert curve (each /8 a numbered square); all\n"
+            "of DATA is counted (an access log by default, or a CSV of addresses)."
         ),
-        epilog="example:\n  sketchsyn plot rides.csv rides.model -o rides.png",
+        epilog=(
+            "example:\n  sketchsyn plot rides.csv rides.model -o rides.png\n"
+            "  sketchsyn plot access.log ip.model -o ip.png"
+        ),
     )
     pl.add_argument("data", metavar="DATA")
     pl.add_argument("model", metavar="MODEL")

@@ -40,7 +40,48 @@ def _ipv4_text(keys: np.ndarray) -> list[str]:
     return [f"{a}.{b}.{c}.{d}" for a, b, c, d in zip(*(p.tolist() for p in parts), strict=True)]
 
 
-def _write_rows(fh: Any, points: np.ndarray, names: list[str], fmt: str, ipv4: bool) -> None:
+def _rounding(domain: Any, decimals: int | None) -> tuple[str, Any]:
+    """The number format and a function rounding a batch for ``--decimals`` (None: as is).
+
+    Rounded values are kept on the grid of N-decimal numbers inside the release's bounds, so a
+    value never rounds out of the public domain (with bounds 0.05:1 and --decimals 1, 0.05
+    prints as 0.1, never 0.0).
+
+    >>> from sketchsyn.domains import Box
+    >>> fmt, rnd = _rounding(Box([0.05], [1.0]), 1)
+    >>> fmt, rnd(np.array([[0.05], [0.4449], [0.96]])).ravel().tolist()
+    ('%.1f', [0.1, 0.4, 1.0])
+    """
+    if decimals is None:
+        return "%.17g", None
+    if not 0 <= decimals <= 15:
+        raise _fail(f"--decimals must be between 0 and 15 (digits after the point); got {decimals}")
+    if type(domain).__name__ != "Box":
+        raise _fail(
+            f"--decimals rounds numeric columns; this release's domain is {domain!r} "
+            "(keys print as whole numbers or IPv4 addresses already)"
+        )
+    scale = 10.0**decimals
+    lo = np.ceil(np.asarray(domain.lower, dtype=np.float64) * scale) / scale
+    hi = np.floor(np.asarray(domain.upper, dtype=np.float64) * scale) / scale
+    if np.any(lo > hi):
+        j = int(np.flatnonzero(lo > hi)[0])
+        raise _fail(
+            f"--decimals {decimals}: no number with {decimals} decimal(s) lies inside the bounds "
+            f"[{domain.lower[j]!r}, {domain.upper[j]!r}] of column {j}; ask for more decimals"
+        )
+
+    def rnd(points: np.ndarray) -> np.ndarray:
+        out = np.round(points, decimals)
+        np.clip(out, lo, hi, out=out)
+        return out + 0.0  # -0.0 prints as "-0": make it 0.0
+
+    return f"%.{decimals}f", rnd
+
+
+def _write_rows(
+    fh: Any, points: np.ndarray, names: list[str], fmt: str, ipv4: bool, num: str = "%.17g"
+) -> None:
     if ipv4:
         texts = _ipv4_text(points)
         if fmt == "csv":
@@ -51,9 +92,9 @@ def _write_rows(fh: Any, points: np.ndarray, names: list[str], fmt: str, ipv4: b
         return
     pts = points.reshape(points.shape[0], -1)
     if fmt == "csv":
-        np.savetxt(fh, pts, fmt="%.17g", delimiter=",")
+        np.savetxt(fh, pts, fmt=num, delimiter=",")
     else:
-        template = ", ".join(json.dumps(n).replace("%", "%%") + ": %.17g" for n in names)
+        template = ", ".join(json.dumps(n).replace("%", "%%") + ": " + num for n in names)
         np.savetxt(fh, pts, fmt="{" + template + "}")
 
 
@@ -69,6 +110,7 @@ def _sample(args: argparse.Namespace) -> int:
     fmt = args.format or (None if args.output == "-" else format_of(args.output)) or "csv"
     if fmt not in ("csv", "jsonl"):
         raise _fail(f"-o {args.output!r}: sample writes CSV or JSON lines (--format csv|jsonl)")
+    num, rnd = _rounding(domain, args.decimals)
     src = as_source(args.seed)
     ipv4 = _is_ipv4(domain)
     out = sys.stdout if args.output == "-" else None
@@ -83,7 +125,8 @@ def _sample(args: argparse.Namespace) -> int:
         left = args.n
         while left > 0:
             m = min(left, args.batch_size)
-            _write_rows(out, release.sample(m, rng=src), names, fmt, ipv4)
+            points = release.sample(m, rng=src)
+            _write_rows(out, points if rnd is None else rnd(points), names, fmt, ipv4, num)
             left -= m
         if tmp is not None:
             out.flush()
@@ -129,6 +172,10 @@ def _info(args: argparse.Namespace) -> int:
         if kind == "PMM":
             print("  note: a PMM state holds EXACT counts (not private) until its release")
         print(f"  bytes: {obj.nbytes:,} in memory, {os.path.getsize(args.model):,} on disk")
+        from .common import _load_run, _run_lines
+
+        for line in _run_lines(_load_run(args.model)):
+            print(line)
     print(f"  domain: {domain!r}")
     print(f"  columns: {list(domain.columns) if domain.columns else 'none'}")
     return 0

@@ -132,6 +132,7 @@ class PrivateDistribution(Summary):
         "_params",
         "_prefix",
         "_start",
+        "_tables",
         "_total",
     )
 
@@ -228,6 +229,7 @@ class PrivateDistribution(Summary):
         self._epsilon = epsilon
         self._mechanism = mechanism
         self._params = params
+        self._tables: tuple[Any, ...] | None = None  # per-leaf boxes, built by the first sample
         for arr in (self._level, self._prefix, self._count, self._start, self._last, self._cum):
             arr.setflags(write=False)
 
@@ -264,7 +266,12 @@ class PrivateDistribution(Summary):
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the leaf arrays (levels, prefixes, counts and search indexes)."""
+        """Bytes held by the leaf arrays (levels, prefixes, counts and search indexes).
+
+        The first :meth:`sample` also builds a table of the leaves' cells (``3·d`` floats a
+        leaf for a ``Box``, two words for a ``BitDomain``), kept for later draws and not
+        counted here.
+        """
         return int(
             sum(
                 a.nbytes
@@ -324,33 +331,80 @@ class PrivateDistribution(Summary):
         """
         m = check_int(m, "m", "PrivateDistribution.sample", minimum=0)
         src = as_source(rng)
-        if m <= _SAMPLE_CHUNK:
-            points = self._sample(m, src)
-            return _as_frame(points, self._domain) if as_frame else points
-        # Large draws go chunk by chunk into one output array: the working memory stays a few
-        # chunks whatever m is.
-        first = self._sample(_SAMPLE_CHUNK, src)
-        out = np.empty((m, *first.shape[1:]), dtype=first.dtype)
-        out[:_SAMPLE_CHUNK] = first
-        for start in range(_SAMPLE_CHUNK, m, _SAMPLE_CHUNK):
-            n = min(_SAMPLE_CHUNK, m - start)
-            out[start : start + n] = self._sample(n, src)
+        tables = self._sampling_tables()
+        kind = tables[0]
+        if kind == "box":
+            out = np.empty((m, tables[2].shape[1]))
+        elif kind == "keys":
+            out = np.empty(m, dtype=_U64 if self._domain.bits == 64 else np.int64)
+        else:
+            proto = self._domain.sample_cells(tables[2][:0], tables[3][:0], rng=src)
+            out = np.empty((m, *proto.shape[1:]), dtype=proto.dtype)
+        # Chunk by chunk into one output array: the working memory stays one chunk whatever m is.
+        view = out.view(_U64) if kind == "keys" else out
+        for start in range(0, m, _SAMPLE_CHUNK):
+            self._sample_into(view[start : start + _SAMPLE_CHUNK], tables, src)
         return _as_frame(out, self._domain) if as_frame else out
 
-    def _sample(self, m: int, src: Any) -> np.ndarray:
-        """``sample`` for one chunk."""
-        if self._total <= 0:
-            lv = np.zeros(m, dtype=np.int64)
-            px = np.zeros(m, dtype=_U64)
+    def _sampling_tables(self) -> tuple[Any, ...]:
+        """Each leaf's cell, computed once per distribution and kept (the cells are public).
+
+        ``(kind, last_positive, *arrays)``: ``kind`` ``"box"`` with ``lower, width, upper``
+        (``(n, d)`` float64 each) for a :class:`Box`, ``"keys"`` with ``first,
+        size_minus_one`` (uint64) for a :class:`BitDomain`, ``"cells"`` with ``level,
+        prefix`` for another domain (its ``sample_cells`` is then called on the drawn leaves);
+        ``last_positive`` is the last leaf with a positive count. When ``total == 0`` the one
+        "leaf" is the whole domain (level 0).
+        """
+        if self._tables is not None:
+            return self._tables
+        from ..domains import BitDomain, Box
+
+        if self._total > 0:
+            lv, px = self._level, self._prefix
+            last_positive = int(np.flatnonzero(self._count > 0)[-1])
         else:
-            u = src.random(m) * self._total
+            lv, px, last_positive = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=_U64), 0
+        arrays: tuple[np.ndarray, ...]
+        if isinstance(self._domain, Box):
+            lower, upper = self._domain.cell_bounds(lv, px)
+            kind, arrays = "box", (lower, upper - lower, upper)
+        elif isinstance(self._domain, BitDomain):
+            kind, arrays = "keys", self._domain._spans(lv, px)
+        else:
+            kind, arrays = "cells", (lv, px)
+        for arr in arrays:
+            arr.setflags(write=False)
+        self._tables = (kind, last_positive, *arrays)
+        return self._tables
+
+    def _sample_into(self, out: np.ndarray, tables: tuple[Any, ...], src: Any) -> None:
+        """Fill ``out`` with points: a leaf by count, then a uniform point in its cell.
+
+        The draws and the arithmetic are those of ``domain.sample_cells`` on the drawn leaves
+        (the same random stream gives the same points), with the cells looked up, not rebuilt.
+        """
+        m = out.shape[0]
+        kind, last_positive = tables[0], tables[1]
+        if self._total <= 0:
+            idx = np.zeros(m, dtype=np.intp)
+        else:
+            u = src.random(m)
+            u *= self._total
             idx = np.searchsorted(self._cum, u, side="right")
             # Float rounding can put u at the very top: use the last leaf with positive count.
-            last_positive = int(np.flatnonzero(self._count > 0)[-1])
             np.minimum(idx, last_positive, out=idx)
-            lv = self._level[idx]
-            px = self._prefix[idx]
-        return self._domain.sample_cells(lv, px, rng=src)
+        if kind == "box":
+            lower, width, upper = tables[2:]
+            np.multiply(src.random(out.shape), np.take(width, idx, axis=0), out=out)
+            out += np.take(lower, idx, axis=0)
+            np.minimum(out, np.take(upper, idx, axis=0), out=out)
+        elif kind == "keys":
+            first, minus_one = tables[2:]
+            np.bitwise_and(src.uint64(m), np.take(minus_one, idx), out=out)
+            out += np.take(first, idx)
+        else:
+            out[...] = self._domain.sample_cells(tables[2][idx], tables[3][idx], rng=src)
 
     def leaves(self) -> Leaves:
         """The leaves in Morton order with their cell bounds, counts and masses.
