@@ -46,7 +46,12 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import contextlib
+import ctypes
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -73,17 +78,18 @@ def _is_raw(summary: Any) -> bool | None:
     return None
 
 
-def _check_summary(summary: Any, mode: str) -> None:
-    """Refuse a summary that does not keep the stated mode's guarantee."""
+def _check_summary(summary: Any, mode: str, where: str = "sketchsyn.dask") -> None:
+    """Refuse a summary that does not keep the stated mode's guarantee (``where`` names the
+    caller in the messages: ``sketchsyn.dask`` or ``sketchsyn.spark``)."""
     name = type(summary).__name__
     if not (hasattr(summary, "merge") and hasattr(summary, "update_many")):
         raise ParameterError(
-            f"The 'make' parameter of sketchsyn.dask must build a sketchsyn summary (with "
+            f"The 'make' parameter of {where} must build a sketchsyn summary (with "
             f"update_many and merge). Got a {name} instead."
         )
     raw = _is_raw(summary)
     if raw is None:
-        raise ParameterError(f"sketchsyn.dask cannot tell whether a {name} is private")
+        raise ParameterError(f"{where} cannot tell whether a {name} is private")
     if mode == "trusted" and not raw:
         raise ParameterError(
             f"mode='trusted' needs raw partition summaries (e.g. PrivHP(..., raw=True) or a "
@@ -106,6 +112,68 @@ def _check_summary(summary: Any, mode: str) -> None:
             )
 
 
+# glibc's mallopt parameters (malloc.h) and the values its environment variables override.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_GLIBC_MMAP_THRESHOLD = 128 * 1024  # glibc's default, fixed once a threshold variable is set
+_ROOMY_MMAP, _ROOMY_TRIM = 32 * 2**20, 2**30
+_malloc_lock = threading.Lock()
+_malloc_users = 0
+
+
+def _glibc() -> Any:
+    """The C library's ``mallopt`` and ``malloc_trim`` (glibc on Linux), or None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt, libc.malloc_trim  # noqa: B018 (both must exist)
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+@contextlib.contextmanager
+def _roomy_malloc() -> Iterator[None]:
+    """Let glibc keep the freed temporaries of ``update_many`` while a partition is summarised.
+
+    Dask's nanny starts its workers with ``MALLOC_TRIM_THRESHOLD_=65536`` (so that they give
+    memory back to the OS). Setting it also fixes glibc's mmap threshold at 128 KiB: every
+    temporary array of a batch (a few hundred kilobytes to a few megabytes) is then mapped and
+    unmapped, and its pages faulted in again, batch after batch; PrivHP's ``update_many`` took
+    3.5–4 times the CPU time in a Dask worker that it takes in the client for that reason alone
+    (``benchmarks/bench_distributed.py`` prints both). While at least one
+    partition is being summarised in this process, the thresholds are raised (32 MiB, 1 GiB);
+    after the last one the environment's values are put back and the free memory is returned
+    to the OS (``malloc_trim``), which is what the variable asked for. Nothing is changed when
+    the variable is not set (glibc's adaptive threshold is then in force) or off glibc.
+    """
+    global _malloc_users
+    try:
+        trim = int(os.environ["MALLOC_TRIM_THRESHOLD_"])
+        mmap = int(os.environ.get("MALLOC_MMAP_THRESHOLD_", _GLIBC_MMAP_THRESHOLD))
+    except (KeyError, ValueError):
+        libc = None
+    else:
+        libc = _glibc()
+    if libc is None:
+        yield
+        return
+    with _malloc_lock:
+        _malloc_users += 1
+        if _malloc_users == 1:
+            libc.mallopt(_M_MMAP_THRESHOLD, _ROOMY_MMAP)
+            libc.mallopt(_M_TRIM_THRESHOLD, _ROOMY_TRIM)
+    try:
+        yield
+    finally:
+        with _malloc_lock:
+            _malloc_users -= 1
+            if _malloc_users == 0:
+                libc.mallopt(_M_MMAP_THRESHOLD, mmap)
+                libc.mallopt(_M_TRIM_THRESHOLD, trim)
+                libc.malloc_trim(0)
+
+
 class _Summarize:
     """Per-partition step: a fresh summary from ``make()`` fed with the partition's rows."""
 
@@ -115,10 +183,11 @@ class _Summarize:
     def __call__(self, partition: Iterable[Any]) -> Any:
         summary = self.make()
         _check_summary(summary, self.mode)
-        if hasattr(summary, "consume"):
-            summary.consume(partition, batch_size=self.batch_size)
-        else:  # a sketch: the items are keys, or arrays of keys
-            _feed_keys(summary, partition, self.batch_size)
+        with _roomy_malloc():
+            if hasattr(summary, "consume"):
+                summary.consume(partition, batch_size=self.batch_size)
+            else:  # a sketch: the items are keys, or arrays of keys
+                _feed_keys(summary, partition, self.batch_size)
         return summary
 
 
@@ -163,7 +232,8 @@ def _frame_rows(frame: Any, columns: Sequence[str] | None) -> list[np.ndarray]:
                 f"The 'columns' parameter of sketchsyn.dask names columns the data lacks: "
                 f"{missing}. Columns: {list(frame.columns)}."
             )
-        frame = frame[list(columns)]
+        if list(columns) != list(frame.columns):  # one copy into rows × columns, not two
+            return [np.column_stack([frame[c].to_numpy() for c in columns])]
     return _block_rows(frame.to_numpy())
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -176,3 +177,30 @@ def test_release_helper_runs_once_on_the_caller(data) -> None:
     release = sdask.release(arr, RAW, scheduler="sync")
     assert isinstance(release, PrivateDistribution)
     assert release.sample(10, rng=0).shape == (10, 2)
+
+
+def _minor_faults(roomy: bool) -> int:
+    """Page faults of 50 allocations of 2 MiB in this process, with or without _roomy_malloc."""
+    import contextlib
+    import resource
+
+    from sketchsyn.dask import _roomy_malloc
+
+    with _roomy_malloc() if roomy else contextlib.nullcontext():
+        start = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        for _ in range(50):
+            block = np.ones(1 << 18)
+            del block
+        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - start
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc")
+def test_workers_keep_freed_temporaries_while_summarising(client) -> None:
+    """Dask starts workers with MALLOC_TRIM_THRESHOLD_ set, which maps and unmaps every array
+    above 128 KiB: 512 page faults per 2 MiB temporary. While a partition is summarised the
+    freed memory is reused; afterwards the worker's settings are back."""
+    assert set(client.run(os.environ.get, "MALLOC_TRIM_THRESHOLD_").values()) == {"65536"}
+    before, roomy, after = (client.run(_minor_faults, r) for r in (False, True, False))
+    for worker in before:
+        assert before[worker] > 20_000 and after[worker] > 20_000, (before, after)
+        assert roomy[worker] < before[worker] / 10, (roomy, before)
