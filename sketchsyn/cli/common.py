@@ -186,6 +186,8 @@ def _blob_kind(blob: bytes) -> str | None:
 def _load(path: str, what: str) -> Any:
     """A release or a state from a file written by ``sketchsyn fit``."""
     from ..synth.distribution import PrivateDistribution
+    from ..synth.marginal import MarginalSynthesizer
+    from ..synth.marginal_model import MarginalDistribution
     from ..synth.pmm import PMM
 
     try:
@@ -193,7 +195,13 @@ def _load(path: str, what: str) -> Any:
             blob = fh.read()
     except OSError as exc:
         raise _fail(f"cannot read {what} {path!r}: {exc.strerror or exc}") from None
-    kinds = {"PrivateDistribution": PrivateDistribution, "PrivHP": PrivHP, "PMM": PMM}
+    kinds = {
+        "PrivateDistribution": PrivateDistribution,
+        "MarginalDistribution": MarginalDistribution,
+        "PrivHP": PrivHP,
+        "PMM": PMM,
+        "MarginalSynthesizer": MarginalSynthesizer,
+    }
     kind = _blob_kind(blob)
     if kind == "ResumableRun":  # a state saved with the input position it consumed
         blob = _unpack_run(blob, path)[0]
@@ -241,9 +249,10 @@ def _run_lines(run: dict[str, Any] | None) -> list[str]:
 
 def _load_release(path: str) -> Any:
     from ..synth.distribution import PrivateDistribution
+    from ..synth.marginal_model import MarginalDistribution
 
     obj = _load(path, "MODEL")
-    if not isinstance(obj, PrivateDistribution):
+    if not isinstance(obj, (PrivateDistribution, MarginalDistribution)):
         raise _fail(
             f"MODEL {path!r} is a resumable {type(obj).__name__} state, not a release; "
             f"release it with: sketchsyn fit --resume {path} DATA -o MODEL"

@@ -161,6 +161,14 @@ def _info(args: argparse.Namespace) -> int:
         print(f"  parameters: {json.dumps(params, sort_keys=True)}")
         print(f"  leaves: {obj.n_leaves:,}; noisy total: {obj.total:,.1f}")
         print(f"  bytes: {obj.nbytes:,} in memory, {os.path.getsize(args.model):,} on disk")
+    elif kind == "MarginalDistribution":
+        params = obj.params
+        print(f"release of {obj.mechanism} ({args.model})")
+        print(f"  epsilon: {obj.epsilon} (pure differential privacy)")
+        print(f"  privacy unit: {_unit(params.get('neighbours', 'add-remove'))}")
+        print(f"  parameters: {json.dumps(params, sort_keys=True, default=str)}")
+        print(f"  tree of column pairs: {obj.tree}; noisy total: {obj.total:,.1f}")
+        print(f"  bytes: {obj.nbytes:,} in memory, {os.path.getsize(args.model):,} on disk")
     else:
         params = obj._params()
         params.pop("domain", None)
@@ -169,8 +177,8 @@ def _info(args: argparse.Namespace) -> int:
         print(f"  epsilon: {obj.epsilon} (pure differential privacy)")
         print(f"  privacy unit: {_unit(params.get('neighbours', 'add-remove'))}")
         print(f"  parameters: {json.dumps(params, sort_keys=True)}")
-        if kind == "PMM":
-            print("  note: a PMM state holds EXACT counts (not private) until its release")
+        if kind in ("PMM", "MarginalSynthesizer"):
+            print(f"  note: a {kind} state holds EXACT counts (not private) until its release")
         print(f"  bytes: {obj.nbytes:,} in memory, {os.path.getsize(args.model):,} on disk")
         from .common import _load_run, _run_lines
 
