@@ -232,6 +232,25 @@ def _examples() -> dict[str, Example]:
             ),
             **pts,
             continual=True,
+            variants={
+                "binary": lambda s: _c("ContinualPrivHP")(
+                    _box(2), 1.0, k=4, width=16, horizon=64, depth=5, counter="binary", rng=s
+                ),
+                "releases": lambda s: _c("ContinualPrivHP")(
+                    _box(2), 1.0, k=4, width=16, horizon=64, depth=5, releases=8, rng=s
+                ),
+                "honaker": lambda s: _c("ContinualPrivHP")(
+                    _box(2),
+                    1.0,
+                    k=4,
+                    width=16,
+                    horizon=64,
+                    depth=5,
+                    counter="honaker",
+                    release_every=4,
+                    rng=s,
+                ),
+            },
         ),
         Example(
             "OnlineSynthesizer",
@@ -249,6 +268,14 @@ def _examples() -> dict[str, Example]:
             _bad_points(3),
             merge_exact=("",),
             ready=lambda s: (s.fix_subspace(), s.update_many(_points(3)())),
+        ),
+        Example(
+            "MarginalSynthesizer",
+            lambda s: _c("MarginalSynthesizer")(_box(3), 1.0, bits=2, fine_bits=3, rng=s),
+            _points(3),
+            _one_point(3),
+            _bad_points(3),
+            merge_exact=("",),
         ),
         Example(
             "BinaryMechanism",
@@ -302,6 +329,15 @@ def _examples() -> dict[str, Example]:
             base=lambda: np.array([0]),
         ),
         Example(
+            "KaryTreeBank",
+            lambda s: _c("KaryTreeBank")(3, 1.0, 64, k=5, rng=s),
+            _bank_steps(3),
+            lambda: np.array([[1, 0, 0]]),
+            _bad_bank_steps(3),
+            taped=True,
+            base=lambda: np.array([[0, 0, 0]]),
+        ),
+        Example(
             "CounterBank",
             lambda s: _c("CounterBank")(3, 1.0, 64, rng=s),
             _bank_steps(3),
@@ -353,6 +389,12 @@ def _examples() -> dict[str, Example]:
         s = _c("LowDimSynthesizer")(_box(3), 2.0, target_dim=2, depth=4, rng=seed)
         return s.fit(data)
 
+    def marginal_release(seed: int, data: Any) -> Any:
+        s = _c("MarginalSynthesizer")(_box(3), 1.0, bits=2, fine_bits=3, rng=seed)
+        if data is not None:
+            s.update_many(data)
+        return s.release()
+
     def lowdim_base() -> np.ndarray:
         return np.array([[0.2, 0.4, 0.6], [0.5, 0.5, 0.1]])
 
@@ -375,6 +417,16 @@ def _examples() -> dict[str, Example]:
             items=None,
             built=lowdim_release,
             base=lowdim_base,
+        )
+    )
+    out.append(
+        Example(
+            "MarginalDistribution",
+            None,  # type: ignore[arg-type]
+            _points(3),
+            _one_point(3),
+            items=None,
+            built=marginal_release,
         )
     )
     return {e.kind: e for e in out}

@@ -12,6 +12,8 @@ from .distribution import Leaves, PrivateDistribution
 from .histogram import LevelCounts
 from .longitudinal import FixedWindowSynthesizer, as_column
 from .lowdim import LowDimDistribution, LowDimSynthesizer
+from .marginal import MarginalSynthesizer
+from .marginal_model import MarginalDistribution
 from .online import OnlineSynthesizer, depth_at, level_start
 from .pmm import PMM
 from .private_pca import (
@@ -51,6 +53,8 @@ __all__ = [
     "LowDimDistribution",
     "LowDimSynthesizer",
     "MAX_CELLS",
+    "MarginalDistribution",
+    "MarginalSynthesizer",
     "OnlineSynthesizer",
     "PMM",
     "PSMM",
