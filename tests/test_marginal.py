@@ -53,6 +53,8 @@ def test_bad_parameters_are_refused_by_name():
         MarginalSynthesizer(Box.unit(1), 1.0)
     with pytest.raises(ParameterError, match="'singles_share'"):
         MarginalSynthesizer(Box.unit(2), 1.0, singles_share=1.0)
+    with pytest.raises(ParameterError, match="'singles_share'.*column table"):
+        MarginalSynthesizer(Box.unit(3), 1.0, bits=2, fine_bits=4, singles_share=1e-300)
     with pytest.raises(ParameterError, match="'fine_bits'"):
         MarginalSynthesizer(Box.unit(2), 1.0, bits=5, fine_bits=3)
     with pytest.raises(ParameterError, match="'epsilon'"):

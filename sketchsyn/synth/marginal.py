@@ -53,6 +53,7 @@ import numpy as np
 
 from ..domains import Box
 from ..errors import (
+    EPSILON_RANGE,
     ParameterError,
     SerializationError,
     check_choice,
@@ -253,6 +254,14 @@ class MarginalSynthesizer(LevelCounts):
         )
         self._pair_eps = float(parts[:P].min())
         self._single_eps = float(parts[P:].min())
+        low = EPSILON_RANGE[0]
+        for what, value in (("pair", self._pair_eps), ("column", self._single_eps)):
+            if not value >= low:  # a share so small or large that one table gets nothing
+                raise ParameterError(
+                    f"The 'singles_share' parameter of {owner} leaves each {what} table "
+                    f"ε = {value:.3g}, below the smallest budget {low:.3g} (epsilon={epsilon!r}, "
+                    f"{d} columns). Got {singles_share!r} instead."
+                )
         gam2 = [Box.unit(2).gamma(lv) for lv in range(-1, 2 * self._bits + 1)]
         gam1 = [Box.unit(1).gamma(lv) for lv in range(-1, self._fine_bits + 1)]
         # Refuses a budget too small for the sampler, up front.

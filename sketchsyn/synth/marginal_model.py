@@ -477,8 +477,11 @@ class MarginalDistribution(Summary):
         params = fields.dict("params")
         pairs = fields.array(arrays, "pairs", np.int64, (d * (d - 1) // 2, 4**bits))
         singles = fields.array(arrays, "singles", np.int64, (d, 2**fine))
-        if (pairs.size and pairs.min() < 0) or (singles.size and singles.min() < 0):
-            raise SerializationError(f"{_KIND} blob holds negative counts")
+        for name, table in (("pairs", pairs), ("singles", singles)):
+            if table.size and table.min() < 0:
+                raise SerializationError(
+                    f"{_KIND} blob: array {name!r} holds a negative count ({int(table.min())})"
+                )
         return cls(domain, epsilon, pairs, singles, pair_eps, single_eps, params)
 
     def __repr__(self) -> str:
