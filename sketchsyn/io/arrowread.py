@@ -22,6 +22,7 @@ column of another type (strings, dates) is refused by name.
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import os
 from collections.abc import Iterator, Sequence
@@ -66,7 +67,7 @@ def _pyarrow(what: str) -> Any:
     return pyarrow
 
 
-class _ColumnarReader:
+class _ColumnarReader(abc.ABC):
     """The common part: column checks, conversion, skipping, bad rows, positions."""
 
     kind = "table"
@@ -164,9 +165,9 @@ class _ColumnarReader:
         if len(self.bad_lines) < _BAD_KEPT:
             self.bad_lines.append(row)
 
+    @abc.abstractmethod
     def _batches(self, start: int) -> Iterator[tuple[Any, int]]:
         """(record batch, number of its first row, 0-based) from row ``start`` on (at most)."""
-        raise NotImplementedError
 
     def __iter__(self) -> Iterator[np.ndarray]:
         try:
@@ -197,6 +198,7 @@ class _ColumnarReader:
         finally:
             self.close()
 
+    @abc.abstractmethod
     def close(self) -> None:
         """Close the file (not stdin)."""
 
