@@ -23,8 +23,15 @@ import numpy as np
 from ..errors import SerializationError, check_int, check_memory
 from ..io.serial import MetaReader
 from ..privacy.rng import RNGLike
-from .base import _bank_steps, _check_s, _check_total, _int_array, _read_sensitivity
-from .karytree import _CHUNK, _MAX_HORIZON, _MAX_K, KaryTreeCounter, karytree_levels
+from .base import _bank_steps, _check_s, _check_total, _int_array
+from .karytree import (
+    _CHUNK,
+    _MAX_HORIZON,
+    _MAX_K,
+    KaryTreeCounter,
+    _read_tree_fields,
+    karytree_levels,
+)
 
 __all__ = ["KaryTreeBank"]
 
@@ -189,14 +196,7 @@ class KaryTreeBank(KaryTreeCounter):
         rng: Any,
     ) -> KaryTreeBank:
         size = fields.int("size", 1, _MAX_SIZE)
-        eps = fields.epsilon("epsilon")
-        horizon = fields.int("horizon", 1, _MAX_HORIZON)
-        k = fields.int("k", 3, _MAX_K)
-        if k % 2 == 0:
-            raise SerializationError(f"{cls._kind} blob header field 'k' must be odd, got {k}")
-        sensitivity = _read_sensitivity(fields)
-        t = fields.int("t", 0, horizon)
-        levels = karytree_levels(horizon, k)
+        eps, horizon, k, sensitivity, t, levels = _read_tree_fields(fields, cls._kind)
         blocks = _int_array(fields, arrays, "blocks", (levels, k - 1, size))
         last = _int_array(fields, arrays, "last", (size,))
         if set(arrays) != {"blocks", "last"}:

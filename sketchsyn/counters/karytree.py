@@ -65,6 +65,19 @@ def karytree_levels(horizon: int, k: int) -> int:
     return h
 
 
+def _read_tree_fields(fields: MetaReader, kind: str) -> tuple[float, int, int, int, int, int]:
+    """``(epsilon, horizon, k, sensitivity, t, levels)`` from a k-ary tree blob's header, each
+    checked for type and range (``k`` odd) before anything is allocated."""
+    eps = fields.epsilon("epsilon")
+    horizon = fields.int("horizon", 1, _MAX_HORIZON)
+    k = fields.int("k", 3, _MAX_K)
+    if k % 2 == 0:
+        raise SerializationError(f"{kind} blob header field 'k' must be odd, got {k}")
+    sensitivity = _read_sensitivity(fields)
+    t = fields.int("t", 0, horizon)
+    return eps, horizon, k, sensitivity, t, karytree_levels(horizon, k)
+
+
 def balanced_digits(t: Any, k: int, levels: int) -> np.ndarray:
     """Balanced base-``k`` digits of ``t`` (int or int64 array), shape ``(levels, *t.shape)``:
     ``t = Σ_j b_j·k^j``, ``b_j ∈ {−m, …, m}``. Digit ``j`` is ``t_j/k^j − k·t_{j+1}/k^{j+1}``,
@@ -445,14 +458,7 @@ class KaryTreeCounter(_Counter):
         blob: bytes,
         rng: Any,
     ) -> KaryTreeCounter:
-        eps = fields.epsilon("epsilon")
-        horizon = fields.int("horizon", 1, _MAX_HORIZON)
-        k = fields.int("k", 3, _MAX_K)
-        if k % 2 == 0:
-            raise SerializationError(f"{cls._kind} blob header field 'k' must be odd, got {k}")
-        sensitivity = _read_sensitivity(fields)
-        t = fields.int("t", 0, horizon)
-        levels = karytree_levels(horizon, k)
+        eps, horizon, k, sensitivity, t, levels = _read_tree_fields(fields, cls._kind)
         blocks = _int_array(fields, arrays, "blocks", (levels, k - 1))
         obj = cls(eps, horizon, k=k, sensitivity=sensitivity, rng=rng)
         obj._restore_common(fields)

@@ -31,12 +31,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError, ParameterError, check_choice, check_int
-from .batchreader import Position
+from .batchreader import Position, record_bad
 from .csvarrow import float64_values
 
 __all__ = ["ArrowReader", "ParquetReader", "columnar_format"]
-
-_BAD_KEPT = 10
 
 
 def columnar_format(path: Any) -> str | None:
@@ -156,14 +154,7 @@ class _ColumnarReader(abc.ABC):
         return arr
 
     def _bad(self, row: int, why: str) -> None:
-        if self.on_bad == "raise":
-            raise InputError(
-                f"{self.name} row {row}: {why} (pass on_bad='skip' / --on-bad skip to count "
-                "and skip bad rows)"
-            )
-        self.n_bad += 1
-        if len(self.bad_lines) < _BAD_KEPT:
-            self.bad_lines.append(row)
+        record_bad(self, "row", row, why)
 
     @abc.abstractmethod
     def _batches(self, start: int) -> Iterator[tuple[Any, int]]:

@@ -46,6 +46,20 @@ _WINDOW = 4096  # bytes before a position whose digest identifies the input
 _PIECE = 1 << 23  # bytes read at a time when skipping
 
 
+def record_bad(reader: Any, unit: str, number: int, why: str) -> None:
+    """One bad ``unit`` (``"line"`` or ``"row"``) of ``reader``: refused with an
+    :class:`InputError` under ``on_bad="raise"``, else counted in ``n_bad`` and its number kept
+    in ``bad_lines`` (the first few)."""
+    if reader.on_bad == "raise":
+        raise InputError(
+            f"{reader.name} {unit} {number}: {why} (pass on_bad='skip' / --on-bad skip to "
+            f"count and skip bad {unit}s)"
+        )
+    reader.n_bad += 1
+    if len(reader.bad_lines) < _BAD_KEPT:
+        reader.bad_lines.append(number)
+
+
 class Position(NamedTuple):
     """How much of an input a reader has consumed (after a whole block).
 
@@ -188,14 +202,7 @@ class BatchReader(abc.ABC):
         return self._lines_of_batch
 
     def _bad(self, lineno: int, why: str) -> None:
-        if self.on_bad == "raise":
-            raise InputError(
-                f"{self.name} line {lineno}: {why} (pass on_bad='skip' / --on-bad skip to "
-                "count and skip bad lines)"
-            )
-        self.n_bad += 1
-        if len(self.bad_lines) < _BAD_KEPT:
-            self.bad_lines.append(lineno)
+        record_bad(self, "line", lineno, why)
 
     # ------------------------------------------------------------------ raw input
     def _read(self, size: int) -> bytes:
