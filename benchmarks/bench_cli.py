@@ -10,7 +10,8 @@ side by side in one run:
 - the sketchsyn reader alone (``open_reader``, batch by batch, no summary), so that the cost of
   reading and the cost of PrivHP show separately;
 - ``sketchsyn fit FILE --columns lon,lat --bounds … --epsilon 1 --memory 256KB -o MODEL``:
-  reading the file in bounded memory, PrivHP's updates and the release.
+  reading the file in bounded memory, PrivHP's updates and the release (and the same with
+  ``--batch-size`` 524,288, or the sizes given with ``--fit-batch-sizes``).
 
 It prints wall time, CPU time (user + system, all threads) and peak resident memory of each,
 then fit's ratios to every plain reader and to the fastest one: wall and CPU ratios (below 1:
@@ -119,7 +120,9 @@ def plain_readers(path: Path, kind: str) -> dict[str, list[str]]:
     return out
 
 
-def ours(path: Path, rows: int, memory: str, model: Path) -> dict[str, list[str]]:
+def ours(
+    path: Path, rows: int, memory: str, model: Path, batch_sizes: list[int]
+) -> dict[str, list[str]]:
     reader = _py(
         "from sketchsyn.io.readers import open_reader\n"
         f"for _ in open_reader({str(path)!r}, ['lon', 'lat'], batch_size=262144): pass"
@@ -127,7 +130,10 @@ def ours(path: Path, rows: int, memory: str, model: Path) -> dict[str, list[str]
     fit = [sys.executable, "-m", "sketchsyn", "fit", str(path), "--columns", "lon,lat"]
     fit += [f"--bounds={BOUNDS}", "--epsilon", "1", "--memory", memory, "--expected-n", str(rows)]
     fit += ["-o", str(model), "--quiet"]
-    return {"sketchsyn reader alone": reader, "sketchsyn fit": fit}
+    out = {"sketchsyn reader alone": reader, "sketchsyn fit": fit}
+    for size in batch_sizes:
+        out[f"sketchsyn fit --batch {size}"] = [*fit, "--batch-size", str(size)]
+    return out
 
 
 def report(title: str, results: dict[str, tuple[float, float, float]], rows: int) -> None:
@@ -142,10 +148,14 @@ def report(title: str, results: dict[str, tuple[float, float, float]], rows: int
         print(f"  {name:26}{fit[0] / secs:>8.2f}{fit[1] / cpu:>8.2f}{fit[2] / rss:>13.2f}")
     if plain:
         name, best = min(plain.items(), key=lambda kv: kv[1][0])
-        print(
-            f"  fastest plain reader ({name}): fit takes {fit[0] / best[0]:.2f}x its wall time, "
-            f"{fit[1] / best[1]:.2f}x its CPU time, {fit[2] / best[2]:.2f}x its peak memory"
-        )
+        for label, run in results.items():
+            if not label.startswith("sketchsyn fit"):
+                continue
+            print(
+                f"  fastest plain reader ({name}): {label[10:]} takes {run[0] / best[0]:.2f}x its "
+                f"wall time, {run[1] / best[1]:.2f}x its CPU time, {run[2] / best[2]:.2f}x its "
+                "peak memory"
+            )
 
 
 def make_logs(clean: Path, mixed: Path, lines: int) -> None:
@@ -158,6 +168,26 @@ def make_logs(clean: Path, mixed: Path, lines: int) -> None:
     for i in range(0, lines, 10_000):
         text[i] = f"2001:db8::{i % 65536:x}{tail}"
     mixed.write_text("".join(text))
+
+
+def make_heads(csv_path: Path, parquet_path: Path) -> None:
+    """``head.csv`` and ``head.parquet`` beside the data: its first 1,000 rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with open(csv_path) as src, open(csv_path.with_name("head.csv"), "w") as dst:
+        dst.writelines(line for _, line in zip(range(1001), src, strict=False))
+    first = next(pq.ParquetFile(parquet_path).iter_batches(batch_size=1000))
+    pq.write_table(pa.Table.from_batches([first]), parquet_path.with_name("head.parquet"))
+
+
+def fixed_cost(tmp: Path, memory: str, rows: int) -> None:
+    """``sketchsyn fit`` on the first 1,000 rows: its fixed cost (start-up, imports, the plan
+    for ``--expected-n rows`` and the release), which every file pays whatever its size."""
+    print("\nfixed cost: sketchsyn fit on the first 1,000 rows (same plan)")
+    for path in (tmp / "head.csv", tmp / "head.parquet"):
+        secs, cpu, rss = timed(ours(path, rows, memory, tmp / "h.model", [])["sketchsyn fit"])
+        print(f"  {path.name:26}wall {secs:6.2f} s  CPU {cpu:6.2f} s  peak RSS {rss:6,.0f} MB")
 
 
 def logs(tmp: Path, lines: int) -> None:
@@ -180,11 +210,17 @@ def main() -> None:
     parser.add_argument("--rows", type=float, default=1e7, help="rows (default 1e7)")
     parser.add_argument("--memory", default="256KB", help="sketchsyn fit --memory")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each; the best is kept")
+    parser.add_argument(
+        "--fit-batch-sizes",
+        default="524288",
+        help="comma-separated --batch-size values for extra fit runs ('' for none)",
+    )
     parser.add_argument("--make-data", metavar="DIR", help=argparse.SUPPRESS)
     args = parser.parse_args()
     rows = int(args.rows)
     if args.make_data:
         make_data(Path(args.make_data) / "rides.csv", Path(args.make_data) / "rides.parquet", rows)
+        make_heads(Path(args.make_data) / "rides.csv", Path(args.make_data) / "rides.parquet")
         return
     with tempfile.TemporaryDirectory(prefix="bench_cli_") as tmp:
         csv_path, parquet_path = Path(tmp) / "rides.csv", Path(tmp) / "rides.parquet"
@@ -197,15 +233,20 @@ def main() -> None:
             f"generated {rows:,} rows: CSV {csv_path.stat().st_size / 1e6:,.0f} MB, Parquet "
             f"{parquet_path.stat().st_size / 1e6:,.0f} MB in {time.perf_counter() - t0:.1f} s"
         )
+        print(f"load average at the start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
         for kind, path in (("csv", csv_path), ("parquet", parquet_path)):
-            cmds = plain_readers(path, kind) | ours(path, rows, args.memory, Path(tmp) / "m.model")
+            sizes = [int(v) for v in args.fit_batch_sizes.split(",") if v.strip()]
+            model = Path(tmp) / "m.model"
+            cmds = plain_readers(path, kind) | ours(path, rows, args.memory, model, sizes)
             results = {}
             for name, cmd in cmds.items():
                 results[name] = min(timed(cmd) for _ in range(args.repeat))
             report(f"{kind.upper()} ({path.name}), columns lon, lat:", results, rows)
+        fixed_cost(Path(tmp), args.memory, rows)
         logs(Path(tmp), max(rows // 20, 10_000))
         print("\n(interpreter start and imports included; CPU counts every thread)")
         print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores (shared: timings noisy)")
+        print(f"load average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 
 if __name__ == "__main__":

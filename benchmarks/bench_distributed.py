@@ -11,8 +11,12 @@ merged summary back (it checks that the merged root counter is the number of row
 
 * one process: ``pyarrow.parquet`` batches of 65,536 rows into ``update_many`` (PrivHP counts
   large batches on two threads); the same with its second thread off (one core's worth);
-* Dask: ``dask.dataframe.read_parquet`` on a ``LocalCluster`` of 1 or 2 worker processes (one
-  thread each), so every worker reads its own files: only summaries cross processes;
+* one process reading with sketchsyn's ``ParquetReader`` (a reader thread, 262,144-row
+  batches), as ``sketchsyn fit`` does;
+* Dask on a ``LocalCluster`` of 1 or 2 worker processes (one thread each), so every worker reads
+  its own files and only summaries cross processes: ``summarize`` on
+  ``dask.dataframe.read_parquet`` (pandas partitions) and ``summarize_files`` (each task reads
+  its file with sketchsyn's reader, no DataFrame);
 * Spark: ``spark.read.parquet`` on ``local[1]`` and ``local[2]`` (``sketchsyn.spark``).
 
 Cluster start-up and a warm-up run (which imports sketchsyn in every worker) are not timed.
@@ -77,8 +81,23 @@ def one_process(directory: Path, threads: bool) -> PrivHP:
         bank._PARALLEL_MIN_ROWS = saved
 
 
-def dask_runs(directory: Path, warm: Path, workers: int) -> Callable[[], PrivHP]:
-    """Start a LocalCluster (kept open by the returned closure's owner) and warm it up."""
+def one_process_lean(directory: Path, batch_size: int = 262144) -> PrivHP:
+    """sketchsyn's ParquetReader (its reader thread) into update_many, 262,144-row batches."""
+    from sketchsyn.io.readers import open_reader
+
+    summary = MAKE()
+    for path in sorted(directory.glob("*.parquet")):
+        for batch in open_reader(path, COLUMNS, batch_size=batch_size):
+            summary.update_many(batch)
+    return summary
+
+
+def dask_runs(directory: Path, warm: Path, workers: int, files: bool) -> Callable[[], PrivHP]:
+    """Start a LocalCluster (kept open by the returned closure's owner) and warm it up.
+
+    ``files``: ``sketchsyn.dask.summarize_files`` (each task reads its Parquet file with
+    sketchsyn's reader, 262,144-row batches, one thread) instead of ``summarize`` on
+    ``dask.dataframe.read_parquet`` (pandas partitions, 65,536-row batches)."""
     import dask.dataframe as dd
     from distributed import Client, LocalCluster
 
@@ -88,9 +107,14 @@ def dask_runs(directory: Path, warm: Path, workers: int) -> Callable[[], PrivHP]
         n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
     )
     client = Client(cluster)
-    sdask.fit(dd.read_parquet(str(warm)), MAKE, columns=COLUMNS)
+    if files:
+        sdask.summarize_files(str(warm), MAKE, columns=COLUMNS).compute()
+    else:
+        sdask.fit(dd.read_parquet(str(warm)), MAKE, columns=COLUMNS)
 
     def run() -> PrivHP:
+        if files:
+            return sdask.summarize_files(str(directory), MAKE, columns=COLUMNS).compute()
         return sdask.fit(dd.read_parquet(str(directory), columns=COLUMNS), MAKE, columns=COLUMNS)
 
     run.close = lambda: (client.close(), cluster.close())  # type: ignore[attr-defined]
@@ -226,10 +250,20 @@ def main() -> None:
         single = timed(
             "one process, one thread", lambda: one_process(data, False), args.rows, args.repeat
         )
+        lean = timed(
+            "one process, sketchsyn reader, 262144",
+            lambda: one_process_lean(data),
+            args.rows,
+            args.repeat,
+        )
         malloc_effect(min(args.rows, 4_000_000))
         setups = []
         if "dask" not in args.skip:
-            setups += [(f"Dask LocalCluster, {w} worker(s)", dask_runs, w) for w in (1, 2)]
+            for w in (1, 2):
+                start = functools.partial(dask_runs, files=False)
+                setups.append((f"Dask {w} worker(s), read_parquet frame", start, w))
+                start = functools.partial(dask_runs, files=True)
+                setups.append((f"Dask {w} worker(s), summarize_files", start, w))
         if "spark" not in args.skip:
             setups += [(f"Spark local[{c}]", spark_runs, c) for c in (1, 2)]
         for label, start, n in setups:
@@ -238,8 +272,16 @@ def main() -> None:
                 rates[label] = timed(label, run, args.rows, args.repeat)
             finally:
                 run.close()  # type: ignore[attr-defined]
+        best = max(one, single, lean)
+        print(
+            "\nratios (x one process with PrivHP's two threads / with one thread / with "
+            "sketchsyn's reader / the fastest of the three):"
+        )
         for label, rate in rates.items():
-            print(f"{label:<40} {rate / one:5.2f}x one process, {rate / single:5.2f}x one thread")
+            print(
+                f"{label:<40} {rate / one:5.2f}x {rate / single:5.2f}x {rate / lean:5.2f}x "
+                f"{rate / best:5.2f}x"
+            )
     if max(LOADS) >= (os.cpu_count() or 1):
         print(
             f"note: the load average reached {max(LOADS):.1f} on {os.cpu_count()} cores during "

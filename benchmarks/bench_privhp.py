@@ -7,6 +7,12 @@ float64 batches of 65 536 points. The per-item reference below is the update of 
 written line by line (Morton code bit by bit, one counter or one sketch row at a time, hashing
 with ``mmh3``); the script checks that it produces exactly the state that ``update_many`` does,
 so the speed-up is measured on the same computation.
+
+It then prints the CPU time per 10**6 rows of each stage of ``update_many`` (encoding, exact
+level counts with one and two threads, the whole update) at the plan of ``sketchsyn fit
+--memory 256KB`` for 10**7 rows, for batches of 65,536 to 1,048,576 rows. To compare with
+another version of the library, run the script with that version first on ``PYTHONPATH``
+(e.g. ``git archive HEAD sketchsyn | tar -x -C /tmp/head`` and ``PYTHONPATH=/tmp/head``).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import argparse
 import os
 import platform
 import time
+from collections.abc import Callable
 
 import mmh3
 import numpy as np
@@ -50,11 +57,76 @@ def reference_update(php: PrivHP, tree: np.ndarray, bank: np.ndarray, x) -> None
                 bank[level - L - 1, row, (h * php.width) >> 32] += 1
 
 
+def rides(n: int, seed: int = 0) -> np.ndarray:
+    """``n`` simulated ride pickups (lon, lat): the data of ``benchmarks/bench_cli.py``."""
+    rng = np.random.default_rng(seed)
+    hot = rng.random(n) < 0.6
+    lon = np.where(hot, rng.normal(-73.98, 0.02, n), rng.normal(-73.88, 0.05, n))
+    lat = np.where(hot, rng.normal(40.75, 0.02, n), rng.normal(40.70, 0.06, n))
+    return np.column_stack([np.clip(lon, -74.05, -73.75), np.clip(lat, 40.6, 40.9)])
+
+
+def _cpu(step: Callable[[int], object], count: int, rows: int) -> float:
+    """CPU seconds per 10**6 rows of ``step(0) … step(count − 1)`` (best of 2)."""
+    best = float("inf")
+    for _ in range(2):
+        t0 = time.process_time()
+        for i in range(count):
+            step(i)
+        best = min(best, time.process_time() - t0)
+    return best * 1e6 / rows
+
+
+def _stage_row(php: PrivHP, box: Box, parts: list[np.ndarray]) -> tuple[float, ...]:
+    """(encode, level counts, level counts on one thread, update_many) for these batches."""
+    from sketchsyn.synth import bank
+
+    rows = sum(p.shape[0] for p in parts)
+    codes = [np.asarray(box.encode(p, php.depth), dtype=np.uint64) for p in parts]
+    enc = _cpu(lambda i: box.encode(parts[i], php.depth), len(parts), rows)
+    level = _cpu(lambda i: php._level_counts(codes[i]), len(parts), rows)
+    saved = bank._PARALLEL_MIN_ROWS
+    bank._PARALLEL_MIN_ROWS = 1 << 62
+    try:
+        level1 = _cpu(lambda i: php._level_counts(codes[i]), len(parts), rows)
+    finally:
+        bank._PARALLEL_MIN_ROWS = saved
+    upd = _cpu(lambda i: php.update_many(parts[i]), len(parts), rows)
+    return enc, level, level1, upd
+
+
+def stages(rows: int) -> None:
+    """CPU seconds per 10**6 rows of each stage of update_many, at ``sketchsyn fit``'s plan.
+
+    The PrivHP that ``sketchsyn fit --memory 256KB --expected-n 10000000`` builds for the
+    rides of ``bench_cli.py``; batches of several sizes; CPU time of every thread (steady under
+    load, unlike wall time). ``level counts`` is the exact counting of one encoded batch (the
+    bank's per-cell part, hashing and bincounts), with PrivHP's second thread and without.
+    """
+    box = Box([-74.05, 40.6], [-73.75, 40.9])
+    X = rides(rows)
+    print(f"\nstages, CPU-s per 10^6 rows ({rows:,} rows of bench_cli.py's rides, best of 2):")
+    for sketch in ("count-min", "count-sketch"):
+        php = PrivHP.for_memory(box, 1.0, 256 * 1024, 10**7, rng=1, sketch=sketch)
+        print(
+            f"{sketch}: depth {php.depth}, counter_depth {php.counter_depth}, width {php.width}, "
+            f"sketch_depth {php.sketch_depth}"
+        )
+        print(f"  {'batch':>9}{'encode':>9}{'level counts':>14}{'1 thread':>10}{'update_many':>13}")
+        for size in (65536, 262144, 524288, 1048576):
+            parts = [X[s : s + size] for s in range(0, rows - size + 1, size)]
+            enc, level, level1, upd = _stage_row(php, box, parts)
+            print(f"  {size:>9}{enc:>9.4f}{level:>14.4f}{level1:>10.4f}{upd:>13.4f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batches", type=int, default=20)
     parser.add_argument("--reference-items", type=int, default=20_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--stages", type=float, default=2**21, help="rows for the per-stage CPU table (0: skip)"
+    )
     args = parser.parse_args()
 
     params = dict(epsilon=1.0, k=64, width=1024, sketch_depth=3, depth=24)
@@ -99,6 +171,8 @@ def main() -> None:
     release.sample(10**6, rng=2)
     print(f"sample(10**6): {time.perf_counter() - t0:.3f} s")
     print(f"state: {php.nbytes:,} bytes")
+    if args.stages:
+        stages(int(args.stages))
 
 
 if __name__ == "__main__":

@@ -233,8 +233,12 @@ def _resume(args: argparse.Namespace) -> Any:
 def _check_inside(batch: np.ndarray, domain: Any, reader: Any, columns: list[str]) -> None:
     """Under --out-of-bounds raise: name the first line outside the public bounds."""
     lo, hi = domain.lower, domain.upper
-    if batch.shape[0] and (batch.min(axis=0) >= lo).all() and (batch.max(axis=0) <= hi).all():
-        return  # two reductions, no temporaries: the usual case
+    # Two reductions per column, no temporaries: the usual case. (Reductions of single columns
+    # are many times faster than batch.min(axis=0) on a row-major (n, d) batch.)
+    if batch.shape[0] and all(
+        batch[:, c].min() >= lo[c] and batch[:, c].max() <= hi[c] for c in range(batch.shape[1])
+    ):
+        return
     bad = ~((batch >= lo) & (batch <= hi))
     if bad.any():
         i, c = (int(v[0]) for v in np.nonzero(bad))

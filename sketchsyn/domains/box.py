@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import InputError, ParameterError, check_int
 from ..privacy.rng import RNGLike, as_source
 from .base import Domain, _plain_array, _row_text
-from .morton import _U64, _axis_indices64, _bits_per_axis, _spread
+from .morton import _TABLE_BITS, _U64, _axis_indices64, _bits_per_axis, _spread, _spread_table
 
 __all__ = ["Box"]
 
@@ -313,6 +313,20 @@ class Box(Domain):
             np.copyto(dest.view(np.int64), t, casting="unsafe")
             q.append(dest)
         scratch = work[d - 1].view(_U64)
+        if d in (2, 3) and bits[0] <= _TABLE_BITS:
+            # One table lookup spreads and shifts an axis. Axis 0's indices (in ``codes``) go to
+            # the free scratch row, axis 1's into ``codes``, axis 2's into the scratch again.
+            for i, qi in enumerate(q):
+                if qi is None:
+                    continue
+                shift = depth - i - 1 - d * (bits[i] - 1)  # position of the axis' last bit
+                table = _spread_table(bits[i], d, shift)
+                np.take(table, qi.view(np.int64), out=codes if i == 1 else scratch)
+                if i:
+                    np.bitwise_or(codes, scratch, out=codes)
+            if q[1] is None:  # axis 0 alone (depth 1)
+                np.copyto(codes, scratch)
+            return codes
         if (d == 2 and bits[0] <= 32) or (d == 3 and bits[0] <= 21):
             for i, qi in enumerate(q):
                 if qi is None:

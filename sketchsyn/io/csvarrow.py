@@ -152,7 +152,8 @@ def parse_block(
         bad_here = [n for n in bad_rel if n <= covered]
         if batches:
             k = len(idx)
-            arr = np.empty((got, k), dtype=np.float64)
+            # Column-major: each column of each batch is one contiguous copy.
+            arr = np.empty((k, got), dtype=np.float64).T
             row = 0
             for batch in batches:
                 m_rows = batch.num_rows

@@ -34,26 +34,35 @@ _N = _U32(0xE6546B64)
 # Large outputs are hashed in blocks of _BLOCK elements of one row: a block and its scratch
 # array (2 × 256 KiB) stay in the L2 cache through the ~18 in-place passes of the mixing, which
 # measured 2-3x faster than whole-array passes for outputs of millions of elements (e.g. 18
-# levels × 3 rows × 65 536 keys). Outputs up to _DIRECT elements (1 MiB with scratch) already
-# fit and are hashed in whole-array passes.
+# levels × 3 rows × 65 536 keys). Outputs up to _BLOCK elements are hashed in whole-array
+# passes.
 _BLOCK = 1 << 16
-_DIRECT = 1 << 17
 
 
 def _rotl(x: np.ndarray, r: int) -> np.ndarray:
     return (x << _U32(r)) | (x >> _U32(32 - r))
 
 
+def _rotl_inplace(x: np.ndarray, r: int, tmp: np.ndarray) -> None:
+    """``x = rotl(x, r)`` in place (``tmp``: scratch of the same shape)."""
+    np.left_shift(x, _U32(r), out=tmp)
+    x >>= _U32(32 - r)
+    x |= tmp
+
+
 def _mix_block(k: np.ndarray) -> np.ndarray:
     """Seed-independent mixing of one 4-byte block, then the rotation by 13 of the round.
 
     ``h = rotl(h ^ mix(k), 13)`` and rotation distributes over XOR, so the key's share
-    ``rotl(mix(k), 13)`` is computed once per key, whatever the number of seeds.
+    ``rotl(mix(k), 13)`` is computed once per key, whatever the number of seeds. ``k`` is a
+    fresh uint32 array: it is overwritten and returned.
     """
-    k = k * _C1K
-    k = _rotl(k, 15)
+    tmp = np.empty_like(k)
+    k *= _C1K
+    _rotl_inplace(k, 15, tmp)
     k *= _C2K
-    return _rotl(k, 13)
+    _rotl_inplace(k, 13, tmp)
+    return k
 
 
 def _finish(h: np.ndarray, tmp: np.ndarray, k2: np.ndarray | None) -> None:
@@ -152,7 +161,7 @@ def as_keys(keys: object, name: str = "keys") -> np.ndarray:
     raise _bad_key(name, 0, flat[0].item())
 
 
-def murmur3_32(keys: object, seed: object = 0) -> np.ndarray:
+def murmur3_32(keys: object, seed: object = 0, *, out: np.ndarray | None = None) -> np.ndarray:
     """MurmurHash3 x86_32 of each uint64 key's 8 little-endian bytes, as uint32.
 
     Parameters
@@ -163,6 +172,9 @@ def murmur3_32(keys: object, seed: object = 0) -> np.ndarray:
         An int in ``[0, 2**32)`` or an integer array of such seeds, broadcastable against
         ``keys``: keys of shape ``(L, 1, n)`` with seeds ``(L, j, 1)`` hash ``L`` levels × ``j``
         rows in one call. The seed-independent half of the work is done once per key.
+    out : numpy.ndarray, optional
+        A C-contiguous ``uint32`` array of the broadcast shape to write the hashes to (a
+        caller's reused scratch array: no fresh memory for the result).
 
     Returns
     -------
@@ -189,7 +201,13 @@ def murmur3_32(keys: object, seed: object = 0) -> np.ndarray:
         )
     s = s.astype(_U32)
     shape = np.broadcast_shapes(k.shape, s.shape)
-    out = np.empty(shape, dtype=_U32)
+    if out is None:
+        out = np.empty(shape, dtype=_U32)
+    elif out.shape != shape or out.dtype != _U32 or not out.flags.c_contiguous:
+        raise ParameterError(
+            f"The 'out' parameter of murmur3_32 must be a C-contiguous uint32 array of shape "
+            f"{shape}. Got {out.dtype} of shape {out.shape} instead."
+        )
     if out.size == 0:
         return out
     with np.errstate(over="ignore"):
@@ -202,11 +220,12 @@ def murmur3_32(keys: object, seed: object = 0) -> np.ndarray:
             k2 = _mix_block(halves[..., 1].astype(_U32))  # high 4 bytes
         rs = _rotl(s, 13)
         n = shape[-1] if shape else 1
-        if out.size <= _DIRECT or n < 4096:
+        if out.size <= _BLOCK or n < 4096:
             np.bitwise_xor(rs, k1, out=out)
             _finish(out, np.empty_like(out), k2)
             return out
-        # Blocks of the last axis, one leading index at a time (cache-sized passes).
+        # Blocks of the last axis, one leading index at a time (cache-sized passes, and one
+        # small scratch array: no fresh memory the size of the output).
         rs_b, k1_b = np.broadcast_to(rs, shape), np.broadcast_to(k1, shape)
         k2_b = None if k2 is None else np.broadcast_to(k2, shape)
         tmp = np.empty(min(_BLOCK, n), dtype=_U32)
