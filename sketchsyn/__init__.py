@@ -92,7 +92,10 @@ def _import_summaries() -> None:
     """Import every package that defines a Summary, so the registry holds every kind
     (:func:`sketchsyn.io.summary.registry` calls it; importing ``sketchsyn`` stays cheap)."""
     for package in _SUMMARY_PACKAGES:
-        importlib.import_module(f".{package}", __name__)
+        module = importlib.import_module(f".{package}", __name__)
+        load_all = getattr(module, "_import_all", None)  # a package that loads names lazily
+        if load_all is not None:
+            load_all()
 
 
 def __getattr__(name: str) -> Any:
