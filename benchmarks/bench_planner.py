@@ -26,14 +26,25 @@ Fit (``--fit``). Generated data only (never the data being released): a mixture 
 Gaussians with per-coordinate scales log-uniform in [0.002, 0.05] and centres in
 [0.05, 0.5]^d, plus 5% uniform points, shrunk into [0, 1/8]^d (public bounds eight times wider
 than the data, as with real columns), then 3% of points replaced by an exponential tail over
-the whole box; n = 2^18, 256 KB, ε in {0.1, 1, 10}, d in {2, 3, 4, 6, 8}. For each, W1
-(2,000-point OT, two seeds) of PrivHP at depths 12, 15, ... (up to 12 bits per coordinate, at
-most 63) with the widest sketches that fit. Then it fits the two constants of the planner's
-target depth ``min(d·BITS, ceil(log2(ε·n)) + SLOPE·(d − 1))`` on that grid (W1 interpolated
-between depths): among the rules whose mean over (d, ε) of W1 over the best depth's W1 is within
-2% of the least, the shallowest (the generated data are finer than most real columns, and a
-shallower tree gets wider sketches from the same bytes). It prints both and the ratio per
-(d, ε). ``--fit-from FILE`` refits from the lines an earlier run printed.
+the whole box (``--family tight``); ``--family mixed`` is the same with every other coordinate
+uniform over its range. n = 2^18, 256 KB, ε in {0.1, 1, 10}, d in {2, 3, 4, 6, 8}. For each,
+W1 (2,000-point OT, two seeds) of PrivHP at depths 12, 15, ... (up to 12 bits per coordinate,
+at most 63; ``--fit-depths`` to choose) with the widest sketches that fit and ``release_k =
+max(64, f·w)`` (``--release-factor f``; PrivHP's default is f = 1/4). Then it fits the
+planner's three constants, ``BITS`` and ``SLOPE`` of the target depth ``min(d·BITS,
+ceil(log2(ε·n)) + SLOPE·(d − 1))`` and the release factor, on every curve given (W1
+interpolated between depths): a case (family, d, ε) is scored by W1 at the rule's depth and
+factor over the least W1 of any depth and factor swept; a rule by its worse family's mean
+score; among the rules within 2% of the least, the shallowest (the generated data are finer
+than most real columns, and a shallower tree gets wider sketches from the same bytes). It
+prints the rule, the score per case, each factor against 1/4 at the same depths, and per
+(d, ε) the depth whose worse family is least (what any rule of depth alone could reach).
+``--fit-from FILE,FILE,...`` refits from the lines earlier runs printed (each file's first
+line names its family and factor).
+
+``--planner-only`` and ``--hand-only`` print one column of the table (same seeds and points),
+e.g. after a change of rule; ``--hand-release-factor f`` gives the hand settings
+``release_k = max(64, f·w)`` (table and ``--hand-only``).
 """
 
 from __future__ import annotations
@@ -41,6 +52,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import re
 import time
 from pathlib import Path
 
@@ -82,11 +94,16 @@ def today_params(d: int, eps: float, budget: int, n: int) -> dict:
     raise ValueError("budget too small")
 
 
-def hand_params(depth: int, budget: int) -> dict | None:
+def hand_params(depth: int, budget: int, release_factor: float = 0.0) -> dict | None:
+    """k = 64, j = 3, the widest sketches in ``budget`` at ``depth``; ``release_k`` is
+    PrivHP's default ``max(64, w // 4)``, or ``max(64, floor(release_factor·w))`` when given."""
     w = widest(64, 3, depth, budget)
     if PrivHP.memory_bytes(64, w, 3, depth) > budget or w < 16:
         return None
-    return {"k": 64, "width": w, "sketch_depth": 3, "depth": depth}
+    p = {"k": 64, "width": w, "sketch_depth": 3, "depth": depth}
+    if release_factor:
+        p["release_k"] = max(64, int(release_factor * w))
+    return p
 
 
 # ----------------------------------------------------------------------------- scoring
@@ -114,6 +131,20 @@ def floor(X: np.ndarray, box: Box, seed: int, m: int) -> float:
     return wasserstein1(X[idx[:m]], X[idx[m:]], box, method="ot").value
 
 
+def best_hand(X: np.ndarray, box: Box, eps: float, budget: int, factor: float) -> dict:
+    """The best hand setting of depths ``HAND_DEPTHS``: chosen on seed 100, 2,000-point OT."""
+    best, best_w1 = None, math.inf
+    for depth in HAND_DEPTHS:
+        p = hand_params(depth, budget, factor)
+        if p is None:
+            continue
+        w1, _ = score(X, box, eps, p, 100, 2000)
+        if w1 < best_w1:
+            best, best_w1 = p, w1
+    assert best is not None
+    return best
+
+
 def table(args: argparse.Namespace) -> None:
     keys = realdata.available(args.sets.split(",") if args.sets else None)
     eps_list = [float(e) for e in args.eps.split(",")]
@@ -124,7 +155,11 @@ def table(args: argparse.Namespace) -> None:
         f"{'PMM':>7s}  {'plan/hand':>9s} {'plan/PMM':>8s} {'plan/today':>10s}  planner depth/width"
         f"  hand depth  today depth  PMM bytes"
     )
-    print(f"W1 ×1e-3, OT on {m} points, {len(seeds)} seeds, {budget:,} bytes")
+    hand_rk = f"max(64, {args.hand_release_factor:g}·w)" if args.hand_release_factor else "default"
+    print(
+        f"W1 ×1e-3, OT on {m} points, {len(seeds)} seeds, {budget:,} bytes; "
+        f"hand release_k {hand_rk}"
+    )
     print(head, flush=True)
     data, floors = {}, {}
     for eps in eps_list:  # ε outermost: a partial run still covers every set at the first ε
@@ -138,15 +173,7 @@ def table(args: argparse.Namespace) -> None:
             t0 = time.perf_counter()
             plan = PrivHP.plan(box, eps, budget, n)
             today = today_params(d, eps, budget, n)
-            # the best hand setting: chosen on seed 100 with 2,000-point OT
-            best, best_w1 = None, math.inf
-            for depth in HAND_DEPTHS:
-                p = hand_params(depth, budget)
-                if p is None:
-                    continue
-                w1, _ = score(X, box, eps, p, 100, 2000)
-                if w1 < best_w1:
-                    best, best_w1 = p, w1
+            best = best_hand(X, box, eps, budget, args.hand_release_factor)
             makers = {"planner": "planner", "today": today, "hand": best, "PMM": "PMM"}
             res = {"floor": floors[key]}
             nbytes = {}
@@ -232,22 +259,34 @@ def read_curves(path: str) -> dict[tuple[int, float], dict[int, float]]:
     return curves
 
 
+def read_header(path: str) -> tuple[str, float]:
+    """The family and the release factor a ``--fit`` output's first line names (0.25 when it
+    names none: PrivHP's default ``release_k = max(64, w // 4)``)."""
+    first = Path(path).read_text().splitlines()[0]
+    found = re.search(r"release_k = max\(64, ([0-9.]+)·w\)", first)
+    return ("mixed" if "(mixed)" in first else "tight"), float(found.group(1)) if found else 0.25
+
+
+Curves = dict[tuple[str, float, int, float], dict[int, float]]
+
+
 def fit(args: argparse.Namespace) -> None:
     n, budget, m = 2**18, args.memory, 2000
     dims = [int(x) for x in args.dims.split(",")]
     eps_list = [float(e) for e in args.fit_eps.split(",")]
+    factor = args.release_factor or 0.25
     if not args.fit_from:
         print(
             f"generated data ({args.family}), n = {n:,}, {budget:,} bytes, W1 ×1e-3 (OT {m} "
-            "points, 2 seeds)"
+            f"points, 2 seeds), release_k = max(64, {factor:g}·w)"
         )
-    curves: dict[tuple[int, float], dict[int, float]] = {}
-    if args.fit_from:  # refit from the curves earlier --fit runs printed (one file per family)
+    curves: Curves = {}
+    if args.fit_from:  # refit from the curves earlier --fit runs printed (one file per run)
         for path in args.fit_from.split(","):
-            family = "mixed" if "(mixed)" in Path(path).read_text().splitlines()[0] else "tight"
-            for key, curve in read_curves(path).items():
-                curves[(family, *key)] = curve
-        print(f"curves read from {args.fit_from}: {sorted(curves)}")
+            family, f = read_header(path)
+            for (d, eps), curve in read_curves(path).items():
+                curves.setdefault((family, f, d, eps), {}).update(curve)
+        print(f"curves read from {args.fit_from}: {len(curves)} (family, factor, d, ε)")
         dims = []
     for d in dims:
         box = Box.unit(d)
@@ -255,60 +294,111 @@ def fit(args: argparse.Namespace) -> None:
         for eps in eps_list:
             w1 = {}
             for r in args.fit_depths or fit_depths(d):
-                p = hand_params(r, budget)
+                p = hand_params(r, budget, args.release_factor)
                 if p is None:
                     continue
                 w1[r] = float(np.mean([score(data[s], box, eps, p, s, m)[0] for s in (1, 2)]))
-            curves[(args.family, d, eps)] = w1
+            curves[(args.family, factor, d, eps)] = w1
             best = min(w1, key=w1.get)
             line = " ".join(f"{r}:{v * 1e3:.2f}" for r, v in w1.items())
             print(f"d={d} eps={eps:g} best depth {best}   {line}", flush=True)
+    fit_rule(curves, n)
 
-    def at(curve: dict[int, float], r: int) -> float:
-        """W1 at depth r, linear between the grid's depths (clamped to its ends)."""
-        rs = sorted(curve)
-        return float(np.interp(r, rs, [curve[x] for x in rs]))
 
-    # Per family, the mean over (d, ε) of W1 at the rule's depth over the best depth's W1; the
-    # planner does not know whether the columns are concentrated or spread, so a rule is scored
-    # by its worse family.
-    families = sorted({key[0] for key in curves})
+def _at(curve: dict[int, float], r: int) -> float:
+    """W1 at depth r, linear between the grid's depths (clamped to its ends)."""
+    rs = sorted(curve)
+    return float(np.interp(r, rs, [curve[x] for x in rs]))
+
+
+def fit_rule(curves: Curves, n: int) -> None:
+    """Fit ``BITS``, ``SLOPE`` and the release factor on the curves and print the fit.
+
+    A case is (family, d, ε); its best is the least W1 over every depth and release factor
+    swept. Per family, the mean over its cases of W1 at the rule's depth (and factor) over the
+    case's best; the planner does not know whether the columns are concentrated or spread, so a
+    rule is scored by its worse family. Among the rules within ``TIE`` of the least score, the
+    shallowest (then the least score) is taken.
+    """
+    cases = sorted({(fam, d, eps) for fam, _, d, eps in curves})
+    factors = sorted(
+        {f for _, f, _, _ in curves if all((fam, f, d, e) in curves for fam, d, e in cases)}
+    )
+    best_w1 = {
+        case: min(min(c.values()) for (fam, _, d, e), c in curves.items() if (fam, d, e) == case)
+        for case in cases
+    }
+    families = sorted({case[0] for case in cases})
     results = []
-    for bits in range(5, 14):
-        for slope in range(1, 13):
-            per_family = [
-                float(
-                    np.mean(
-                        [
-                            at(c, rule_depth(d, eps, n, bits, slope)) / min(c.values())
-                            for (fam, d, eps), c in curves.items()
-                            if fam == family
-                        ]
+    for f in factors:
+        for bits in range(5, 14):
+            for slope in range(1, 13):
+                per_family = [
+                    float(
+                        np.mean(
+                            [
+                                _at(curves[(fam, f, d, e)], rule_depth(d, e, n, bits, slope))
+                                / best_w1[(fam, d, e)]
+                                for fam, d, e in cases
+                                if fam == family
+                            ]
+                        )
                     )
-                )
-                for family in families
-            ]
-            depth = np.mean([rule_depth(d, eps, n, bits, slope) for _, d, eps in curves])
-            results.append((max(per_family), per_family, float(depth), bits, slope))
+                    for family in families
+                ]
+                depth = float(np.mean([rule_depth(d, e, n, bits, slope) for _, d, e in cases]))
+                results.append((max(per_family), per_family, depth, f, bits, slope))
+    print(f"cases: {len(cases)} (family, d, ε); release factors swept on all: {factors}")
     best = min(results, key=lambda r: (r[0], r[2]))
     print(
-        f"least worst-family mean W1: BITS = {best[3]}, SLOPE = {best[4]} (means "
-        f"{_by_family(families, best[1])}; mean depth {best[2]:.1f})"
+        f"least worst-family mean W1: BITS = {best[4]}, SLOPE = {best[5]}, release factor "
+        f"{best[3]:g} (means {_by_family(families, best[1])}; mean depth {best[2]:.1f})"
     )
     # The shallowest rule within 2% of that: the generated data are finer than most real
     # columns, and a shallower tree gets wider sketches from the same bytes.
     near = [r for r in results if r[0] <= best[0] * (1 + TIE)]
-    worst, per_family, depth, bits, slope = min(near, key=lambda r: (r[2], r[0]))
+    worst, per_family, depth, f, bits, slope = min(near, key=lambda r: (r[2], r[0]))
     print(
         f"fitted (shallowest within {TIE:.0%}): BITS_PER_COORDINATE = {bits}, "
-        f"LEVELS_PER_EXTRA_DIMENSION = {slope} (means "
+        f"LEVELS_PER_EXTRA_DIMENSION = {slope}, RELEASE_FACTOR = {f:g} (means "
         f"{_by_family(families, per_family)}; mean depth {depth:.1f})"
     )
-    for (family, d, eps), c in sorted(curves.items()):
-        r = rule_depth(d, eps, n, bits, slope)
+    for family, d, e in cases:
+        r = rule_depth(d, e, n, bits, slope)
         print(
-            f"  {family} d={d} eps={eps:g}: rule depth {r}, W1 "
-            f"{at(c, r) / min(c.values()):.3f}× the best"
+            f"  {family} d={d} eps={e:g}: rule depth {r}, W1 "
+            f"{_at(curves[(family, f, d, e)], r) / best_w1[(family, d, e)]:.3f}× the best"
+        )
+    # Each release factor against PrivHP's default (0.25) at the same depths.
+    for g in factors:
+        if g == 0.25:
+            continue
+        print(f"release factor {g:g} over 0.25 at the same depths (geometric mean, min, max):")
+        for family in families:
+            parts = []
+            for d in sorted({d for fam, d, _ in cases if fam == family}):
+                x = [
+                    curves[(family, g, d, e)][r] / curves[(family, 0.25, d, e)][r]
+                    for fam, dd, e in cases
+                    if fam == family and dd == d
+                    for r in curves[(family, g, d, e)]
+                    if r in curves[(family, 0.25, d, e)]
+                ]
+                parts.append(f"d={d} {np.exp(np.mean(np.log(x))):.3f} ({min(x):.3f}-{max(x):.3f})")
+            print(f"  {family}: " + ", ".join(parts))
+    # What any rule of depth alone could do at this factor: per (d, ε), the depth whose worse
+    # family is least (on the grid 12 ... 63).
+    print(f"per (d, ε), the depth whose worse family is least (release factor {f:g}):")
+    for d, e in sorted({(d, e) for _, d, e in cases}):
+        fams = [fam for fam in families if (fam, f, d, e) in curves]
+        options = []
+        for r in range(12, 64):
+            ratios = [_at(curves[(fam, f, d, e)], r) / best_w1[(fam, d, e)] for fam in fams]
+            options.append((max(ratios), r, ratios))
+        worse, r, ratios = min(options)
+        print(
+            f"  d={d} eps={e:g}: depth {r}, worse family {worse:.3f}× "
+            f"({_by_family(fams, ratios)}); the rule: {rule_depth(d, e, n, bits, slope)}"
         )
 
 
@@ -358,7 +448,28 @@ def planner_only(args: argparse.Namespace) -> None:
             w1 = [score(X, box, eps, "planner", s, m, budget=budget, n=n)[0] for s in seeds]
             print(
                 f"{name:14s} {eps:5g} planner {np.mean(w1) * 1e3:8.2f}  "
-                f"{plan.depth:>5d}/{plan.width:<6d}",
+                f"{plan.depth:>5d}/{plan.width:<6d}  "
+                f"(seeds {min(w1) * 1e3:.2f}-{max(w1) * 1e3:.2f})",
+                flush=True,
+            )
+
+
+def hand_only(args: argparse.Namespace) -> None:
+    """Only the table's hand column (same seeds and points), e.g. with another release_k."""
+    m, seeds, budget = args.points, list(range(1, args.seeds + 1)), args.memory
+    f = args.hand_release_factor
+    rk = f"max(64, {f:g}·w)" if f else "default"
+    print(f"hand only: W1 ×1e-3, OT on {m} points, {len(seeds)} seeds, {budget:,} bytes, {rk}")
+    keys = realdata.available(args.sets.split(",") if args.sets else None, verbose=False)
+    for eps in [float(e) for e in args.eps.split(",")]:
+        for key in keys:
+            X, lo, hi, name = realdata.load(key)
+            box = Box(lo, hi)
+            p = best_hand(X, box, eps, budget, f)
+            w1 = [score(X, box, eps, p, s, m)[0] for s in seeds]
+            print(
+                f"{name:14s} {eps:5g} hand {np.mean(w1) * 1e3:8.2f}  "
+                f"{p['depth']:>5d}/{p['width']:<6d} release_k {p.get('release_k', 'default')}",
                 flush=True,
             )
 
@@ -401,6 +512,7 @@ def main() -> None:
     ap.add_argument("--small", action="store_true", help="small 2-D budgets against today's rule")
     ap.add_argument("--speed", action="store_true", help="update/release time against today's")
     ap.add_argument("--planner-only", action="store_true", help="only the planner's column")
+    ap.add_argument("--hand-only", action="store_true", help="only the hand column")
     ap.add_argument("--sets", default="", help="comma-separated keys of realdata.LOADERS")
     ap.add_argument("--eps", default="1,0.1,10", help="in this order (ε outermost)")
     ap.add_argument("--dims", default="2,3,4,6,8", help="--fit: dimensions")
@@ -408,6 +520,15 @@ def main() -> None:
     ap.add_argument("--family", default="tight", choices=("tight", "mixed"), help="--fit: data")
     ap.add_argument("--fit-eps", default="0.1,1,10", help="--fit: values of ε")
     ap.add_argument("--fit-depths", default="", help="--fit: depths (default 12, 15, ...)")
+    ap.add_argument(
+        "--release-factor", type=float, default=0.0, help="--fit: release_k = max(64, f·width)"
+    )
+    ap.add_argument(
+        "--hand-release-factor",
+        type=float,
+        default=0.0,
+        help="table: the hand settings' release_k = max(64, f·width) (default PrivHP's)",
+    )
     ap.add_argument("--memory", type=int, default=256 * 1024)
     ap.add_argument("--points", type=int, default=5000)
     ap.add_argument("--seeds", type=int, default=3)
@@ -425,6 +546,8 @@ def main() -> None:
         speed(args)
     elif args.planner_only:
         planner_only(args)
+    elif args.hand_only:
+        hand_only(args)
     else:
         table(args)
 

@@ -68,6 +68,66 @@ def test_the_depth_is_the_target_when_the_bytes_allow_it():
     assert small.depth < p.depth and "lowered" in small.explain()
 
 
+@pytest.mark.parametrize("d", [2, 3, 4, 6, 8])
+@pytest.mark.parametrize("eps", [0.1, 1.0, 10.0])
+def test_the_target_depth_follows_the_fitted_rule(d, eps):
+    """The rule fitted on generated data (d = 2 ... 8, ε = 0.1, 1, 10), written out."""
+    n = 327_346
+    base = math.ceil(math.log2(eps * n))
+    want = min(d * planner.BITS_PER_COORDINATE, base + planner.LEVELS_PER_EXTRA_DIMENSION * (d - 1))
+    assert planner.target_depth(d, eps, n, 64) == want
+    # with bytes to spare the plan takes it, and says so in explain()
+    p = PrivHP.plan(Box.unit(d), eps, 64 << 20, n)
+    assert p.depth == p.target_depth == want
+    assert f"target {want} = min({d}·{planner.BITS_PER_COORDINATE} bits" in p.explain()
+
+
+FIT_FILES = [
+    "planner_fit.txt", "planner_fit_tight_d8.txt", "planner_fit_mixed.txt",
+    "planner_fit_tight_release1.txt", "planner_fit_tight_release4.txt",
+    "planner_fit_mixed_release1.txt", "planner_fit_mixed_release4.txt",
+]  # fmt: skip
+
+
+def test_the_constants_are_the_fit_of_the_saved_generated_curves(monkeypatch, capsys):
+    """The refit from the curves kept in benchmarks/results gives the planner's constants."""
+    import importlib
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[1] / "benchmarks"
+    monkeypatch.syspath_prepend(str(bench))
+    bp = importlib.import_module("bench_planner")
+    curves = {}
+    for name in FIT_FILES:
+        family, factor = bp.read_header(str(bench / "results" / name))
+        for (d, eps), curve in bp.read_curves(str(bench / "results" / name)).items():
+            curves.setdefault((family, factor, d, eps), {}).update(curve)
+    assert {d for _, _, d, _ in curves} == {2, 3, 4, 6, 8}
+    bp.fit_rule(curves, 2**18)
+    fitted = [line for line in capsys.readouterr().out.splitlines() if "fitted" in line]
+    assert len(fitted) == 1
+    want = (
+        f"BITS_PER_COORDINATE = {planner.BITS_PER_COORDINATE}, "
+        f"LEVELS_PER_EXTRA_DIMENSION = {planner.LEVELS_PER_EXTRA_DIMENSION}, "
+        f"RELEASE_FACTOR = {planner.RELEASE_FACTOR:g} "
+    )
+    assert want in fitted[0], fitted[0]
+    # and at d = 8, ε = 1, n = 327,346 that is depth 54 in a generous budget
+    assert PrivHP.plan(Box.unit(8), 1.0, 64 << 20, 327_346).depth == 54
+
+
+@pytest.mark.parametrize("d", [6, 8, 12])
+@pytest.mark.parametrize("budget", [20_000, 100_000, 262_144, 1 << 20])
+def test_high_dimensional_plans_fit_and_grow_the_stated_cells(d, budget):
+    for eps in (0.1, 1.0, 10.0):
+        p = PrivHP.plan(Box.unit(d), eps, budget, 327_346)
+        assert p.nbytes <= budget
+        assert p.release_k == max(p.k, math.floor(planner.RELEASE_FACTOR * p.width))
+        assert f"release_k = {p.release_k} " in p.explain()
+        php = PrivHP(Box.unit(d), eps, rng=0, **p.kwargs())
+        assert php.nbytes == p.nbytes and php.release_k == p.release_k
+
+
 def test_explain_names_every_chosen_value():
     p = PrivHP.plan(Box.unit(3), 1.0, 262_144, 327_346)
     text = p.explain()

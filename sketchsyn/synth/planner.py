@@ -6,7 +6,7 @@ parameters, the bytes they take, the bytes beyond which more memory would not he
 why. ``PrivHP.for_memory`` builds the summary of a plan. Everything here is public arithmetic on
 public parameters: the planner never sees data.
 
-The rule (its two constants fitted by ``benchmarks/bench_planner.py --fit`` on generated data,
+The rule (its three constants fitted by ``benchmarks/bench_planner.py --fit`` on generated data,
 never on data being released; figures in docs/parameters.md):
 
 1. **Depth for resolution.** A PrivHP of depth ``r`` over ``d`` coordinates resolves
@@ -15,18 +15,30 @@ never on data being released; figures in docs/parameters.md):
    level and gives deep levels, whose cells are small, a small share of ε (Lemma 5 of Holland,
    Camtepe, Thapa and Xue, "Private Synthetic Data Generation in Small Memory"): a deeper tree
    costs memory but little accuracy. So the target depth (:func:`target_depth`) is
-   ``r* = min(d·BITS_PER_COORDINATE, ceil(log2(ε·n)) + LEVELS_PER_EXTRA_DIMENSION·(d − 1))``:
-   PMM's noise-versus-resolution depth plus levels that grow with ``d``, up to 9 bits per
-   coordinate. The constants are the shallowest whose worse mean W1 over two generated
-   families (concentrated columns, which want deep trees, and half the columns spread over
-   their range, which want shallow ones) is within 2% of the least. It grows with ``d``, ``ε``
-   and ``n``.
-2. **Width from the bytes.** ``k = 64`` and ``sketch_depth = 3``; the width is the largest
-   that fits ``memory_bytes`` at the depth, and the counters go down to the automatic
-   ``counter_depth``. When that width would be below :data:`MIN_WIDTH` the depth is lowered
-   until it is not (a narrow sketch mixes up the children of the cells it grows); below the
-   smallest such summary the planner keeps at most two sketch levels under the counters
-   (the rule before this planner, fitted for small 2-D budgets).
+   ``r* = min(d·BITS_PER_COORDINATE, ceil(log2(ε·n)) + LEVELS_PER_EXTRA_DIMENSION·(d − 1))``
+   (9 bits and 5 levels): PMM's noise-versus-resolution depth plus levels that grow with
+   ``d``, up to 9 bits per coordinate. It grows with ``d``, ``ε`` and ``n``.
+2. **Width from the bytes, cells grown from the width.** ``k = 64`` and ``sketch_depth = 3``;
+   the width is the largest that fits ``memory_bytes`` at the depth, and the counters go down
+   to the automatic ``counter_depth``. When that width would be below :data:`MIN_WIDTH` the
+   depth is lowered until it is not (a narrow sketch mixes up the children of the cells it
+   grows); below the smallest such summary the planner keeps at most two sketch levels under
+   the counters (the rule before this planner, fitted for small 2-D budgets). The release
+   grows ``release_k = max(k, floor(RELEASE_FACTOR·width))`` cells per sketch level
+   (:func:`planned_release_k`, factor 1): on columns spread over their range a deep tree needs
+   many cells per level (against PrivHP's default ``max(k, w // 4)``, W1 × 0.87–0.89 at
+   d = 6 and 8 on the mixed family below), and growing as many cells as the sketch is wide
+   stays within ±5% on concentrated ones.
+
+   The three constants were fitted together on two generated families, swept over
+   d = 2, 3, 4, 6, 8, ε = 0.1, 1, 10 and depths 12 ... 63 with release factors 1/4, 1 and 4:
+   *tight* (concentrated columns, which want deep trees) and *mixed* (every other column
+   spread over its range, which wants shallow ones). A rule is scored by its worse family's
+   mean W1 over the best setting's; the shallowest rule within 2% of the least score is taken.
+   The families pull apart as ``d`` grows (at d = 8 the tight one is best at depth 60 to 63,
+   the mixed one at 15 to 24), so there the rule is a compromise that leaves each family 1.11
+   to 1.33× from its own best, and no rule of depth alone does much better on them (the depth
+   whose worse family is least leaves it 1.22 to 1.28×).
 3. **Useful bytes.** Once a sketch's collision excess ``n/w`` is below a quarter of its noise
    scale ``j·(r+1)/ε`` more width does not help: ``useful_bytes`` is the size at that width
    (or the full tree at the depth, if smaller). A larger budget is stated, and not spent.
@@ -56,6 +68,7 @@ __all__ = [
     "LEVELS_PER_EXTRA_DIMENSION",
     "MIN_WIDTH",
     "Plan",
+    "RELEASE_FACTOR",
     "plan",
     "target_depth",
 ]
@@ -63,9 +76,12 @@ __all__ = [
 #: Most bits per coordinate the target depth asks for (``r* ≤ d·BITS_PER_COORDINATE``).
 BITS_PER_COORDINATE = 9
 #: Levels added to ``ceil(log2(ε·n))`` for each coordinate beyond the first.
-LEVELS_PER_EXTRA_DIMENSION = 4
+LEVELS_PER_EXTRA_DIMENSION = 5
 #: Narrowest sketch the planner accepts before it lowers the depth.
 MIN_WIDTH = 128
+#: Cells grown per sketch level at release, per unit of sketch width
+#: (``release_k = max(k, floor(RELEASE_FACTOR·width))``).
+RELEASE_FACTOR = 1.0
 K = 64
 SKETCH_DEPTH = 3
 SMALL_BUDGET_SKETCH_LEVELS = 2
@@ -110,7 +126,7 @@ def target_depth(d: int, epsilon: float, n: int, max_depth: int) -> int:
     ``d ≥ 2``; ``ceil(log2(ε·n)) − 1`` for ``d = 1`` (PMM's depth, not refitted).
 
     >>> target_depth(3, 1.0, 327_346, 64), target_depth(3, 0.01, 327_346, 64)
-    (27, 20)
+    (27, 22)
     """
     base = math.ceil(math.log2(max(epsilon * n, 2.0)))
     if d == 1:
@@ -118,6 +134,15 @@ def target_depth(d: int, epsilon: float, n: int, max_depth: int) -> int:
     else:
         r = min(d * BITS_PER_COORDINATE, base + LEVELS_PER_EXTRA_DIMENSION * (d - 1))
     return int(max(1, min(r, max_depth)))
+
+
+def planned_release_k(width: int) -> int:
+    """``max(k, floor(RELEASE_FACTOR·width))``: the cells the release grows per sketch level.
+
+    >>> planned_release_k(100) >= 64
+    True
+    """
+    return int(max(K, math.floor(RELEASE_FACTOR * int(width))))
 
 
 def useful_width(epsilon: float, n: int, depth: int) -> int:
@@ -179,7 +204,8 @@ class Plan:
             f"  width = {self.width}, sketch_depth = {self.sketch_depth}: the widest sketches "
             f"that fit; counter_depth = {self.counter_depth} (exact counters on levels 0-"
             f"{self.counter_depth}), {r - self.counter_depth} sketch levels",
-            f"  k = {self.k}, release_k = {self.release_k} cells grown per sketch level",
+            f"  k = {self.k}, release_k = {self.release_k} cells grown per sketch level "
+            f"(max(k, floor({RELEASE_FACTOR:g}·width)))",
             f"  state = {self.nbytes:,} bytes; useful up to about {self.useful_bytes:,} bytes",
             f"  signal: noise below the count of a typical grown cell down to level "
             f"{self.signal_depth} of {r}",
@@ -275,7 +301,7 @@ def plan(domain: Any, epsilon: float, memory_bytes: int, expected_n: int) -> Pla
             f"n ≈ {n:,}; the plan uses {useful:,} bytes"
         )
     counter_depth = auto_counter_depth(K, width, SKETCH_DEPTH, depth)
-    release_k = max(K, width // 4)
+    release_k = planned_release_k(width)
     gammas = [float(domain.gamma(level)) for level in range(-1, depth + 1)]
     signal = _signal_depth(eps, n, depth, counter_depth, release_k, gammas)
     if signal < min(d, depth):
