@@ -1,6 +1,12 @@
 """ContinualPrivHP: records/s, seconds per release, and W1 against t on a drifting stream.
 
     python benchmarks/bench_continual.py [--rows 4194304] [--drift-rows 65536] [--seeds 3]
+    python benchmarks/bench_continual.py --issue21 [--hybrid] [--seeds 3]
+
+``--issue21 --hybrid``: the hybrid counter (``counter="hybrid"``, Chan, Shi and Song's hybrid
+mechanism) beside the k-ary tree: the released total at t = 1 000 of a 2**20 horizon (10
+seeds), the closed-form root variances (t = 1 000, log-spaced steps, last half) per arity, and
+the last-step W1 on flights against one-pass PrivHP.
 
 Speed, the issue's configuration: d = 2, k = 64, width = 256, sketch_depth = 3, horizon 2**24
 (depth 24 from expected_n = horizon), uniform float64 batches of 65 536 rows (and of 1 024 rows),
@@ -252,10 +258,13 @@ def _w1(X: np.ndarray, dist, dom: Box, seed: int) -> float:
 CONFIG = dict(k=64, width=256)
 
 
-def total_at_1000(seeds: int = 10) -> None:
+def total_at_1000(seeds: int = 10, hybrid: bool = False) -> None:
     """Released total at t = 1 000 of a 2**20 horizon, ε = 1 (d = 2, k = 64, w = 256)."""
     X = np.random.default_rng(0).random((1000, 2))
-    for counter, kw in [("binary", {}), ("kary", {}), ("kary", {"release_every": 1000})]:
+    runs = [("binary", {}), ("kary", {}), ("kary", {"release_every": 1000})]
+    if hybrid:
+        runs = [("kary", {}), ("hybrid", {}), ("hybrid", {"arity": 5})]
+    for counter, kw in runs:
         tots = []
         for s in range(seeds):
             c = ContinualPrivHP(
@@ -285,7 +294,56 @@ def root_sd_at_1000(seeds: int = 40) -> None:
     )
 
 
-def flights_last(seeds: int) -> None:
+def hybrid_closed_forms(seeds: int = 100) -> None:
+    """The hybrid against the k-ary tree by their closed forms (root cell, before least
+    squares, in units of the k-ary tree's): at t = 1 000, the mean over log-spaced steps and
+    over the last half t = 2**19 … 2**20 of a 2**20 horizon; then the t = 1 000 rate."""
+    ts = np.unique(np.geomspace(1, 2**20, 400).astype(np.int64))
+    last = np.linspace(2**19, 2**20, 400).astype(np.int64)
+    near = np.arange(700, 1401, 7)
+    ref = ContinualPrivHP(Box.unit(2), 1.0, horizon=2**20, rng=0, **CONFIG)
+    base = {
+        name: np.mean([ref.cell_variance(0, int(t)) for t in x])
+        for name, x in (("log", ts), ("last", last), ("near", near))
+    }
+    base["1000"] = ref.cell_variance(0, 1000)
+    flights = ContinualPrivHP(Box.unit(2), 1.0, horizon=2**19, rng=0, **CONFIG)
+    base["flights"] = flights.cell_variance(0, 327_346)
+    print(
+        "closed-form root variance / kary (k = 5) default's, horizon 2**20 (flights: the last "
+        "step t = 327,346 of 2**19):"
+    )
+    for counter, k in [("kary", 5), ("kary", 9)] + [("hybrid", a) for a in (3, 5, 7, 9, 11, 15)]:
+        f = ContinualPrivHP(Box.unit(2), 1.0, horizon=2**19, counter=counter, arity=k, **CONFIG)
+        c = ContinualPrivHP(Box.unit(2), 1.0, horizon=2**20, counter=counter, arity=k, **CONFIG)
+        v = {
+            name: np.mean([c.cell_variance(0, int(t)) for t in x])
+            for name, x in (("log", ts), ("last", last), ("near", near))
+        }
+        v["1000"] = c.cell_variance(0, 1000)
+        print(
+            f"  {counter:6s} k={k:2d}: t=1000 {v['1000'] / base['1000']:.2f} (700…1400 "
+            f"{v['near'] / base['near']:.2f}), log-spaced mean "
+            f"{v['log'] / base['log']:.2f}, last half {v['last'] / base['last']:.2f}, flights "
+            f"{f.cell_variance(0, 327_346) / base['flights']:.2f}; nbytes {c.nbytes:,}"
+        )
+    X = np.random.default_rng(0).random((1000, 2))
+    for counter in ("kary", "hybrid"):
+        tots, roots = [], []
+        for s in range(seeds):
+            c = ContinualPrivHP(Box.unit(2), 1.0, horizon=2**20, counter=counter, rng=s, **CONFIG)
+            c.update_many(X)
+            roots.append(float(c.top_levels()[0][0]))
+            tots.append(float(c.release().leaves().count.sum()))
+        ok = np.mean(np.abs(np.array(tots) - 1000) <= 500)
+        print(
+            f"t=1000 of 2**20, {counter} (k={c.arity}), {seeds} seeds: total within 50% in "
+            f"{ok:.0%}; root sd {np.std(roots):.0f} after least squares "
+            f"(closed form alone {c.cell_variance(0, 1000) ** 0.5:.0f})"
+        )
+
+
+def flights_last(seeds: int, counters: tuple[str, ...] = ("binary", "kary")) -> None:
     """W1 at the last step of the flights stream: ContinualPrivHP per counter vs one-pass."""
     X, dom = flights_stream()
     n = X.shape[0]
@@ -293,12 +351,16 @@ def flights_last(seeds: int) -> None:
     res: dict[str, list[float]] = {}
     mem: dict[str, int] = {}
     for seed in range(seeds):
-        for name, kw in [("binary", {"counter": "binary"}), ("kary", {"counter": "kary"})]:
+        for name, kw in [(counter, {"counter": counter}) for counter in counters]:
             c = ContinualPrivHP(dom, 1.0, horizon=2**19, rng=seed, **kw, **CONFIG)
             for i in range(0, n, 65536):
                 c.update_many(X[i : i + 65536])
             res.setdefault(f"ContinualPrivHP {name}", []).append(_w1(X, c.release(), dom, seed))
             mem[f"ContinualPrivHP {name}"] = c.nbytes
+            if name == "kary":  # the same noisy cells released without pruning
+                off = c.release(prune=0)
+                res.setdefault("ContinualPrivHP kary prune=0", []).append(_w1(X, off, dom, seed))
+                mem["ContinualPrivHP kary prune=0"] = c.nbytes
         p = PrivHP(dom, 1.0, depth=c.depth, rng=np.random.SeedSequence([seed, 1]), **CONFIG)
         p.update_many(X)
         res.setdefault("one-pass PrivHP", []).append(_w1(X, p.release(), dom, seed))
@@ -409,8 +471,26 @@ def main() -> None:
         action="store_true",
         help="the counter comparison: total at t = 1 000, flights last step and schedules, speed",
     )
+    parser.add_argument(
+        "--hybrid",
+        action="store_true",
+        help="with --issue21: the hybrid counter against the k-ary tree (t = 1 000, last step)",
+    )
     parser.add_argument("--schedules", default="8,32,128")
+    parser.add_argument(
+        "--last-step",
+        action="store_true",
+        help="only the flights last-step W1 (binary, kary, kary without pruning, one-pass)",
+    )
     args = parser.parse_args()
+    if args.last_step:
+        flights_last(args.seeds)
+        return
+    if args.issue21 and args.hybrid:
+        total_at_1000(hybrid=True)
+        hybrid_closed_forms()
+        flights_last(args.seeds, ("kary", "hybrid"))
+        return
     if args.issue21:
         total_at_1000()
         root_sd_at_1000()

@@ -1,7 +1,7 @@
 """The streaming peers side by side: W1 at 8 release points, state bytes, records/s.
 
     python benchmarks/bench_streams.py [--quick] [--eps 0.5 1 4] [--stream flights drift]
-        [--seeds 1] [--from-csv benchmarks/results/streams.csv]
+        [--seeds 4] [--from-csv benchmarks/results/streams.csv]
 
 Streams (d = 2, ℓ∞ metric on the unit square after scaling by the public bounds):
 
@@ -28,12 +28,24 @@ is one event):
 - ``ContinualPrivHP`` (k = 64, width = 256, horizon 2**19) with each ``counter=`` and with the
   schedule ``releases=8`` when the installed version has them (otherwise the script says so and
   runs what exists); on stream (b) only if it has ``remove_many``;
+- ``ContinualPrivHP (kary, releases=8, 256 KB plan)``: the same schedule sized for
+  ``BUDGET = 256 KB`` (the one-pass summaries' budget, below PHDStream's state in every cell of
+  earlier runs) by a rule fixed before the run, not chosen per point: ``k = 64`` and
+  ``sketch_depth = 3`` (the planner's), the depth of ``PrivHP.plan(domain, ε, BUDGET, E)``
+  (``E`` the stream's events), then the widest ``width ≤ 256`` whose
+  ``ContinualPrivHP.memory_bytes`` fits ``BUDGET``;
 - ``OnlineSynthesizer`` (insert-only: skipped on stream (b)).
 
 W1: exact optimal transport (``sketchsyn.evaluate.metrics.wasserstein1(method="ot")``) between
 1 500 points drawn from the data at the release point and 1 500 points drawn from the release,
-seeded; ``floor`` is W1 between two such draws from the data. ``--seeds s`` repeats every cell
-with s seeds (noise, draws) and averages W1 per release point. Writes
+seeded; ``floor`` is W1 between two such draws from the data. All methods at one point and seed
+are compared with the same 1 500 data points (paired draws). ``--seeds s`` repeats every cell
+with s seeds (noise, draws) and averages W1 per release point (default 4: the sampling noise of
+a 1 500-point W1 is of the order of the differences between the best methods near the floor).
+The summary counts, per method, the release points at which its mean W1 is below the better of
+PHDStream's two counters ("points ahead"), and among the others those where it is behind by
+more than two standard errors of the paired difference over the seeds ("clearly behind"): a
+point behind by less is within the sampling noise of the run. Writes
 ``benchmarks/results/streams.csv`` and ``docs/streams.png`` (``--quick``: a smaller run written
 to ``benchmarks/results/streams_quick.csv``, no figure).
 """
@@ -64,6 +76,7 @@ ROOT = Path(__file__).resolve().parent.parent
 N_EVAL = 1500
 POINTS = 8
 MEMORY = 256 * 1024
+BUDGET = 256 * 1024  # the planned ContinualPrivHP's bytes (module docstring)
 CONTINUAL = dict(k=64, width=256, horizon=2**19)
 
 
@@ -233,6 +246,22 @@ def _continual_kwargs() -> tuple[set[str], bool]:
     return params, hasattr(ContinualPrivHP, "remove_many")
 
 
+def continual_plan(stream: Stream, eps: float = 1.0) -> dict:
+    """ContinualPrivHP's parameters for ``BUDGET`` bytes with the schedule ``releases=8``: k = 64
+    and sketch_depth = 3, the depth of ``PrivHP.plan`` for the domain, ``BUDGET`` and the
+    stream's events, then the widest width ≤ 256 that fits (the module docstring's rule). The
+    planner's depth does not depend on ε here (ε only changes its width advice)."""
+    depth = PrivHP.plan(stream.domain, eps, BUDGET, stream.events).depth
+    kw = dict(k=64, sketch_depth=3, depth=depth, horizon=stream.events)
+    width = max(
+        (w for w in range(1, 257)
+         if ContinualPrivHP.memory_bytes(kw["k"], w, 3, depth, stream.events, counter="kary",
+                                         releases=POINTS) <= BUDGET),
+        default=1,
+    )  # fmt: skip
+    return kw | {"width": width, "counter": "kary", "releases": POINTS}
+
+
 def continual_variants(stream: Stream) -> Iterator[tuple[str, dict, str]]:
     """(label, extra kwargs, note) of the ContinualPrivHP variants the installed version has."""
     params, removes = _continual_kwargs()
@@ -252,6 +281,9 @@ def continual_variants(stream: Stream) -> Iterator[tuple[str, dict, str]]:
             if counter is not None:
                 extra["counter"] = counter
             yield f"ContinualPrivHP ({counter or 'default'}, releases=8)", extra, ""
+        if "counter" in params:
+            plan = continual_plan(stream)
+            yield "ContinualPrivHP (kary, releases=8, 256 KB plan)", plan, ""
     else:
         print("  ContinualPrivHP has no releases= argument yet: the schedule is not run")
 
@@ -333,13 +365,32 @@ def _figure(rows: list[dict], streams: list[str], eps_list: list[float], path: P
     print(f"wrote {path}")
 
 
-def summary(rows: list[dict]) -> str:
+def _clearly_behind(raw: list[dict], name: str, eps: float, method: str, best: list[str]) -> int:
+    """Release points where ``method`` is behind ``best[point]`` (the PHDStream counter with the
+    lower mean there) by more than two standard errors of the paired difference over seeds."""
+    w: dict[tuple[str, int, int], float] = {}
+    for r in raw:
+        if r["stream"] == name and float(r["epsilon"]) == eps:
+            w[(r["method"], int(r["point"]), int(r["seed"]))] = float(r["w1"])
+    seeds = sorted({key[2] for key in w})
+    behind = 0
+    for point, phd in enumerate(best, start=1):
+        d = np.array([w[(method, point, s)] - w[(phd, point, s)] for s in seeds
+                      if (method, point, s) in w and (phd, point, s) in w])  # fmt: skip
+        if d.size >= 2 and d.mean() > 2 * d.std(ddof=1) / np.sqrt(d.size):
+            behind += 1
+    return behind
+
+
+def summary(rows: list[dict], raw: list[dict] | None = None) -> str:
     """One line per (stream, ε, method): mean and last W1 (each point averaged over the seeds),
-    the release points at which it is below PHDStream's best counter, state bytes, records/s."""
+    the release points at which it is below PHDStream's best counter and (from the per-seed
+    ``raw`` rows) those where it is behind by more than two standard errors, state bytes,
+    records/s."""
     lines = [
         "| stream | ε | method | mean W1 ×10³ | last W1 ×10³ | points ahead of PHDStream "
-        "| state bytes | records/s |",
-        "|---|---|---|---|---|---|---|---|",
+        "| clearly behind | state bytes | records/s |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     keys = dict.fromkeys((r["stream"], float(r["epsilon"])) for r in rows)
     for name, eps in keys:
@@ -347,19 +398,22 @@ def summary(rows: list[dict]) -> str:
         by: dict[str, list[dict]] = {}
         for r in sel:
             by.setdefault(r["method"], []).append(r)
-        phd = [np.array([float(r["w1"]) for r in v]) for m, v in by.items()
-               if m.startswith("PHDStream")]  # fmt: skip
+        names = [m for m in by if m.startswith("PHDStream")]
+        phd = [np.array([float(r["w1"]) for r in by[m]]) for m in names]
         best = np.min(np.stack(phd), axis=0) if phd else None
+        best_names = [names[i] for i in np.argmin(np.stack(phd), axis=0)] if phd else []
         for method, v in by.items():
             w = np.array([float(r["w1"]) for r in v])
-            ahead = ""
+            ahead = behind = ""
             if best is not None and not method.startswith(("PHDStream", "floor")):
                 ahead = f"{int((w < best).sum())}/{w.size}"
+                if raw is not None:
+                    behind = f"{_clearly_behind(raw, name, eps, method, best_names)}/{w.size}"
             size = int(float(v[0]["state_bytes"]))
             rate = float(v[0]["records_per_s"])
             lines.append(
                 f"| {name} | {eps:g} | {method} | {1e3 * w.mean():.2f} | {1e3 * w[-1]:.2f} | "
-                f"{ahead} | {f'{size:,}' if size else ''} | "
+                f"{ahead} | {behind} | {f'{size:,}' if size else ''} | "
                 f"{'' if np.isnan(rate) else f'{rate:,.0f}'} |"
             )
     return "\n".join(lines)
@@ -420,7 +474,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--stream", nargs="+", choices=("flights", "drift"),
                     default=["flights", "drift"])  # fmt: skip
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--seeds", type=int, default=1, help="runs averaged (W1 per point)")
+    ap.add_argument("--seeds", type=int, default=4, help="runs averaged (W1 per point)")
     ap.add_argument(
         "--from-csv", type=Path, default=None, help="summary and figure from an earlier CSV"
     )
@@ -430,7 +484,7 @@ def main(argv: list[str] | None = None) -> None:
             rows = [dict(r) | {"epsilon": float(r["epsilon"]), "point": int(r["point"]),
                                "w1": float(r["w1"])} for r in csv.DictReader(f)]  # fmt: skip
         mean = _mean_over_seeds(rows)
-        print(summary(mean))
+        print(summary(mean, rows))
         names = list(dict.fromkeys(r["stream"] for r in rows))
         eps_all = list(dict.fromkeys(r["epsilon"] for r in rows))
         _figure(mean, names, eps_all, ROOT / "docs" / "streams.png")
@@ -455,7 +509,7 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"{stream.name}, ε = {eps:g}, seed {seed}: {stream.events:,} events, "
                       f"{len(stream.steps)} steps")  # fmt: skip
                 rows += run_cell(stream, eps, seed, ms)
-    print("\n" + summary(_mean_over_seeds(rows)))
+    print("\n" + summary(_mean_over_seeds(rows), rows))
     print(f"\ntotal time {time.perf_counter() - t_start:.0f} s")
     out = ROOT / "benchmarks" / "results" / ("streams_quick.csv" if args.quick else "streams.csv")
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -239,6 +239,9 @@ def _examples() -> dict[str, Example]:
                 "releases": lambda s: _c("ContinualPrivHP")(
                     _box(2), 1.0, k=4, width=16, horizon=64, depth=5, releases=8, rng=s
                 ),
+                "hybrid": lambda s: _c("ContinualPrivHP")(
+                    _box(2), 1.0, k=4, width=16, horizon=64, depth=5, counter="hybrid", rng=s
+                ),
                 "honaker": lambda s: _c("ContinualPrivHP")(
                     _box(2),
                     1.0,

@@ -117,7 +117,7 @@ def test_leaves_follow_a_moving_hot_region() -> None:
     near_first, near_second = [], []
     for step in range(0, n, 1024):
         c.update_many(X[step : step + 1024])
-        c.release()
+        c.release(prune=0)  # the plain growth (no pruning)
         centres = deep_leaf_centres(c)
         near_first.append(np.mean(np.abs(centres - 0.15).max(axis=1) < 0.1))
         near_second.append(np.mean(np.abs(centres - 0.85).max(axis=1) < 0.1))
@@ -138,7 +138,7 @@ def test_release_equals_growth_from_the_full_noisy_state(sketch: str) -> None:
     )
     for stop in (700, 1500, 3000):
         c.update_many(X[c.t : stop])
-        grown = c.release()
+        grown = c.release(prune=0)  # the plain growth, rebuilt below from every cell
         levels = [c.cell_values(level).astype(float) for level in range(c.L_k + 1)]
         variances = [c.cell_variance(level) for level in range(c.L_k + 1)]
         top = tree.consistent_levels(least_squares_levels(levels, variances))

@@ -12,7 +12,8 @@ row, or once per release **epoch** when the releases are announced (``releases=m
 ``log n``. ``release()`` combines the counter levels by least squares (Hay, Rastogi, Miklau and
 Suciu, *Boosting the accuracy of differentially private histograms through consistency*), so
 the root and the shallow cells are estimated from every counter level, then regrows the tree
-through the sketches (``tree.grow_partition``, post-processing). The noise tables are in
+through the sketches, pruning the children whose count is below their level's noise
+(post-processing: :mod:`sketchsyn.synth.continual_release`). The noise tables are in
 :mod:`sketchsyn.synth.continual_noise`.
 
 >>> import numpy as np
@@ -50,9 +51,9 @@ from ..io.stream import consume
 from ..io.summary import Summary
 from ..privacy import accounting
 from ..privacy.lineage import Lineage, UsageGuard
-from ..privacy.noise import discrete_laplace_variance
 from ..privacy.rng import RNGLike, as_source
-from ..synth import tree
+from ..synth import continual_release
+from ..synth.continual_hybrid import _HybridTable
 from ..synth.continual_io import check_mergeable, load_state, save_state
 from ..synth.continual_noise import (
     _BinaryTable,
@@ -60,12 +61,13 @@ from ..synth.continual_noise import (
     _KaryTable,
     _plan,
     best_arity,
+    cell_bytes,
     check_schedule,
     memory_bytes,
 )
+from ..synth.continual_release import PRUNE
 from ..synth.distribution import PrivateDistribution
 from ..synth.privhp import PrivHP
-from ..synth.release import least_squares_levels
 
 __all__ = ["ContinualPrivHP", "best_arity", "binary_levels"]
 
@@ -73,7 +75,7 @@ _KIND = "ContinualPrivHP"
 _HEADER_BYTES = 64
 # Rows given one at a time (``update``) are encoded at once and counted in groups of this many.
 _PENDING = 1024
-_COUNTERS = ("kary", "binary", "honaker")
+_COUNTERS = ("kary", "binary", "honaker", "hybrid")
 _MAX_HONAKER_EPOCHS = 2**16
 
 
@@ -107,15 +109,16 @@ class ContinualPrivHP(Summary):
     horizon : int
         Public number of steps ``T`` the stream may last (one event, an insertion or a
         deletion, per step); updates past it are refused.
-    counter : {"kary", "binary", "honaker"}
+    counter : {"kary", "binary", "honaker", "hybrid"}
         The continual counter in every cell (default ``"kary"``, the most accurate measured).
         ``"honaker"`` needs a schedule of at most 65 536 epochs (its estimates are stepped
-        eagerly, once per epoch, for every cell).
+        eagerly, once per epoch, for every cell). ``"hybrid"`` (Chan, Shi and Song's hybrid
+        mechanism, :mod:`~sketchsyn.synth.continual_hybrid`): noise of ``log t``, not ``log T``.
     arity : int, optional
-        Odd branching factor ``3 … 63`` of the k-ary tree (``counter="kary"`` only). Default: 5
-        when the counters step once per row (the fewest blocks per release that fit in the
-        memory of the binary table), else the ``k`` with the lowest mean variance over the
-        epochs (:func:`best_arity`).
+        Odd branching factor ``3 … 63`` of the k-ary tree (``"kary"``, ``"hybrid"``). Default
+        per row: 5 (the fewest blocks per release in the binary table's memory; ``"hybrid"``:
+        9, the knee of its mean variance over log-spaced steps), else the ``k`` with the lowest
+        mean variance over the epochs (:func:`best_arity`).
     releases : int, optional
         ``m`` announced releases, spread evenly: epoch ``e`` closes at row ``floor(e·T/m)``.
     release_every : int, optional
@@ -155,9 +158,11 @@ class ContinualPrivHP(Summary):
     ``σ_l``-DP and the levels compose to ε. Every release (any step, any number) is a function
     of the closed epochs' noisy blocks only: for ``"binary"`` the p-sums of ``e``'s set bits;
     for ``"kary"`` the signed blocks of ``e``'s balanced digits, whose signs sum to the
-    indicator of the epochs ``1 … e``; for ``"honaker"`` the least-squares estimates of closed
-    nodes, linear in their subtrees' noisy blocks; then least squares over the counter levels
-    and the tree growth: post-processing. The step count ``t`` and the schedule are public.
+    indicator of the epochs ``1 … e``; for ``"hybrid"`` those of its segments (an event lies
+    in one, in ``λ_g`` blocks of scale ``λ_g/σ_l``: module ``continual_hybrid``); for
+    ``"honaker"`` the least-squares estimates of closed nodes, linear in their subtrees' noisy
+    blocks; then least squares over the counter levels and the tree growth: post-processing.
+    The step count ``t`` and the schedule are public.
 
     **Deletions.** ``remove_many`` subtracts the rows' cells. A deletion that the exact counts
     prove impossible (a counter-level cell or a Count-Min bucket would go below 0) is refused
@@ -276,17 +281,15 @@ class ContinualPrivHP(Summary):
         self._n_pending = 0
 
     def _cell_bytes(self) -> int:
-        if self._counter == "binary":
-            return 8 + _BinaryTable.bytes_per_cell(self._h)
-        if self._counter == "kary":
-            return 8 + _KaryTable.bytes_per_cell(self._h, int(self._arity or 3))
-        return 8 + _HonakerBank.bytes_per_cell(self._h)
+        return 8 + cell_bytes(self._counter, self._h, self._arity)
 
     def _new_table(self, n_cells: int, streams: list | None) -> Any:
         if self._counter == "binary":
             return _BinaryTable(n_cells, self._h)
         if self._counter == "kary":
             return _KaryTable(n_cells, int(self._arity or 3), self._h)
+        if self._counter == "hybrid":
+            return _HybridTable.build(n_cells, int(self._arity or 3), self._epochs, self._exact)
         if self._epochs > _MAX_HONAKER_EPOCHS or not self._scheduled:
             raise ParameterError(
                 "The 'counter' parameter of ContinualPrivHP: 'honaker' needs a schedule "
@@ -339,12 +342,12 @@ class ContinualPrivHP(Summary):
 
     @property
     def counter(self) -> str:
-        """The continual counter in every cell: ``"kary"``, ``"binary"`` or ``"honaker"``."""
+        """The counter in every cell: "kary", "binary", "honaker" or "hybrid"."""
         return self._counter
 
     @property
     def arity(self) -> int | None:
-        """Branching factor of the k-ary tree (``None`` for the binary trees)."""
+        """Branching factor of the k-ary or hybrid tree (``None`` for the binary trees)."""
         return self._arity
 
     @property
@@ -659,43 +662,35 @@ class ContinualPrivHP(Summary):
 
         Post-processing of the released cells; what ``release()`` grows from.
         """
-        L = self.L_k
-        counts = self._noisy(np.arange(self._n_tree, dtype=np.int64)).astype(np.float64)
-        levels = [counts[2**level - 1 : 2 ** (level + 1) - 1] for level in range(L + 1)]
-        e = self._epoch_of(self._t)
-        variances = [self._variance_at(level, e) for level in range(L + 1)]
-        if L == 0 or min(variances) <= 0:
-            return levels
-        return least_squares_levels(levels, variances)
+        return continual_release.top_levels(self)
 
-    def _grow(self) -> Any:
-        """The grown partition tree at the last closed epoch (post-processing only)."""
-        top = tree.consistent_levels(self.top_levels())
-
-        def query(level: int, prefixes: np.ndarray) -> np.ndarray:
-            cells, signs = self._query_cells(level, prefixes)
-            uniq, inverse = np.unique(cells, return_inverse=True)
-            values = self._noisy(uniq)[inverse.reshape(cells.shape)].astype(np.float64)
-            if signs is None:
-                return values.min(axis=0)
-            return np.median(values * signs, axis=0)
-
-        return tree.grow_partition(top, query, self.k, self.depth)
-
-    def release(self) -> PrivateDistribution:
+    def release(self, *, prune: float = PRUNE) -> PrivateDistribution:
         """The private distribution at the last closed epoch (any step, any number of times).
 
         Without a schedule every step closes an epoch. Releases in one epoch read the same
-        noise, so they are equal; their parameters name the epoch and its last step ``t``.
-        """
-        with self._usage.enter(_KIND):
-            return self._release()
+        noise, so they are equal; their parameters name the epoch, its last step ``t`` and
+        ``prune``.
 
-    def _release(self) -> PrivateDistribution:
+        Parameters
+        ----------
+        prune : float, default 0.2
+            Post-processing (no budget): when growing the tree, a child whose consistent count
+            is below a threshold gives its count to its sibling if the sibling's is not below
+            it, so that empty cells do not keep a share of the noise. The threshold, in noise
+            standard deviations, is the smallest at which the released values estimate at most
+            this share of empty cells among those kept. 0 turns pruning off. See
+            :mod:`sketchsyn.synth.continual_release`.
+        """
+        prune = continual_release.check_prune(prune, "prune")
+        with self._usage.enter(_KIND):
+            return self._release(prune)
+
+    def _release(self, prune: float = PRUNE) -> PrivateDistribution:
         e = self._epoch_of(self._t)
         if self._last is not None and self._last[0] == e:
-            return self._last[1]
-        grown = self._grow()
+            if self._last[1].params.get("prune") == prune:
+                return self._last[1]
+        grown = continual_release.grow(self, prune)
         leaf_levels, leaf_prefixes, leaf_counts = grown.leaves()
         params = self._params()
         params.pop("domain")
@@ -706,7 +701,7 @@ class ContinualPrivHP(Summary):
             leaf_counts,
             epsilon=self.epsilon,
             mechanism=_KIND,
-            params=params | {"t": self._end(e), "epoch": e},
+            params=params | {"t": self._end(e), "epoch": e, "prune": prune},
         )
         self._last = (e, dist, grown)
         return dist
@@ -719,7 +714,7 @@ class ContinualPrivHP(Summary):
         return self._last[2]
 
     def _variance_at(self, level: int, e: int) -> float:
-        return self._table.blocks(e) * discrete_laplace_variance(float(self._scales[level]))
+        return float(self._table.variance(level, e, self._scales))
 
     def cell_variance(self, level: int, t: int | None = None) -> float:
         """Variance of one released cell of ``level`` at step ``t`` (before least squares):

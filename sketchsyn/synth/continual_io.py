@@ -20,7 +20,7 @@ from ..io.serial import MetaReader
 __all__: list[str] = []
 
 _KIND = "ContinualPrivHP"
-_COUNTERS = ("kary", "binary", "honaker")
+_COUNTERS = ("kary", "binary", "honaker", "hybrid")
 
 
 def load_state(cls: Any, fields: MetaReader, arrays: dict[str, np.ndarray], version: int) -> Any:

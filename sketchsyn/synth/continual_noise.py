@@ -1,7 +1,7 @@
 """The noise of :class:`~sketchsyn.synth.continual.ContinualPrivHP`, one table per counter.
 
 Every cell (a counter of the levels ``0 … L_k`` or a cell of a level sketch) is a continual
-counter over ``E`` steps (rows, or release epochs with a schedule). Three counters:
+counter over ``E`` steps (rows, or release epochs with a schedule). Four counters:
 
 * ``"binary"`` (Chan, Shi and Song, *Private and Continual Release of Statistics*): the release
   at step ``e`` reads the p-sums ``(i, e >> i)`` of the set bits ``i`` of ``e``;
@@ -10,6 +10,11 @@ counter over ``E`` steps (rows, or release epochs with a schedule). Three counte
   Pure Differential Privacy*): the balanced base-``k`` digits ``b_j`` of ``e`` add ``b_j``
   blocks of level ``j`` (or subtract ``|b_j|``); ``h = karytree_levels(E, k)`` levels. Lazy table
   :class:`_KaryTable`.
+* ``"hybrid"`` (Chan, Shi and Song's hybrid mechanism): segments of growing length ``k^g``,
+  a k-ary tree with negative digits sized for each segment, each closed segment's total one
+  block; the noise at step ``t`` carries ``log t``, not ``log T``. Lazy table
+  :class:`~sketchsyn.synth.continual_hybrid._HybridTable` (its segments:
+  :func:`hybrid_segments`).
 * ``"honaker"`` (Honaker, *Efficient Use of Differentially Private Binary Trees*): every node of
   the binary tree is noised and a closed node's estimate combines it with its children's. The
   estimate of a node depends on every node under it, so it cannot be drawn lazily: the
@@ -40,11 +45,20 @@ import numpy as np
 from ..counters.engines import _HonakerTree
 from ..counters.karytree import balanced_digits, karytree_levels
 from ..errors import ParameterError, SerializationError, check_int
-from ..privacy.noise import discrete_laplace
+from ..privacy.noise import discrete_laplace, discrete_laplace_variance
 
-__all__ = ["best_arity", "check_schedule", "memory_bytes"]
+__all__ = [
+    "best_arity",
+    "cell_bytes",
+    "check_schedule",
+    "hybrid_levels",
+    "hybrid_segments",
+    "memory_bytes",
+]
 
 _ROW_ARITY = 5  # per-row steps: k = 5 has the lowest variance at today's memory (docs)
+# The hybrid per row: k = 9 is the knee of its mean variance over log-spaced steps (docs)
+_HYBRID_ROW_ARITY = 9
 
 
 def _by_level(cells: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -74,6 +88,9 @@ class _BinaryTable:
 
     def blocks(self, e: int) -> int:
         return bin(int(e)).count("1")
+
+    def variance(self, level: int, e: int, scales: Any) -> float:
+        return self.blocks(e) * discrete_laplace_variance(float(scales[level]))
 
     def untouched(self) -> bool:
         return not bool(self.block.any())
@@ -157,6 +174,9 @@ class _KaryTable:
 
     def blocks(self, e: int) -> int:
         return int(np.abs(balanced_digits(int(e), self.k, self.h)).sum())
+
+    def variance(self, level: int, e: int, scales: Any) -> float:
+        return self.blocks(e) * discrete_laplace_variance(float(scales[level]))
 
     def untouched(self) -> bool:
         return bool((self.phase == -1).all())
@@ -292,6 +312,9 @@ class _HonakerBank:
                 out += ratio
         return out
 
+    def variance(self, level: int, e: int, scales: Any) -> float:
+        return self.blocks(e) * discrete_laplace_variance(float(scales[level]))
+
     def untouched(self) -> bool:
         return all(e.u == 0 for e in self.engines)
 
@@ -351,20 +374,64 @@ def best_arity(epochs: int) -> int:
     return min(cost, key=lambda k: (cost[k], k))
 
 
+def hybrid_segments(epochs: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The hybrid counter's segments of the epochs ``1 … E``: ``(starts, lengths, heights)``.
+
+    Segment ``g`` holds the epochs ``S_g + 1 … S_g + k^g`` (``S_g = (k^g − 1)/(k − 1)``), its
+    k-ary tree has the levels ``0 … g`` (``g + 1`` blocks per epoch, the top one the segment's
+    total); the last segment is cut at ``E`` and its height is the smallest ``H`` with
+    ``k^H ≥`` its length.
+
+    >>> [a.tolist() for a in hybrid_segments(40, 3)]
+    [[0, 1, 4, 13], [1, 3, 9, 27], [0, 1, 2, 3]]
+    >>> [a.tolist() for a in hybrid_segments(20, 3)]
+    [[0, 1, 4, 13], [1, 3, 9, 7], [0, 1, 2, 2]]
+    """
+    starts, lengths, heights = [], [], []
+    start, g = 0, 0
+    while start < epochs:
+        n, h = k**g, g
+        if start + n > epochs:
+            n, h = epochs - start, 0
+            while k**h < n:
+                h += 1
+        starts.append(start)
+        lengths.append(n)
+        heights.append(h)
+        start, g = start + n, g + 1
+    return (
+        np.array(starts, dtype=np.int64),
+        np.array(lengths, dtype=np.int64),
+        np.array(heights, dtype=np.int64),
+    )
+
+
+def hybrid_levels(epochs: int, k: int) -> int:
+    """``h``: the most blocks one epoch lies in, over the hybrid counter's segments.
+
+    >>> hybrid_levels(2**20, 5), hybrid_levels(40, 3)
+    (10, 4)
+    """
+    return int(hybrid_segments(epochs, k)[2].max()) + 1
+
+
 def _plan(
     horizon: int, counter: str, arity: int | None, releases: int | None, every: int | None
 ) -> tuple[int, int | None, int]:
     """``(E, k, h)``: counter steps (rows or epochs), the k-ary arity (``None`` otherwise) and
-    the counter's levels."""
+    the counter's levels (hybrid: those of its largest segment)."""
     epochs = horizon
     if releases is not None:
         epochs = releases
     elif every is not None:
         epochs = -(-horizon // every)
-    if counter != "kary":
+    if counter not in ("kary", "hybrid"):
         return epochs, None, int(epochs).bit_length()
     if arity is None:
-        arity = _ROW_ARITY if releases is None and every is None else best_arity(epochs)
+        row = _HYBRID_ROW_ARITY if counter == "hybrid" else _ROW_ARITY
+        arity = row if releases is None and every is None else best_arity(epochs)
+    if counter == "hybrid":
+        return epochs, arity, hybrid_levels(epochs, arity)
     return epochs, arity, karytree_levels(epochs, arity)
 
 
@@ -382,9 +449,9 @@ def check_schedule(
     if every is not None:
         check_int(every, "release_every", owner, minimum=1, maximum=2**62)
     if arity is not None:
-        if counter != "kary":
+        if counter not in ("kary", "hybrid"):
             raise ParameterError(
-                f"The 'arity' parameter of {owner} applies to counter='kary' only. "
+                f"The 'arity' parameter of {owner} applies to counter='kary' or 'hybrid' only. "
                 f"Got arity={arity!r} with counter={counter!r} instead."
             )
         check_int(arity, "arity", owner, minimum=3, maximum=63)
@@ -393,6 +460,16 @@ def check_schedule(
                 f"The 'arity' parameter of {owner} must be odd (balanced digits). "
                 f"Got {arity!r} instead."
             )
+
+
+def cell_bytes(counter: str, h: int, arity: int | None) -> int:
+    """Noise bytes per cell of ``counter`` with ``h`` levels (the hybrid: its closed-segment
+    noise and count besides the open segment's k-ary slots)."""
+    if counter == "binary":
+        return _BinaryTable.bytes_per_cell(h)
+    if counter == "honaker":
+        return _HonakerBank.bytes_per_cell(h)
+    return _KaryTable.bytes_per_cell(h, int(arity or 3)) + 9 * (counter == "hybrid")
 
 
 def memory_bytes(
@@ -411,12 +488,9 @@ def memory_bytes(
     L_k = min(int(k).bit_length() - 1, depth)
     cells = width * sketch_depth * (depth - L_k) + 2 ** (L_k + 1) - 1
     epochs, ar, h = _plan(horizon, counter, arity, releases, release_every)
-    if counter == "binary":
-        per, fixed = _BinaryTable.bytes_per_cell(h), 8 * h
-    elif counter == "kary":
-        per, fixed = _KaryTable.bytes_per_cell(h, int(ar or 3)), 8 * h
-    else:
-        per, fixed = _HonakerBank.bytes_per_cell(h), 0
+    per, fixed = cell_bytes(counter, h, ar), (0 if counter == "honaker" else 8 * h)
+    if counter == "hybrid":  # the open segment's number and the block scales per segment
+        fixed += 8 + 8 * len(hybrid_segments(epochs, int(ar or 3))[0]) * (depth + 1)
     scheduled = releases is not None or release_every is not None
     fixed += 8 * 1024 + 8 * (depth + 1) + 64
     return cells * (8 + per + 8 * scheduled) + fixed
