@@ -25,15 +25,13 @@ from __future__ import annotations
 import abc
 import hashlib
 import os
-import queue
-import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..errors import InputError, ParameterError, check_choice, check_int
-from .batchreader import Position, record_bad
+from .batchreader import Position, read_ahead, record_bad
 from .csvarrow import float64_values
 
 __all__ = ["ArrowReader", "ParquetReader", "columnar_format"]
@@ -194,41 +192,7 @@ class _ColumnarReader(abc.ABC):
         if not self._threads:
             yield from self._pieces(start)
             return
-        q: queue.Queue = queue.Queue(maxsize=1)
-        stop = threading.Event()
-
-        def work() -> None:
-            try:
-                for item in self._pieces(start):
-                    while not stop.is_set():
-                        try:
-                            q.put(("piece", item), timeout=0.1)
-                            break
-                        except queue.Full:
-                            continue
-                    if stop.is_set():
-                        return
-                q.put(("end", None))
-            except BaseException as exc:  # handed to the caller, in order
-                q.put(("error", exc))
-
-        thread = threading.Thread(target=work, name="sketchsyn-reader", daemon=True)
-        thread.start()
-        try:
-            while True:
-                kind, item = q.get()
-                if kind == "end":
-                    return
-                if kind == "error":
-                    raise item
-                yield item
-        finally:
-            stop.set()
-            while thread.is_alive():  # the file is closed only once the thread is done with it
-                try:
-                    q.get(timeout=0.1)
-                except queue.Empty:
-                    pass
+        yield from read_ahead(self._pieces(start), 1)
 
     def __iter__(self) -> Iterator[np.ndarray]:
         try:

@@ -367,36 +367,7 @@ class BatchReader(abc.ABC):
         if not self._threads:
             yield from self._blocks()
             return
-        q: queue.Queue = queue.Queue(maxsize=2)
-        stop = threading.Event()
-
-        def work() -> None:
-            try:
-                for item in self._blocks():
-                    while not stop.is_set():
-                        try:
-                            q.put(("block", item), timeout=0.1)
-                            break
-                        except queue.Full:
-                            continue
-                    if stop.is_set():
-                        return
-                q.put(("end", None))
-            except BaseException as exc:  # handed to the caller, in order
-                q.put(("error", exc))
-
-        thread = threading.Thread(target=work, name="sketchsyn-reader", daemon=True)
-        thread.start()
-        try:
-            while True:
-                kind, item = q.get()
-                if kind == "end":
-                    return
-                if kind == "error":
-                    raise item
-                yield item
-        finally:
-            stop.set()
+        yield from read_ahead(self._blocks(), 2)
 
     def __iter__(self) -> Iterator[np.ndarray]:
         try:
@@ -426,3 +397,50 @@ class BatchReader(abc.ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def read_ahead(items: Iterator[Any], maxsize: int) -> Iterator[Any]:
+    """The items of ``items``, produced on a reader thread up to ``maxsize`` ahead of the caller.
+
+    An exception in the thread is raised to the caller at its place in the order. When the
+    caller stops early, the thread is stopped and waited for (so a file it reads can be
+    closed safely afterwards).
+
+    >>> list(read_ahead(iter(range(5)), 2))
+    [0, 1, 2, 3, 4]
+    """
+    q: queue.Queue = queue.Queue(maxsize=maxsize)
+    stop = threading.Event()
+
+    def work() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        q.put(("item", item), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put(("end", None))
+        except BaseException as exc:  # handed to the caller, in order
+            q.put(("error", exc))
+
+    thread = threading.Thread(target=work, name="sketchsyn-reader", daemon=True)
+    thread.start()
+    try:
+        while True:
+            kind, item = q.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while thread.is_alive():  # drain, so a blocked put returns and the thread ends
+            try:
+                q.get(timeout=0.1)
+            except queue.Empty:
+                pass
