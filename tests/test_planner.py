@@ -116,16 +116,24 @@ def test_the_constants_are_the_fit_of_the_saved_generated_curves(monkeypatch, ca
     assert PrivHP.plan(Box.unit(8), 1.0, 64 << 20, 327_346).depth == 54
 
 
-@pytest.mark.parametrize("d", [6, 8, 12])
+@pytest.mark.parametrize("d", [3, 6, 8, 12])
 @pytest.mark.parametrize("budget", [20_000, 100_000, 262_144, 1 << 20])
 def test_high_dimensional_plans_fit_and_grow_the_stated_cells(d, budget):
     for eps in (0.1, 1.0, 10.0):
         p = PrivHP.plan(Box.unit(d), eps, budget, 327_346)
         assert p.nbytes <= budget
         assert p.release_k == max(p.k, math.floor(planner.RELEASE_FACTOR * p.width))
+        assert planner.RELEASE_MIN_D <= d
         assert f"release_k = {p.release_k} " in p.explain()
         php = PrivHP(Box.unit(d), eps, rng=0, **p.kwargs())
         assert php.nbytes == p.nbytes and php.release_k == p.release_k
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_low_dimensional_plans_keep_the_default_release(d):
+    # Below RELEASE_MIN_D the planner keeps PrivHP's default release.
+    p = PrivHP.plan(Box.unit(d), 1.0, 262_144, 327_346)
+    assert p.release_k == max(p.k, p.width // 4) and "width // 4" in p.explain()
 
 
 def test_explain_names_every_chosen_value():

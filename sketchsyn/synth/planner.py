@@ -23,12 +23,16 @@ never on data being released; figures in docs/parameters.md):
    to the automatic ``counter_depth``. When that width would be below :data:`MIN_WIDTH` the
    depth is lowered until it is not (a narrow sketch mixes up the children of the cells it
    grows); below the smallest such summary the planner keeps at most two sketch levels under
-   the counters (the rule before this planner, fitted for small 2-D budgets). The release
-   grows ``release_k = max(k, floor(RELEASE_FACTOR·width))`` cells per sketch level
+   the counters (the rule before this planner, fitted for small 2-D budgets). From
+   ``d = RELEASE_MIN_D`` (3) columns up the release grows
+   ``release_k = max(k, floor(RELEASE_FACTOR·width))`` cells per sketch level
    (:func:`planned_release_k`, factor 1): on columns spread over their range a deep tree needs
    many cells per level (against PrivHP's default ``max(k, w // 4)``, W1 × 0.87–0.89 at
    d = 6 and 8 on the mixed family below), and growing as many cells as the sketch is wide
-   stays within ±5% on concentrated ones.
+   stays within ±5% on concentrated ones. In two columns the sweeps show no difference
+   beyond their noise (±3%) and the README's example (generated rides, two hot spots) is
+   14% worse by the tree bound with the wider release, so there the plan keeps PrivHP's
+   default, the smaller release (a quarter of the leaves to store and sample from).
 
    The three constants were fitted together on two generated families, swept over
    d = 2, 3, 4, 6, 8, ε = 0.1, 1, 10 and depths 12 ... 63 with release factors 1/4, 1 and 4:
@@ -69,6 +73,7 @@ __all__ = [
     "MIN_WIDTH",
     "Plan",
     "RELEASE_FACTOR",
+    "RELEASE_MIN_D",
     "plan",
     "target_depth",
 ]
@@ -82,6 +87,8 @@ MIN_WIDTH = 128
 #: Cells grown per sketch level at release, per unit of sketch width
 #: (``release_k = max(k, floor(RELEASE_FACTOR·width))``).
 RELEASE_FACTOR = 1.0
+#: Fewest columns at which the plan grows ``RELEASE_FACTOR·width`` cells (below: ``w // 4``).
+RELEASE_MIN_D = 3
 K = 64
 SKETCH_DEPTH = 3
 SMALL_BUDGET_SKETCH_LEVELS = 2
@@ -136,12 +143,15 @@ def target_depth(d: int, epsilon: float, n: int, max_depth: int) -> int:
     return int(max(1, min(r, max_depth)))
 
 
-def planned_release_k(width: int) -> int:
-    """``max(k, floor(RELEASE_FACTOR·width))``: the cells the release grows per sketch level.
+def planned_release_k(width: int, d: int = RELEASE_MIN_D) -> int:
+    """The cells the release grows per sketch level: ``max(k, floor(RELEASE_FACTOR·width))``
+    from ``d = RELEASE_MIN_D`` columns up, PrivHP's default ``max(k, width // 4)`` below.
 
-    >>> planned_release_k(100) >= 64
-    True
+    >>> planned_release_k(1364, d=3), planned_release_k(1364, d=2)
+    (1364, 341)
     """
+    if int(d) < RELEASE_MIN_D:
+        return int(max(K, int(width) // 4))
     return int(max(K, math.floor(RELEASE_FACTOR * int(width))))
 
 
@@ -205,7 +215,11 @@ class Plan:
             f"that fit; counter_depth = {self.counter_depth} (exact counters on levels 0-"
             f"{self.counter_depth}), {r - self.counter_depth} sketch levels",
             f"  k = {self.k}, release_k = {self.release_k} cells grown per sketch level "
-            f"(max(k, floor({RELEASE_FACTOR:g}·width)))",
+            + (
+                f"(max(k, floor({RELEASE_FACTOR:g}·width)))"
+                if d >= RELEASE_MIN_D
+                else f"(max(k, width // 4): d < {RELEASE_MIN_D})"
+            ),
             f"  state = {self.nbytes:,} bytes; useful up to about {self.useful_bytes:,} bytes",
             f"  signal: noise below the count of a typical grown cell down to level "
             f"{self.signal_depth} of {r}",
@@ -301,7 +315,7 @@ def plan(domain: Any, epsilon: float, memory_bytes: int, expected_n: int) -> Pla
             f"n ≈ {n:,}; the plan uses {useful:,} bytes"
         )
     counter_depth = auto_counter_depth(K, width, SKETCH_DEPTH, depth)
-    release_k = planned_release_k(width)
+    release_k = planned_release_k(width, d)
     gammas = [float(domain.gamma(level)) for level in range(-1, depth + 1)]
     signal = _signal_depth(eps, n, depth, counter_depth, release_k, gammas)
     if signal < min(d, depth):
