@@ -283,6 +283,23 @@ def _as_bag(data: Any, columns: Sequence[str] | None) -> Any:
     )
 
 
+def _check_call(
+    where: str, make: Any, mode: Any, split_every: Any, batch_size: Any
+) -> tuple[str, int | None, int]:
+    """The arguments every entry point shares, checked in this order and named after ``where``
+    (``split_every=None``: an entry point without a tree reduction of its own)."""
+    mode = check_choice(mode, "mode", where, _MODES)
+    if split_every is not None:
+        split_every = check_int(split_every, "split_every", where, minimum=2)
+    batch_size = check_int(batch_size, "batch_size", where, minimum=1)
+    if not callable(make):
+        raise ParameterError(
+            f"The 'make' parameter of {where} must be a callable that builds a summary. "
+            f"Got {make!r} instead."
+        )
+    return mode, split_every, batch_size
+
+
 def summarize(
     data: Any,
     make: Callable[[], Any],
@@ -314,14 +331,9 @@ def summarize(
     batch_size : int, default 65536
         Rows per ``update_many`` call inside a partition.
     """
-    mode = check_choice(mode, "mode", "sketchsyn.dask", _MODES)
-    split_every = check_int(split_every, "split_every", "sketchsyn.dask", minimum=2)
-    batch_size = check_int(batch_size, "batch_size", "sketchsyn.dask", minimum=1)
-    if not callable(make):
-        raise ParameterError(
-            f"The 'make' parameter of sketchsyn.dask must be a callable that builds a summary. "
-            f"Got {make!r} instead."
-        )
+    mode, split_every, batch_size = _check_call(
+        "sketchsyn.dask", make, mode, split_every, batch_size
+    )
     _check_summary(make(), mode)
     bag = _as_bag(data, columns)
     return bag.reduction(
@@ -460,15 +472,8 @@ def summarize_files(
     import dask.bag as db
 
     where = "sketchsyn.dask.summarize_files"
-    mode = check_choice(mode, "mode", where, _MODES)
-    split_every = check_int(split_every, "split_every", where, minimum=2)
-    batch_size = check_int(batch_size, "batch_size", where, minimum=1)
+    mode, split_every, batch_size = _check_call(where, make, mode, split_every, batch_size)
     files_per_task = check_int(files_per_task, "files_per_task", where, minimum=1)
-    if not callable(make):
-        raise ParameterError(
-            f"The 'make' parameter of {where} must be a callable that builds a summary. "
-            f"Got {make!r} instead."
-        )
     cols = [columns] if isinstance(columns, str) else list(columns or [])
     if not cols or not all(isinstance(c, str) and c for c in cols):
         raise ParameterError(

@@ -59,7 +59,7 @@ from typing import Any
 
 import numpy as np
 
-from .dask import _MODES, _check_summary, _roomy_malloc
+from .dask import _MODES, _check_call, _check_summary, _roomy_malloc
 from .errors import ParameterError, check_choice, check_int
 
 __all__ = ["fit", "release", "summarize", "summarize_arrow"]
@@ -201,13 +201,7 @@ def summarize(
     batch_size : int, default 65536
         Rows per ``update_many`` call inside a partition.
     """
-    mode = check_choice(mode, "mode", _WHERE, _MODES)
-    batch_size = check_int(batch_size, "batch_size", _WHERE, minimum=1)
-    if not callable(make):
-        raise ParameterError(
-            f"The 'make' parameter of {_WHERE} must be a callable that builds a summary. "
-            f"Got {make!r} instead."
-        )
+    mode, _, batch_size = _check_call(_WHERE, make, mode, None, batch_size)
     probe = make()
     _check_summary(probe, mode, _WHERE)
     if not (hasattr(data, "mapInArrow") and hasattr(data, "columns")):
