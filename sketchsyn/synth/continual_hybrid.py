@@ -57,7 +57,7 @@ import numpy as np
 from ..errors import SerializationError
 from ..privacy import accounting
 from ..privacy.noise import discrete_laplace, discrete_laplace_variance
-from .continual_noise import _by_level, _KaryTable, hybrid_segments
+from .continual_noise import _by_level, _KaryTable, cell_bytes, hybrid_segments
 
 __all__ = ["hybrid_scales"]
 
@@ -115,7 +115,7 @@ class _HybridTable:
 
     @staticmethod
     def bytes_per_cell(h: int, k: int) -> int:
-        return 9 + _KaryTable.bytes_per_cell(h, k)
+        return cell_bytes("hybrid", h, k)
 
     @property
     def nbytes(self) -> int:

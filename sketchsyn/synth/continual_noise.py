@@ -462,6 +462,11 @@ def check_schedule(
             )
 
 
+# The hybrid counter's bytes per cell besides its open segment's k-ary slots: the closed
+# segments' noise sum (int64) and how many totals it holds (uint8).
+HYBRID_CELL_BYTES = 9
+
+
 def cell_bytes(counter: str, h: int, arity: int | None) -> int:
     """Noise bytes per cell of ``counter`` with ``h`` levels (the hybrid: its closed-segment
     noise and count besides the open segment's k-ary slots)."""
@@ -469,7 +474,8 @@ def cell_bytes(counter: str, h: int, arity: int | None) -> int:
         return _BinaryTable.bytes_per_cell(h)
     if counter == "honaker":
         return _HonakerBank.bytes_per_cell(h)
-    return _KaryTable.bytes_per_cell(h, int(arity or 3)) + 9 * (counter == "hybrid")
+    kary = _KaryTable.bytes_per_cell(h, int(arity or 3))
+    return kary + HYBRID_CELL_BYTES if counter == "hybrid" else kary
 
 
 def memory_bytes(
