@@ -44,7 +44,9 @@ line names its family and factor).
 
 ``--planner-only`` and ``--hand-only`` print one column of the table (same seeds and points),
 e.g. after a change of rule; ``--hand-release-factor f`` gives the hand settings
-``release_k = max(64, f·w)`` (table and ``--hand-only``).
+``release_k = max(64, f·w)`` (table and ``--hand-only``). ``--prune q`` releases every PrivHP
+(planner, hand settings, fit sweep; not PMM) with ``release(prune=q)`` (default: PrivHP's own
+default, 0.2 since pruning became the default; ``--prune 0`` is the release before it).
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ from sketchsyn.privacy import accounting
 ROOT = Path(__file__).resolve().parent.parent
 HAND_DEPTHS = tuple(range(12, 41, 3))
 TIE = 0.02  # --fit: the shallowest rule whose mean W1 is within 2% of the least
+PRUNE: float | None = None  # --prune: release(prune=...) for every PrivHP (None: the default)
 
 
 # ----------------------------------------------------------------------------- rules
@@ -120,7 +123,7 @@ def score(X: np.ndarray, box: Box, eps: float, spec, seed: int, m: int, **kw) ->
     """W1 (OT, ``m`` points each side) of the summary ``build(...)`` fed with ``X``."""
     summary = build(box, eps, spec, seed, **kw)
     summary.update_many(X)
-    release = summary.release()
+    release = summary.release() if PRUNE is None or spec == "PMM" else summary.release(prune=PRUNE)
     sub = realdata.subsample(X, m, seed)
     w1 = wasserstein1(sub, release, box, method="ot", rng=seed + 1000, n_samples=m).value
     return w1, int(summary.nbytes)
@@ -371,7 +374,7 @@ def fit_rule(curves: Curves, n: int) -> None:
         )
     # Each release factor against PrivHP's default (0.25) at the same depths.
     for g in factors:
-        if g == 0.25:
+        if g == 0.25 or 0.25 not in factors:
             continue
         print(f"release factor {g:g} over 0.25 at the same depths (geometric mean, min, max):")
         for family in families:
@@ -529,6 +532,9 @@ def main() -> None:
         default=0.0,
         help="table: the hand settings' release_k = max(64, f·width) (default PrivHP's)",
     )
+    ap.add_argument(
+        "--prune", type=float, default=None, help="PrivHP.release(prune=...) (default: its own)"
+    )
     ap.add_argument("--memory", type=int, default=256 * 1024)
     ap.add_argument("--points", type=int, default=5000)
     ap.add_argument("--seeds", type=int, default=3)
@@ -536,6 +542,8 @@ def main() -> None:
     ap.add_argument("--out", default="", help="CSV path (default benchmarks/results/planner.csv)")
     args = ap.parse_args()
     args.fit_depths = [int(r) for r in args.fit_depths.split(",")] if args.fit_depths else []
+    global PRUNE
+    PRUNE = args.prune
     if args.quick:
         args.points, args.seeds, args.eps, args.csv = 2000, 1, "1", False
     if args.fit:
