@@ -30,10 +30,11 @@ is one event):
   runs what exists); on stream (b) only if it has ``remove_many``;
 - ``ContinualPrivHP (kary, releases=8, 256 KB plan)``: the same schedule sized for
   ``BUDGET = 256 KB`` (the one-pass summaries' budget, below PHDStream's state in every cell of
-  earlier runs) by a rule fixed before the run, not chosen per point: ``k = 64`` and
-  ``sketch_depth = 3`` (the planner's), the depth of ``PrivHP.plan(domain, ε, BUDGET, E)``
-  (``E`` the stream's events), then the widest ``width ≤ 256`` whose
-  ``ContinualPrivHP.memory_bytes`` fits ``BUDGET``;
+  earlier runs) by ContinualPrivHP's planner (``ContinualPrivHP.plan(domain, ε, BUDGET, E,
+  expected_n=n, releases=8)``, fitted on generated Gaussian mixtures by
+  ``benchmarks/bench_continual_plan.py --fit``, not on these streams), with ``E`` the stream's
+  events and ``n`` its live records at the end, stated before the run (flights: the 327 346
+  rows; drift: the number of objects);
 - ``OnlineSynthesizer`` (insert-only: skipped on stream (b)).
 
 W1: exact optimal transport (``sketchsyn.evaluate.metrics.wasserstein1(method="ot")``) between
@@ -47,7 +48,7 @@ PHDStream's two counters ("points ahead"), and among the others those where it i
 more than two standard errors of the paired difference over the seeds ("clearly behind"): a
 point behind by less is within the sampling noise of the run. Writes
 ``benchmarks/results/streams.csv`` and ``docs/streams.png`` (``--quick``: a smaller run written
-to ``benchmarks/results/streams_quick.csv``, no figure).
+to ``benchmarks/results/streams_quick.csv``, no figure; ``--out PATH``: that CSV, no figure).
 """
 
 from __future__ import annotations
@@ -89,8 +90,11 @@ class Stream:
     closes its epochs there.
     """
 
-    def __init__(self, name: str, domain: Box, steps: list, deletes: bool) -> None:
+    def __init__(self, name: str, domain: Box, steps: list, deletes: bool, expected_n: int) -> None:
         self.name, self.domain, self.steps, self.deletes = name, domain, steps, deletes
+        # The live records at the end that a user would state before the run (a public guess:
+        # the dataset's published size, the number of tracked objects).
+        self.expected_n = int(expected_n)
         ends = np.cumsum([len(a) + len(b) for a, b in steps])
         self.events = int(ends[-1])
         marks = [self.events * i // POINTS for i in range(1, POINTS + 1)]
@@ -120,7 +124,8 @@ def flights_stream(max_days: int | None) -> Stream:
     bounds = np.append(cuts, n)
     empty = np.zeros((0, 2))
     steps = [(X[a:b], empty) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
-    s = Stream("flights", Box([-120.0, -120.0], [1440.0, 1440.0]), steps, deletes=False)
+    s = Stream("flights", Box([-120.0, -120.0], [1440.0, 1440.0]), steps, deletes=False,
+               expected_n=n)  # fmt: skip
     ends = np.cumsum([len(a) for a, _ in steps])
     for step in s.release_steps:
         s._data[step] = X[: ends[step]]
@@ -148,7 +153,7 @@ def drift_stream(n_objects: int, n_steps: int = 60, seed: int = 0) -> Stream:
         pos[movers] = near(t / n_steps, movers.size)
         steps.append((pos[movers].copy(), old))
         snapshots[t] = pos.copy()
-    s = Stream("drift", Box.unit(2), steps, deletes=True)
+    s = Stream("drift", Box.unit(2), steps, deletes=True, expected_n=n_objects)
     s._data = {step: snapshots[step] for step in s.release_steps}
     return s
 
@@ -246,23 +251,16 @@ def _continual_kwargs() -> tuple[set[str], bool]:
     return params, hasattr(ContinualPrivHP, "remove_many")
 
 
-def continual_plan(stream: Stream, eps: float = 1.0) -> dict:
-    """ContinualPrivHP's parameters for ``BUDGET`` bytes with the schedule ``releases=8``: k = 64
-    and sketch_depth = 3, the depth of ``PrivHP.plan`` for the domain, ``BUDGET`` and the
-    stream's events, then the widest width ≤ 256 that fits (the module docstring's rule). The
-    planner's depth does not depend on ε here (ε only changes its width advice)."""
-    depth = PrivHP.plan(stream.domain, eps, BUDGET, stream.events).depth
-    kw = dict(k=64, sketch_depth=3, depth=depth, horizon=stream.events)
-    width = max(
-        (w for w in range(1, 257)
-         if ContinualPrivHP.memory_bytes(kw["k"], w, 3, depth, stream.events, counter="kary",
-                                         releases=POINTS) <= BUDGET),
-        default=1,
-    )  # fmt: skip
-    return kw | {"width": width, "counter": "kary", "releases": POINTS}
+def continual_plan(stream: Stream, eps: float) -> dict:
+    """ContinualPrivHP's parameters for ``BUDGET`` bytes with the schedule ``releases=8``, from
+    its planner: ``ContinualPrivHP.plan(domain, ε, BUDGET, E, expected_n=n, releases=8)``
+    (``E`` the stream's events, ``n`` the live records at its end, stated before the run)."""
+    p = ContinualPrivHP.plan(stream.domain, eps, BUDGET, stream.events,
+                             expected_n=stream.expected_n, releases=POINTS)  # fmt: skip
+    return p.kwargs()
 
 
-def continual_variants(stream: Stream) -> Iterator[tuple[str, dict, str]]:
+def continual_variants(stream: Stream, eps: float) -> Iterator[tuple[str, dict, str]]:
     """(label, extra kwargs, note) of the ContinualPrivHP variants the installed version has."""
     params, removes = _continual_kwargs()
     if stream.deletes and not removes:
@@ -281,8 +279,8 @@ def continual_variants(stream: Stream) -> Iterator[tuple[str, dict, str]]:
             if counter is not None:
                 extra["counter"] = counter
             yield f"ContinualPrivHP ({counter or 'default'}, releases=8)", extra, ""
-        if "counter" in params:
-            plan = continual_plan(stream)
+        if "counter" in params and hasattr(ContinualPrivHP, "plan"):
+            plan = continual_plan(stream, eps)
             yield "ContinualPrivHP (kary, releases=8, 256 KB plan)", plan, ""
     else:
         print("  ContinualPrivHP has no releases= argument yet: the schedule is not run")
@@ -428,7 +426,7 @@ def run_cell(stream: Stream, eps: float, seed: int, ms: tuple[int, ...]) -> list
     ]
     jobs += [partial(run_one_pass, stream, eps, m, seed) for m in ms]
     jobs += [partial(run_continual, stream, eps, label, extra, seed)
-             for label, extra, _ in continual_variants(stream)]  # fmt: skip
+             for label, extra, _ in continual_variants(stream, eps)]  # fmt: skip
     jobs.append(partial(run_online, stream, eps, seed))
     results, rows = [], []
     for job in jobs:
@@ -475,6 +473,9 @@ def main(argv: list[str] | None = None) -> None:
                     default=["flights", "drift"])  # fmt: skip
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--seeds", type=int, default=4, help="runs averaged (W1 per point)")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="CSV path (default benchmarks/results/streams.csv; a run with another "
+                         "--out writes no figure)")  # fmt: skip
     ap.add_argument(
         "--from-csv", type=Path, default=None, help="summary and figure from an earlier CSV"
     )
@@ -511,14 +512,16 @@ def main(argv: list[str] | None = None) -> None:
                 rows += run_cell(stream, eps, seed, ms)
     print("\n" + summary(_mean_over_seeds(rows), rows))
     print(f"\ntotal time {time.perf_counter() - t_start:.0f} s")
-    out = ROOT / "benchmarks" / "results" / ("streams_quick.csv" if args.quick else "streams.csv")
+    out = args.out or (
+        ROOT / "benchmarks" / "results" / ("streams_quick.csv" if args.quick else "streams.csv")
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
     print(f"wrote {out}")
-    if not args.quick:
+    if not args.quick and args.out is None:
         mean = _mean_over_seeds(rows)
         _figure(mean, [s.name for s in streams], eps_list, ROOT / "docs" / "streams.png")
 

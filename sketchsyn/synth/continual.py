@@ -52,7 +52,7 @@ from ..io.summary import Summary
 from ..privacy import accounting
 from ..privacy.lineage import Lineage, UsageGuard
 from ..privacy.rng import RNGLike, as_source
-from ..synth import continual_release
+from ..synth import continual_plan, continual_release
 from ..synth.continual_hybrid import _HybridTable
 from ..synth.continual_io import check_mergeable, load_state, save_state
 from ..synth.continual_noise import (
@@ -65,6 +65,7 @@ from ..synth.continual_noise import (
     check_schedule,
     memory_bytes,
 )
+from ..synth.continual_plan import binary_levels
 from ..synth.continual_release import PRUNE
 from ..synth.distribution import PrivateDistribution
 from ..synth.privhp import PrivHP
@@ -77,17 +78,6 @@ _HEADER_BYTES = 64
 _PENDING = 1024
 _COUNTERS = ("kary", "binary", "honaker", "hybrid")
 _MAX_HONAKER_EPOCHS = 2**16
-
-
-def binary_levels(horizon: int) -> int:
-    """``h = floor(log2 T) + 1``: the p-sum levels of the binary mechanism over ``T`` steps.
-
-    A row lies in at most ``h`` p-sums of its cell (its sensitivity factor).
-
-    >>> binary_levels(1), binary_levels(16), binary_levels(2**24 - 1)
-    (1, 5, 24)
-    """
-    return int(check_int(horizon, "horizon", "binary_levels", minimum=1)).bit_length()
 
 
 class ContinualPrivHP(Summary):
@@ -438,6 +428,50 @@ class ContinualPrivHP(Summary):
         return memory_bytes(
             k, width, sketch_depth, depth, horizon, counter, arity, releases, release_every
         )
+
+    @classmethod
+    def plan(
+        cls,
+        domain: Any,
+        epsilon: float,
+        memory_bytes: int,
+        horizon: int,
+        *,
+        expected_n: int | None = None,
+        releases: int | None = None,
+        release_every: int | None = None,
+    ) -> continual_plan.ContinualPlan:
+        """The :class:`~sketchsyn.synth.continual_plan.ContinualPlan` that :meth:`for_memory`
+        builds. ``expected_n`` is the expected number of **live** records at a release, net of
+        deletions (a public guess, default ``horizon``); the rule uses public inputs only
+        (module ``continual_plan``).
+
+        >>> from sketchsyn import Box
+        >>> ContinualPrivHP.plan(Box.unit(2), 1.0, 2**18, 2**18, expected_n=2**14, releases=8).k
+        1024
+        """
+        return continual_plan.plan(
+            domain, epsilon, memory_bytes, horizon, expected_n=expected_n, releases=releases,
+            release_every=release_every,
+        )  # fmt: skip
+
+    @classmethod
+    def for_memory(
+        cls,
+        domain: Any,
+        epsilon: float,
+        memory_bytes: int,
+        horizon: int,
+        *,
+        expected_n: int | None = None,
+        releases: int | None = None,
+        release_every: int | None = None,
+        rng: RNGLike = None,
+    ) -> ContinualPrivHP:
+        """A ContinualPrivHP within ``memory_bytes``: the summary of :meth:`plan`."""
+        p = cls.plan(domain, epsilon, memory_bytes, horizon, expected_n=expected_n,
+                     releases=releases, release_every=release_every)  # fmt: skip
+        return cls(domain, p.epsilon, **p.kwargs(), rng=rng)
 
     def _params(self) -> dict[str, Any]:
         params = self._exact._params()
