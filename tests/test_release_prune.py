@@ -128,15 +128,12 @@ def test_raw_summary_refuses_another_prune_after_release():
         php.release(prune=0)
 
 
-def test_default_prune_follows_the_dimension():
-    # Two columns: no pruning by default (the release of before); three: prune = 0.2.
+def test_default_prune_is_0_2_in_every_dimension():
     php2, _ = build(3, n=4000)
-    assert php2.release().params["prune"] == 0.0
+    assert php2.release().params["prune"] == rel.PRUNE == 0.2
     php3 = PrivHP(Box.unit(3), 1.0, k=16, width=64, depth=12, rng=5)
     php3.update_many(skewed(4000, 6, d=3))
     assert php3.release().params["prune"] == rel.PRUNE
-    assert rel.default_prune(1) == rel.default_prune(2) == 0.0
-    assert rel.default_prune(8) == rel.PRUNE
 
 
 def test_default_returns_an_earlier_release_whatever_its_prune():

@@ -46,9 +46,8 @@ never on data being released; figures in docs/parameters.md):
 3. **Useful bytes.** Once a sketch's collision excess ``n/w`` is below a quarter of its noise
    scale ``j·(r+1)/ε`` more width does not help: ``useful_bytes`` is the size at that width
    (or the full tree at the depth, if smaller). A larger budget is stated, and not spent.
-4. **Release.** From 3 columns up ``release()`` prunes below the noise by default (``prune = 0.2``,
-   :mod:`sketchsyn.synth.release`; in one or two columns the default is no pruning, where it moved
-   the flights figures both ways): after each consistent split a child below a threshold (in noise
+4. **Release.** ``release()`` prunes below the noise by default (``prune = 0.2``,
+   :mod:`sketchsyn.synth.release`): after each consistent split a child below a threshold (in noise
    standard deviations, from a false-discovery test on the released values) gives its count to its
    sibling. It reads only the noisy state, so it is post-processing and costs no budget. On the
    flights sets it lowers W1 most where the noise is largest (ε = 0.1, and from 3 columns up;
@@ -76,7 +75,7 @@ from typing import Any
 
 from ..errors import ParameterError, check_domain, check_epsilon, check_int
 from ..privacy import accounting
-from .release import PRUNE, PRUNE_MIN_D
+from .release import PRUNE
 
 __all__ = [
     "BITS_PER_COORDINATE",
@@ -231,14 +230,8 @@ class Plan:
                 if d >= RELEASE_MIN_D
                 else f"(max(k, width // 4): d < {RELEASE_MIN_D})"
             ),
-            (
-                f"  release: prune = {PRUNE:g} (PrivHP.release's default from {PRUNE_MIN_D} "
-                "columns): children below the noise give their count to their sibling "
-                "(post-processing)"
-                if d >= PRUNE_MIN_D
-                else f"  release: prune = 0 (PrivHP.release's default below {PRUNE_MIN_D} columns: "
-                "no pruning)"
-            ),
+            f"  release: prune = {PRUNE:g} (PrivHP.release's default): children below the noise "
+            "give their count to their sibling (post-processing)",
             f"  state = {self.nbytes:,} bytes; useful up to about {self.useful_bytes:,} bytes",
             f"  signal: noise below the count of a typical grown cell down to level "
             f"{self.signal_depth} of {r}",

