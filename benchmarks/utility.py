@@ -82,6 +82,9 @@ def dataset(name: str, n: int, seed: int, diamonds: np.ndarray | None):
     return diamonds[rng.choice(diamonds.shape[0], size=n, replace=False)], DIAMONDS_BOX
 
 
+PRUNE: float | None = None  # --prune: PrivHP.release(prune=...) (None: PrivHP's default)
+
+
 def run_one(mech: str, X: np.ndarray, dom: Box, eps: float, depth: int, seed: int, **kw):
     t0 = time.perf_counter()
     if mech == "PMM":
@@ -97,7 +100,9 @@ def run_one(mech: str, X: np.ndarray, dom: Box, eps: float, depth: int, seed: in
     else:
         obj = PrivHP(dom, eps, k=kw["k"], width=kw["w"], depth=depth, sketch=kw["sketch"], rng=seed)
     obj.update_many(X)
-    rel = obj.release()
+    rel = (
+        obj.release(prune=PRUNE) if PRUNE is not None and isinstance(obj, PrivHP) else obj.release()
+    )
     secs = time.perf_counter() - t0
     return obj.nbytes, wasserstein1(X, rel, dom, method="tree").value, rel, secs
 
@@ -107,8 +112,14 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--goals-only", action="store_true", help="only the goals table")
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument(
+        "--prune", type=float, default=None,
+        help="PrivHP.release(prune=...) (default: its own, 0.2; 0: the release before pruning)",
+    )  # fmt: skip
     ap.add_argument("--summarise", metavar="CSV", help="only rebuild table and plot from a CSV")
     args = ap.parse_args()
+    global PRUNE
+    PRUNE = args.prune
     if args.summarise:
         with open(args.summarise, newline="") as fh:
             rows = [{k: _parse(v) for k, v in r.items()} for r in csv.DictReader(fh)]
