@@ -6,7 +6,6 @@ import functools
 import math
 import os
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -31,32 +30,9 @@ import dask.dataframe as dd  # noqa: E402
 
 from sketchsyn import dask as sdask  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 DOMAIN = Box.unit(2)
 RAW = functools.partial(PrivHP, DOMAIN, 1.0, 16, 256, depth=12, raw=True)
 NOISY = functools.partial(PrivHP, DOMAIN, 1.0, 16, 256, depth=12)
-
-
-@pytest.fixture(scope="module")
-def client():
-    from distributed import Client, LocalCluster
-
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = str(ROOT)  # worker processes import this checkout's sketchsyn
-    cluster = LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    )
-    cl = Client(cluster)
-    try:
-        assert len(set(cl.run(os.getpid).values()) - {os.getpid()}) == 2
-        yield cl
-    finally:
-        cl.close()
-        cluster.close()
-        if old is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = old
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -19,31 +18,9 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 from sketchsyn import dask as sdask  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 DOMAIN = Box.unit(2)
 RAW = functools.partial(PrivHP, DOMAIN, 1.0, 16, 256, depth=12, raw=True)
 NOISY = functools.partial(PrivHP, DOMAIN, 1.0, 16, 256, depth=12)
-
-
-@pytest.fixture(scope="module")
-def client():
-    from distributed import Client, LocalCluster
-
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = str(ROOT)  # worker processes import this checkout's sketchsyn
-    cluster = LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    )
-    cl = Client(cluster)
-    try:
-        yield cl
-    finally:
-        cl.close()
-        cluster.close()
-        if old is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = old
 
 
 @pytest.fixture(scope="module")
