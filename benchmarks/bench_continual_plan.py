@@ -2,6 +2,7 @@
 
     python benchmarks/bench_continual_plan.py          # the plans for a few inputs
     python benchmarks/bench_continual_plan.py --fit    # the sweep that fits the constants
+    python benchmarks/bench_continual_plan.py --layouts-only   # stage 2 alone
         [--cache FILE.json]                            # keep (and reuse) the sweep's W1
 
 The data are generated Gaussian mixtures in the unit square, never the streams of
@@ -20,8 +21,11 @@ worst family has the least mean score is printed.
 
 Stage 2 (layout): at 256 KB, in the cases whose target tree (stage 1's pair) does not fit,
 the deepest full tree that fits against the target depth with counters on a share of the
-budget (1/4, 1/2, 3/4) and sketches of width at least 32 or 128 below; scored the same way,
-the layout printed is (``COUNTER_SHARE``, ``MIN_WIDTH``).
+budget (1/4, 1/2, 3/4) and sketches of width at least 32 or 128 below, and against the same
+layouts (shares 1/2 and 3/4, width ≥ 32) one or two levels shallower than the target (a sketch
+level's noise is ``j`` times a counter level's, so it might pay to stop earlier); scored the
+same way, the layout printed is (``COUNTER_SHARE``, ``MIN_WIDTH``[, levels dropped]).
+``--layouts-only`` runs stage 2 alone at the module's constants.
 """
 
 from __future__ import annotations
@@ -54,7 +58,19 @@ OFFSETS = (0, 1, 2, 3, 4, 5, 6)
 BUDGETS = (256 * 1024,)
 FAMILIES = ("tight", "spread", "narrow")
 SEED_OFFSET = {"tight": 1, "spread": 0, "narrow": 2}
-LAYOUTS = (None, (0.25, 32), (0.5, 32), (0.75, 32), (0.25, 128), (0.5, 128), (0.75, 128))
+LAYOUTS = (
+    None,
+    (0.25, 32),
+    (0.5, 32),
+    (0.75, 32),
+    (0.25, 128),
+    (0.5, 128),
+    (0.75, 128),
+    (0.5, 32, 1),
+    (0.5, 32, 2),
+    (0.75, 32, 1),
+    (0.75, 32, 2),
+)
 
 
 def mixture(family: str, n: int, seed: int) -> np.ndarray:
@@ -161,8 +177,9 @@ def layouts(saved: dict, cache: Path | None, chosen: tuple[float, int]) -> None:
         X = mixture(family, n, seed=n + SEED_OFFSET[family])
         row = {}
         for lay in LAYOUTS:
-            share, mw = (None, 1) if lay is None else lay
-            depth, k, width, _ = cp.layout(r_star, full, budget, T, RELEASES, None, share, mw)
+            share, mw, drop = (None, 1, 0) if lay is None else (lay + (0,))[:3]
+            depth, k, width, _ = cp.layout(max(r_star - drop, full), full, budget, T, RELEASES,
+                                           None, share, mw)  # fmt: skip
             key = f"layout {family} {n} {eps} {depth} {k} {width}"
             if key not in saved:
                 saved[key] = float(np.mean([run(X, eps, depth, s, k, width) for s in SEEDS]))
@@ -195,10 +212,18 @@ def show() -> None:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fit", action="store_true", help="the sweep that fits the constants")
+    ap.add_argument("--layouts-only", action="store_true",
+                    help="stage 2 only, at the module's SIGNAL_RATIO and DEPTH_OFFSET")  # fmt: skip
     ap.add_argument("--cache", type=Path, default=None,
                     help="JSON file of the sweep's W1 (re-scored, not rerun)")  # fmt: skip
     args = ap.parse_args(argv)
-    fit(args.cache) if args.fit else show()
+    if args.layouts_only:
+        saved = json.loads(args.cache.read_text()) if args.cache and args.cache.exists() else {}
+        layouts(saved, args.cache, (cp.SIGNAL_RATIO, cp.DEPTH_OFFSET))
+    elif args.fit:
+        fit(args.cache)
+    else:
+        show()
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The streaming peers side by side: W1 at 8 release points, state bytes, records/s.
 
     python benchmarks/bench_streams.py [--quick] [--eps 0.5 1 4] [--stream flights drift]
-        [--seeds 4] [--from-csv benchmarks/results/streams.csv]
+        [--seeds 4] [--n-eval 1500] [--only TEXT ...] [--out PATH]
+        [--from-csv benchmarks/results/streams.csv]
 
 Streams (d = 2, ℓ∞ metric on the unit square after scaling by the public bounds):
 
@@ -46,7 +47,9 @@ a 1 500-point W1 is of the order of the differences between the best methods nea
 The summary counts, per method, the release points at which its mean W1 is below the better of
 PHDStream's two counters ("points ahead"), and among the others those where it is behind by
 more than two standard errors of the paired difference over the seeds ("clearly behind"): a
-point behind by less is within the sampling noise of the run. Writes
+point behind by less is within the sampling noise of the run. ``--n-eval N`` draws N points per
+side instead of 1 500 (a finer W1, slower); ``--only TEXT …`` runs the floor, PHDStream and
+the methods whose label contains one of the texts. Writes
 ``benchmarks/results/streams.csv`` and ``docs/streams.png`` (``--quick``: a smaller run written
 to ``benchmarks/results/streams_quick.csv``, no figure; ``--out PATH``: that CSV, no figure).
 """
@@ -417,19 +420,25 @@ def summary(rows: list[dict], raw: list[dict] | None = None) -> str:
     return "\n".join(lines)
 
 
-def run_cell(stream: Stream, eps: float, seed: int, ms: tuple[int, ...]) -> list[dict]:
-    """Every method on one stream at one ε with one seed; the CSV rows."""
-    jobs: list[Callable[[], Result]] = [
-        partial(floor, stream, seed),
-        partial(run_phdstream, stream, eps, "simple", seed),
-        partial(run_phdstream, stream, eps, "block", seed),
+def run_cell(
+    stream: Stream, eps: float, seed: int, ms: tuple[int, ...], only: list[str] | None = None
+) -> list[dict]:
+    """Every method on one stream at one ε with one seed; the CSV rows. With ``only``, the
+    floor, PHDStream and the methods whose label contains one of its strings."""
+    jobs: list[tuple[str, Callable[[], Result]]] = [
+        ("floor", partial(floor, stream, seed)),
+        ("PHDStream", partial(run_phdstream, stream, eps, "simple", seed)),
+        ("PHDStream", partial(run_phdstream, stream, eps, "block", seed)),
     ]
-    jobs += [partial(run_one_pass, stream, eps, m, seed) for m in ms]
-    jobs += [partial(run_continual, stream, eps, label, extra, seed)
+    jobs += [(f"{m} one-pass PrivHP", partial(run_one_pass, stream, eps, m, seed)) for m in ms]
+    jobs += [(label, partial(run_continual, stream, eps, label, extra, seed))
              for label, extra, _ in continual_variants(stream, eps)]  # fmt: skip
-    jobs.append(partial(run_online, stream, eps, seed))
+    jobs.append(("OnlineSynthesizer", partial(run_online, stream, eps, seed)))
+    keep = {"floor", "PHDStream"}
+    jobs = [(label, job) for label, job in jobs
+            if only is None or label in keep or any(o in label for o in only)]  # fmt: skip
     results, rows = [], []
-    for job in jobs:
+    for _, job in jobs:
         t0 = time.perf_counter()
         r = job()
         results.append(r)
@@ -473,6 +482,15 @@ def main(argv: list[str] | None = None) -> None:
                     default=["flights", "drift"])  # fmt: skip
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--seeds", type=int, default=4, help="runs averaged (W1 per point)")
+    ap.add_argument("--n-eval", type=int, default=None,
+                    help="points per side of each W1 (default 1500; --quick 500)")  # fmt: skip
+    ap.add_argument(
+        "--only",
+        nargs="+",
+        default=None,
+        metavar="TEXT",
+        help="run the floor, PHDStream and the methods whose label contains TEXT",
+    )
     ap.add_argument("--out", type=Path, default=None,
                     help="CSV path (default benchmarks/results/streams.csv; a run with another "
                          "--out writes no figure)")  # fmt: skip
@@ -491,9 +509,11 @@ def main(argv: list[str] | None = None) -> None:
         _figure(mean, names, eps_all, ROOT / "docs" / "streams.png")
         return
     eps_list = args.eps or ([1.0] if args.quick else [0.5, 1.0, 4.0])
+    global N_EVAL
     if args.quick:
-        global N_EVAL
         N_EVAL = 500
+    if args.n_eval is not None:
+        N_EVAL = args.n_eval
     ms = (8, 32) if args.quick else (8, 32, 128)
     streams: list[Stream] = []
     for name in args.stream:
@@ -509,7 +529,7 @@ def main(argv: list[str] | None = None) -> None:
             for seed in seeds:
                 print(f"{stream.name}, ε = {eps:g}, seed {seed}: {stream.events:,} events, "
                       f"{len(stream.steps)} steps")  # fmt: skip
-                rows += run_cell(stream, eps, seed, ms)
+                rows += run_cell(stream, eps, seed, ms, args.only)
     print("\n" + summary(_mean_over_seeds(rows), rows))
     print(f"\ntotal time {time.perf_counter() - t_start:.0f} s")
     out = args.out or (

@@ -46,7 +46,10 @@ best setting's):
    fit, this layout is 1.07× (tight), 1.07× (spread) and 1.01× (narrow) from the best of
    seven layouts on average; the deepest full tree alone is 1.22× and 1.58× from it on the
    tight and narrow families (best on the spread one), and the same share with sketches no
-   narrower than 128 (which caps the depth) 1.23× on the narrow family.
+   narrower than 128 (which caps the depth) 1.23× on the narrow family. Stopping one or two
+   levels above the target when sketches are needed (a sketch level's noise is ``j`` times a
+   counter level's) was tried and not taken: 1.08× and 1.18× on the narrow family
+   (``--layouts-only``, ``benchmarks/results/continual_plan_layouts_drop.txt``).
 
 The counter is the k-ary tree (``counter="kary"``, ContinualPrivHP's default) with its default
 arity for the schedule.
