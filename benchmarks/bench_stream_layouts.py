@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # sketchsyn from t
 import bench_streams as bs  # noqa: E402
 
 from sketchsyn import ContinualPrivHP  # noqa: E402
+from sketchsyn.synth import continual_plan as cp  # noqa: E402
 
 
 def layout_kwargs(plan: dict[str, Any], spec: str) -> dict[str, Any]:
@@ -47,17 +48,9 @@ def layout_kwargs(plan: dict[str, Any], spec: str) -> dict[str, Any]:
             budget = int(value)
         else:
             raise SystemExit(f"unknown layout item {part!r} in {spec!r}")
-    if budget is not None:
-
-        def size(w: int) -> int:
-            return ContinualPrivHP.memory_bytes(kw["k"], w, kw["sketch_depth"], kw["depth"],
-                                                kw["horizon"], counter=kw["counter"],
-                                                releases=kw["releases"])  # fmt: skip
-
-        w = 1
-        while size(w + 1) <= budget:
-            w += 1
-        kw["width"] = w
+    if budget is not None:  # the planner's own search for the widest sketch that fits
+        kw["width"] = cp._widest(kw["k"], kw["depth"], budget, kw["horizon"], kw["releases"],
+                                 kw["release_every"])  # fmt: skip
     return kw
 
 
