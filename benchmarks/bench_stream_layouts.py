@@ -3,15 +3,16 @@
     python benchmarks/bench_stream_layouts.py STREAM EPS LAYOUT [LAYOUT ...]
         [--seeds 4] [--n-eval 1500]
 
-A probe of what the planner's layout costs on one stream (``flights`` or ``drift``, as built
-by ``benchmarks/bench_streams.py``), with the schedule ``releases=8``. Each ``LAYOUT`` is
-``plan`` (``ContinualPrivHP.plan`` at 256 KB, as the streams benchmark's planned row) or
-comma-separated changes to it: ``depth=D``, ``k=K``, ``width=W``, ``full=D`` (exact counters
-on every level of a depth-``D`` tree), ``fit=B`` (the widest sketch within ``B`` bytes). For
-example ``plan full=10 k=512,depth=17,fit=262144``. Same seeds, paired data draws and exact
-optimal-transport W1 as the streams benchmark; prints the state bytes and W1 × 10³ at each
-point, averaged over the seeds. The planner is fitted on generated data; this script is for
-looking at what a data-dependent choice would give on these streams, not for choosing it.
+A probe of what the planner's layout costs on one stream (``flights`` or ``drift``, as built by
+``benchmarks/bench_streams.py``), with the schedule ``releases=8``. Each ``LAYOUT`` is ``plan``
+(``ContinualPrivHP.plan`` at 256 KB, as the streams benchmark's planned row) or comma-separated
+changes to it: ``depth=D``, ``k=K``, ``width=W``, ``j=J`` (sketch rows), ``sketch=cs`` (Count
+Sketch levels), ``full=D`` (exact counters on every level of a depth-``D`` tree), ``fit=B`` (the
+widest sketch within ``B`` bytes). For example ``plan full=10 k=512,depth=17,fit=262144``. Same
+seeds, paired data draws and exact optimal-transport W1 as the streams benchmark; prints the
+state bytes and W1 × 10³ at each point, averaged over the seeds. The planner is fitted on
+generated data; this script is for looking at what a data-dependent choice would give on these
+streams, not for choosing it.
 """
 
 from __future__ import annotations
@@ -32,6 +33,12 @@ from sketchsyn import ContinualPrivHP  # noqa: E402
 from sketchsyn.synth import continual_plan as cp  # noqa: E402
 
 
+def _bytes(kw: dict[str, Any], width: int) -> int:
+    return ContinualPrivHP.memory_bytes(kw["k"], width, kw["sketch_depth"], kw["depth"],
+                                        kw["horizon"], counter=kw["counter"],
+                                        releases=kw["releases"])  # fmt: skip
+
+
 def layout_kwargs(plan: dict[str, Any], spec: str) -> dict[str, Any]:
     """The plan's keywords changed by ``spec`` (module docstring)."""
     kw = dict(plan)
@@ -42,15 +49,22 @@ def layout_kwargs(plan: dict[str, Any], spec: str) -> dict[str, Any]:
         key, _, value = part.partition("=")
         if key in ("depth", "k", "width"):
             kw[key] = int(value)
+        elif key == "j":
+            kw["sketch_depth"] = int(value)
+        elif key == "sketch":
+            kw["sketch"] = {"cm": "count-min", "cs": "count-sketch"}[value]
         elif key == "full":
             kw["depth"], kw["k"] = int(value), 2 ** int(value)
         elif key == "fit":
             budget = int(value)
         else:
             raise SystemExit(f"unknown layout item {part!r} in {spec!r}")
-    if budget is not None:  # the planner's own search for the widest sketch that fits
-        kw["width"] = cp._widest(kw["k"], kw["depth"], budget, kw["horizon"], kw["releases"],
-                                 kw["release_every"])  # fmt: skip
+    if budget is not None:  # the planner's own search (3 rows), scaled to j rows
+        w = cp._widest(kw["k"], kw["depth"], budget, kw["horizon"], kw["releases"],
+                       kw["release_every"]) * cp.SKETCH_DEPTH // kw["sketch_depth"]  # fmt: skip
+        while w > 1 and _bytes(kw, w) > budget:
+            w -= 1
+        kw["width"] = w
     return kw
 
 
