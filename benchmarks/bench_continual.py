@@ -2,6 +2,7 @@
 
     python benchmarks/bench_continual.py [--rows 4194304] [--drift-rows 65536] [--seeds 3]
     python benchmarks/bench_continual.py --issue21 [--hybrid] [--seeds 3]
+    python benchmarks/bench_continual.py --schedule-only [--schedules 8,32,128] [--seeds 3]
 
 ``--issue21 --hybrid``: the hybrid counter (``counter="hybrid"``, Chan, Shi and Song's hybrid
 mechanism) beside the k-ary tree: the released total at t = 1 000 of a 2**20 horizon (10
@@ -478,6 +479,11 @@ def main() -> None:
     )
     parser.add_argument("--schedules", default="8,32,128")
     parser.add_argument(
+        "--schedule-only",
+        action="store_true",
+        help="only the schedules against m one-pass at ε/m on flights, over --seeds seeds",
+    )
+    parser.add_argument(
         "--last-step",
         action="store_true",
         help="only the flights last-step W1 (binary, kary, kary without pruning, one-pass)",
@@ -485,6 +491,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.last_step:
         flights_last(args.seeds)
+        return
+    if args.schedule_only:
+        flights_schedule(tuple(int(m) for m in args.schedules.split(",")), args.seeds)
         return
     if args.issue21 and args.hybrid:
         total_at_1000(hybrid=True)
