@@ -1,7 +1,7 @@
 """The streaming peers side by side: W1 at 8 release points, state bytes, records/s.
 
     python benchmarks/bench_streams.py [--quick] [--eps 0.5 1 4] [--stream flights drift]
-        [--seeds 4] [--n-eval 1500] [--only TEXT ...] [--out PATH]
+        [--seeds 4] [--n-eval 1500] [--only TEXT ...] [--phd-per-epoch] [--out PATH]
         [--from-csv benchmarks/results/streams.csv]
 
 Streams (d = 2, ℓ∞ metric on the unit square after scaling by the public bounds):
@@ -49,7 +49,9 @@ PHDStream's two counters ("points ahead"), and among the others those where it i
 more than two standard errors of the paired difference over the seeds ("clearly behind"): a
 point behind by less is within the sampling noise of the run. ``--n-eval N`` draws N points per
 side instead of 1 500 (a finer W1, slower); ``--only TEXT …`` runs the floor, PHDStream and
-the methods whose label contains one of the texts. Writes
+the methods whose label contains one of the texts. ``--phd-per-epoch`` adds a probe that is not a
+sketchsyn method: PHDStream fed one time step per release epoch (its adaptive partition on the
+release schedule), to measure what such a mechanism could give. Writes
 ``benchmarks/results/streams.csv`` and ``docs/streams.png`` (``--quick``: a smaller run written
 to ``benchmarks/results/streams_quick.csv``, no figure; ``--out PATH``: that CSV, no figure).
 """
@@ -79,6 +81,7 @@ from sketchsyn.evaluate.metrics import wasserstein1  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 N_EVAL = 1500
 POINTS = 8
+PROBE = "probe: PHDStream's partition, a step per release epoch"
 MEMORY = 256 * 1024
 BUDGET = 256 * 1024  # the planned ContinualPrivHP's bytes (module docstring)
 CONTINUAL = dict(k=64, width=256, horizon=2**19)
@@ -224,6 +227,22 @@ def run_phdstream(stream: Stream, eps: float, counter: str, seed: int) -> Result
         spent += time.perf_counter() - t0
         if step in stream.release_steps:
             res.w1.append(_evaluate(stream, step, phd.release(), seed + step))
+    res.nbytes, res.rate = phd.nbytes, stream.events / spent
+    return res
+
+
+def run_phdstream_epochs(stream: Stream, eps: float, seed: int) -> Result:
+    """PHDStream (simple counter) fed one time step per release epoch (``--phd-per-epoch``): a
+    probe of what an adaptive partition on the release schedule would give, not a sketchsyn
+    method; its state still grows with the partition."""
+    res = Result(PROBE)
+    phd = PHDStream(stream.domain, eps, counter="simple", rng=seed)
+    spent = 0.0
+    for step, ins, dele in _blocks(stream):
+        t0 = time.perf_counter()
+        phd.step(ins, dele)
+        spent += time.perf_counter() - t0
+        res.w1.append(_evaluate(stream, step, phd.release(), seed + step))
     res.nbytes, res.rate = phd.nbytes, stream.events / spent
     return res
 
@@ -421,7 +440,12 @@ def summary(rows: list[dict], raw: list[dict] | None = None) -> str:
 
 
 def run_cell(
-    stream: Stream, eps: float, seed: int, ms: tuple[int, ...], only: list[str] | None = None
+    stream: Stream,
+    eps: float,
+    seed: int,
+    ms: tuple[int, ...],
+    only: list[str] | None = None,
+    probe: bool = False,
 ) -> list[dict]:
     """Every method on one stream at one ε with one seed; the CSV rows. With ``only``, the
     floor, PHDStream and the methods whose label contains one of its strings."""
@@ -434,6 +458,8 @@ def run_cell(
     jobs += [(label, partial(run_continual, stream, eps, label, extra, seed))
              for label, extra, _ in continual_variants(stream, eps)]  # fmt: skip
     jobs.append(("OnlineSynthesizer", partial(run_online, stream, eps, seed)))
+    if probe:
+        jobs.append((PROBE, partial(run_phdstream_epochs, stream, eps, seed)))
     keep = {"floor", "PHDStream"}
     jobs = [(label, job) for label, job in jobs
             if only is None or label in keep or any(o in label for o in only)]  # fmt: skip
@@ -491,6 +517,8 @@ def main(argv: list[str] | None = None) -> None:
         metavar="TEXT",
         help="run the floor, PHDStream and the methods whose label contains TEXT",
     )
+    ap.add_argument("--phd-per-epoch", action="store_true",
+                    help="add a probe: PHDStream fed one step per release epoch")  # fmt: skip
     ap.add_argument("--out", type=Path, default=None,
                     help="CSV path (default benchmarks/results/streams.csv; a run with another "
                          "--out writes no figure)")  # fmt: skip
@@ -529,7 +557,7 @@ def main(argv: list[str] | None = None) -> None:
             for seed in seeds:
                 print(f"{stream.name}, ε = {eps:g}, seed {seed}: {stream.events:,} events, "
                       f"{len(stream.steps)} steps")  # fmt: skip
-                rows += run_cell(stream, eps, seed, ms, args.only)
+                rows += run_cell(stream, eps, seed, ms, args.only, args.phd_per_epoch)
     print("\n" + summary(_mean_over_seeds(rows), rows))
     print(f"\ntotal time {time.perf_counter() - t_start:.0f} s")
     out = args.out or (
