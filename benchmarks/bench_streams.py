@@ -217,32 +217,26 @@ def _feed(obj: Any, inserted: np.ndarray, deleted: np.ndarray, batch: int = 6553
     return time.perf_counter() - t0
 
 
-def run_phdstream(stream: Stream, eps: float, counter: str, seed: int) -> Result:
-    res = Result(f"PHDStream ({counter} counter)")
+def run_phdstream(
+    stream: Stream, eps: float, counter: str, seed: int, per_epoch: bool = False
+) -> Result:
+    """PHDStream with one time step per step of the stream; with ``per_epoch`` (the
+    ``--phd-per-epoch`` probe, simple counter) one time step per release epoch instead: what an
+    adaptive partition on the release schedule would give, not a sketchsyn method (its state
+    still grows with the partition)."""
+    res = Result(PROBE if per_epoch else f"PHDStream ({counter} counter)")
     phd = PHDStream(stream.domain, eps, counter=counter, rng=seed)
+    if per_epoch:
+        steps = [(step, ins, dele) for step, ins, dele in _blocks(stream)]
+    else:
+        steps = [(step, ins, dele) for step, (ins, dele) in enumerate(stream.steps)]
     spent = 0.0
-    for step, (ins, dele) in enumerate(stream.steps):
+    for step, ins, dele in steps:
         t0 = time.perf_counter()
         phd.step(ins, dele)
         spent += time.perf_counter() - t0
         if step in stream.release_steps:
             res.w1.append(_evaluate(stream, step, phd.release(), seed + step))
-    res.nbytes, res.rate = phd.nbytes, stream.events / spent
-    return res
-
-
-def run_phdstream_epochs(stream: Stream, eps: float, seed: int) -> Result:
-    """PHDStream (simple counter) fed one time step per release epoch (``--phd-per-epoch``): a
-    probe of what an adaptive partition on the release schedule would give, not a sketchsyn
-    method; its state still grows with the partition."""
-    res = Result(PROBE)
-    phd = PHDStream(stream.domain, eps, counter="simple", rng=seed)
-    spent = 0.0
-    for step, ins, dele in _blocks(stream):
-        t0 = time.perf_counter()
-        phd.step(ins, dele)
-        spent += time.perf_counter() - t0
-        res.w1.append(_evaluate(stream, step, phd.release(), seed + step))
     res.nbytes, res.rate = phd.nbytes, stream.events / spent
     return res
 
@@ -459,7 +453,7 @@ def run_cell(
              for label, extra, _ in continual_variants(stream, eps)]  # fmt: skip
     jobs.append(("OnlineSynthesizer", partial(run_online, stream, eps, seed)))
     if probe:
-        jobs.append((PROBE, partial(run_phdstream_epochs, stream, eps, seed)))
+        jobs.append((PROBE, partial(run_phdstream, stream, eps, "simple", seed, True)))
     keep = {"floor", "PHDStream"}
     jobs = [(label, job) for label, job in jobs
             if only is None or label in keep or any(o in label for o in only)]  # fmt: skip
