@@ -36,6 +36,9 @@ is one event):
   ``benchmarks/bench_continual_plan.py --fit``, not on these streams), with ``E`` the stream's
   events and ``n`` its live records at the end, stated before the run (flights: the 327 346
   rows; drift: the number of objects);
+- ``StreamingPrivTree (256 KB, releases=8)``: PHDStream's adaptive partition stepped on the
+  release schedule in fixed memory (``StreamingPrivTree(domain, ε, horizon=E, releases=8,
+  memory_bytes=BUDGET)``, its defaults otherwise), fed the stream's steps in order;
 - ``OnlineSynthesizer`` (insert-only: skipped on stream (b)).
 
 W1: exact optimal transport (``sketchsyn.evaluate.metrics.wasserstein1(method="ot")``) between
@@ -76,6 +79,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # sketchsyn from t
 from phdstream import PHDStream  # noqa: E402
 
 from sketchsyn import Box, ContinualPrivHP, OnlineSynthesizer, PrivHP  # noqa: E402
+
+try:
+    from sketchsyn import StreamingPrivTree  # noqa: E402
+except ImportError:  # an older checkout: the method is skipped
+    StreamingPrivTree = None
 from sketchsyn.evaluate.metrics import wasserstein1  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -318,6 +326,25 @@ def run_continual(stream: Stream, eps: float, label: str, extra: dict, seed: int
     return res
 
 
+STREAMING = "StreamingPrivTree (256 KB, releases=8)"
+
+
+def run_streaming(stream: Stream, eps: float, seed: int) -> Result:
+    """``StreamingPrivTree(domain, ε, horizon=E, releases=8, memory_bytes=BUDGET)`` with its
+    defaults, fed the stream's own steps in order (each step's insertions, then its deletions:
+    the partition steps inside the epochs, so the order of the events matters to it)."""
+    res = Result(STREAMING)
+    s = StreamingPrivTree(stream.domain, eps, horizon=stream.events, releases=POINTS,
+                          memory_bytes=BUDGET, rng=seed)  # fmt: skip
+    spent = 0.0
+    for step, (ins, dele) in enumerate(stream.steps):
+        spent += _feed(s, ins, dele)
+        if step in stream.release_steps:
+            res.w1.append(_evaluate(stream, step, s.release(), seed + step))
+    res.nbytes, res.rate = s.nbytes, stream.events / spent
+    return res
+
+
 def run_online(stream: Stream, eps: float, seed: int) -> Result:
     res = Result("OnlineSynthesizer (insert-only)")
     if stream.deletes and not hasattr(OnlineSynthesizer, "remove_many"):
@@ -451,6 +478,8 @@ def run_cell(
     jobs += [(f"{m} one-pass PrivHP", partial(run_one_pass, stream, eps, m, seed)) for m in ms]
     jobs += [(label, partial(run_continual, stream, eps, label, extra, seed))
              for label, extra, _ in continual_variants(stream, eps)]  # fmt: skip
+    if StreamingPrivTree is not None:
+        jobs.append((STREAMING, partial(run_streaming, stream, eps, seed)))
     jobs.append(("OnlineSynthesizer", partial(run_online, stream, eps, seed)))
     if probe:
         jobs.append((PROBE, partial(run_phdstream, stream, eps, "simple", seed, True)))

@@ -66,6 +66,7 @@ _EXPORTS = {
     "MarginalSynthesizer": "synth.marginal",
     "MarginalDistribution": "synth.marginal_model",
     "OnlineSynthesizer": "synth.online",
+    "StreamingPrivTree": "synth.streaming_privtree",
     "AdaptiveGrid": "baselines.grid",
     "PrivTree": "baselines.grid",
     "FixedWindowSynthesizer": "synth.longitudinal",

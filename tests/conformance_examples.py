@@ -256,6 +256,26 @@ def _examples() -> dict[str, Example]:
             },
         ),
         Example(
+            "StreamingPrivTree",
+            lambda s: _c("StreamingPrivTree")(
+                _box(2), 1.0, horizon=64, releases=4, memory_bytes=4096, rng=s
+            ),
+            **pts,
+            continual=True,
+            variants={
+                "steps": lambda s: _c("StreamingPrivTree")(
+                    _box(2),
+                    4.0,
+                    horizon=64,
+                    releases=2,
+                    steps_per_release=3,
+                    refine=1,
+                    memory_bytes=2048,
+                    rng=s,
+                ),
+            },
+        ),
+        Example(
             "OnlineSynthesizer",
             lambda s: _c("OnlineSynthesizer")(_box(2), 1.0, rng=s),
             **pts,

@@ -1,5 +1,8 @@
-"""Feeding any iterable to a summary's ``update_many`` in bounded memory.
+"""Feeding any iterable to a summary's ``update_many`` in bounded memory, and one point as a
+batch of one row for ``update(x)`` / ``remove(x)``.
 
+>>> one_row([0.1, 0.2], 2, "update").shape
+(1, 2)
 >>> seen = []
 >>> consume(lambda rows: seen.append(len(rows)), iter([[0.1, 0.2]] * 5), batch_size=2, d=2)
 5
@@ -16,7 +19,7 @@ import numpy as np
 
 from ..errors import InputError, check_int
 
-__all__ = ["consume"]
+__all__ = ["consume", "one_row"]
 
 
 def consume(
@@ -94,3 +97,20 @@ def _note(exc: BaseException, text: str) -> None:
     """Attach ``text`` to ``exc`` (shown under its traceback; Python ≥ 3.11)."""
     if hasattr(exc, "add_note"):
         exc.add_note(text)
+
+
+def one_row(x: Any, d: int, method: str) -> np.ndarray:
+    """One point ``x`` of dimension ``d`` as a batch of one row (``(1,)`` when ``d = 1``,
+    else ``(1, d)``); any other shape is refused, naming ``method`` and its batch form (an
+    input's shape is never reinterpreted)."""
+    arr = np.asarray(x)
+    if d == 1 and arr.ndim == 0:
+        return arr.reshape(1)
+    if arr.ndim == 1 and d > 1:
+        return arr.reshape(1, -1)
+    if arr.ndim == 1 and arr.shape[0] == 1:
+        return arr
+    raise InputError(
+        f"{method}(x) takes one point of dimension {d}; got an array of shape "
+        f"{arr.shape}. Use {method}_many for batches."
+    )

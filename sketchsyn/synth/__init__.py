@@ -53,6 +53,7 @@ _EXPORTS = {
     "PrivHP": "privhp",
     "MAX_CELLS": "psmm",
     "PSMM": "psmm",
+    "StreamingPrivTree": "streaming_privtree",
     "closest_probability_measure": "psmm",
     "PartitionTree": "tree",
     "check_consistency": "tree",

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..io.stream import one_row
 from ..sketches.hashing import murmur3_32
 
 __all__ = ["LevelBank", "one_thread"]
@@ -136,18 +137,7 @@ class LevelBank:
 
     def _one_row(self, x: Any, method: str) -> np.ndarray:
         """One point ``x`` as a batch of one row, for ``update(x)`` and ``remove(x)``."""
-        arr = np.asarray(x)
-        d = self._domain.d
-        if d == 1 and arr.ndim == 0:
-            return arr.reshape(1)
-        if arr.ndim == 1 and d > 1:
-            return arr.reshape(1, -1)
-        if arr.ndim == 1 and arr.shape[0] == 1:
-            return arr
-        raise InputError(
-            f"{method}(x) takes one point of dimension {d}; got an array of shape "
-            f"{arr.shape}. Use {method}_many for batches."
-        )
+        return one_row(x, self._domain.d, method)
 
     def _count_rows(self, X: Any, sign: int) -> None:
         """Add (``sign = 1``) or remove (``sign = −1``) the rows of ``X``, all or none.

@@ -47,7 +47,7 @@ from ..errors import (
     check_memory,
 )
 from ..io.serial import MetaReader
-from ..io.stream import consume
+from ..io.stream import consume, one_row
 from ..io.summary import Summary
 from ..privacy import accounting
 from ..privacy.lineage import Lineage, UsageGuard
@@ -551,14 +551,7 @@ class ContinualPrivHP(Summary):
                 self._close(closed)
 
     def _one_row(self, x: Any, name: str) -> np.ndarray:
-        arr = np.asarray(x)
-        d = self._exact.domain.d
-        if arr.ndim == 0 or (arr.ndim == 1 and (d > 1 or arr.shape[0] == 1)):
-            return arr.reshape(1, -1) if d > 1 else arr.reshape(1)
-        raise InputError(
-            f"{name}(x) takes one point of dimension {d}; got an array of shape "
-            f"{arr.shape}. Use {name}_many for batches."
-        )
+        return one_row(x, self._exact.domain.d, name)
 
     def _flush(self) -> None:
         """Count the pending single rows into the exact state (PrivHP's per-batch counting)."""
