@@ -82,6 +82,15 @@ def test_release_follows_the_data() -> None:
     assert dist.params["step"] == s.steps_closed == 8 and dist.params["t"] == 20_000
 
 
+def test_a_fanout_of_four_splits_whole_quadrants() -> None:
+    s = StreamingPrivTree(Box.unit(2), 2.0, horizon=20_000, releases=2, fanout=4, rng=0)
+    assert s.max_depth == 32 and s.lam == pytest.approx(7 / 3 / 0.6)  # (2β−1)/((β−1)·ε_tree)
+    s.update_many(_blob_points(20_000, 8))
+    assert (s._level % 2 == 0).all() and s.n_leaves > 50
+    assert StreamingPrivTree.from_bytes(s.to_bytes()) == s
+    assert abs(s.release().total - 20_000) < 400
+
+
 # ------------------------------------------------------------------ deletions
 def test_insert_then_delete_everything_totals_zero_in_expectation() -> None:
     X = _blob_points(2000, 5)
@@ -141,6 +150,9 @@ def test_refused_batches_leave_the_state_as_it_was() -> None:
         (dict(steps_per_release=0), "steps_per_release"),
         (dict(max_depth=63), "max_depth"),
         (dict(refine=0), "refine"),
+        (dict(fanout=3), "fanout"),
+        (dict(fanout=8, refine=2), "fanout"),
+        (dict(fanout=4, max_depth=7), "max_depth"),
     ],
 )
 def test_bad_parameters_are_named(kwargs: dict, name: str) -> None:

@@ -14,12 +14,14 @@ with the number of releases instead of the number of time steps:
   PrivTree's proof (Zhang, Xiao and Xie, *PrivTree: A Differentially Private Algorithm for
   Hierarchical Decompositions*) applies to streams with deletions.
 
-At each step, from the root down (binary Morton halving, fan-out ``β = 2``), a node ``v`` at
-level ``L`` has the score ``s(v)``, the biased score ``b(v) = max(s(v) − L·δ, θ − δ)`` and is
-split when ``b(v) + Lap_Z(λ) > θ`` (``θ = 0``), unless it is an atom, is at ``max_depth`` or the
-split would pass ``max_leaves``. The nodes not split are the new leaves; each gets its released
-count ``N(v)`` (the previous counts of the cells it covers, shared evenly when a leaf is
-refined) plus the step's exact net change ``Δ(v)`` plus ``Lap_Z(leaf_scale)``.
+At each step, from the root down (a split cuts a cell into its ``β = fanout`` Morton
+descendants ``log2 β`` levels down; default ``β = 2``, a halving), a node ``v`` at tree depth
+``t`` (``t`` splits below the root) has the score ``s(v)``, the biased score
+``b(v) = max(s(v) − t·δ, θ − δ)`` and is split when ``b(v) + Lap_Z(λ) > θ`` (``θ = 0``), unless
+it is an atom, is at ``max_depth`` or the split would pass ``max_leaves``. The nodes not split
+are the new leaves; each gets its released count ``N(v)`` (the previous counts of the cells it
+covers, shared evenly when a leaf is refined) plus the step's exact net change ``Δ(v)`` plus
+``Lap_Z(leaf_scale)``.
 
 >>> import numpy as np
 >>> from sketchsyn import Box
@@ -107,10 +109,17 @@ class StreamingPrivTree(Summary):
     refine : int, default 2
         Levels every leaf can always be refined by in one step (``cells ≥ 2**refine ·
         max_leaves``).
+    fanout : int, default 2
+        Children of a split cell, ``β = 2**k`` (``k`` Morton levels per split; ``max_depth``
+        and the atoms then come in whole splits). 2 is PHDStream's choice; 4 (PrivTree's
+        quadtree in 2-D) splits more readily (a smaller bias per level) and keeps more leaves,
+        each with its noise: on the streams of ``benchmarks/bench_streams.py`` it was slightly
+        better on flights and worse on the drifting stream.
     tree_fraction : float, default 0.3
         Share of ε spent on the split decisions; the rest goes to the leaf counts.
     max_depth : int, optional
-        Deepest level of the partition (default ``min(domain.max_depth, 32)``, at most 62).
+        Deepest level of the partition, a multiple of ``log2(fanout)`` (default
+        ``min(domain.max_depth, 32)`` rounded down to one; at most 62).
     rng : None, int, SeedSequence or Generator
         Noise randomness; ``None`` (default) is the OS CSPRNG. A seed is for tests only and
         **not private against anyone who knows it**.
@@ -137,13 +146,13 @@ class StreamingPrivTree(Summary):
     most 1 and no other score: the two conditions of PrivTree's proof (Zhang, Xiao and Xie,
     Theorem 3.1, which holds for the integer Laplace noise as
     :class:`~sketchsyn.baselines.grid.PrivTree` states), which gives
-    ``(2β − 1)/((β − 1)·λ) = 3/λ ≤ ε_tree`` for the split decisions. The nodes tested depend
-    only on the public partition and on earlier decisions (the ``max_leaves`` cap stops a level
-    after its decisions, a function of them), and a path that stops early is a subset of the
-    path the proof bounds. The new leaves partition the domain, so the exact ``Δ(v)`` have ℓ1
-    sensitivity 1 and ``Lap_Z(leaf_scale)`` with ``1/leaf_scale ≤ ε_leaf`` makes them
-    ``ε_leaf``-DP; ``N`` is public. Scales are rounded up so that each realised budget is at
-    most its share exactly.
+    ``(2β − 1)/((β − 1)·λ) ≤ ε_tree`` (``3/λ`` for ``β = 2``) for the split decisions. The nodes
+    tested depend only on the public partition and on earlier decisions (the ``max_leaves`` cap
+    stops a level after its decisions, a function of them), and a path that stops early is a
+    subset of the path the proof bounds. The new leaves partition the domain, so the exact
+    ``Δ(v)`` have ℓ1 sensitivity 1 and ``Lap_Z(leaf_scale)`` with ``1/leaf_scale ≤ ε_leaf``
+    makes them ``ε_leaf``-DP; ``N`` is public. Scales are rounded up so that each realised
+    budget is at most its share exactly.
 
     **Deletions.** A deletion subtracts 1 from its atom. Whether the row was inserted cannot
     be known (earlier insertions are only in the noisy counts), so every deletion is applied
@@ -163,6 +172,7 @@ class StreamingPrivTree(Summary):
         steps_per_release: int | None = None,
         memory_bytes: int = 262144,
         refine: int = 2,
+        fanout: int = 2,
         tree_fraction: float = 0.3,
         max_depth: int | None = None,
         rng: RNGLike = None,
@@ -177,6 +187,13 @@ class StreamingPrivTree(Summary):
             steps_per_release = 2 if self._epsilon >= 2 else 1
         self._per = check_int(steps_per_release, "steps_per_release", owner, 1, 2**20)
         self._refine = check_int(refine, "refine", owner, minimum=1, maximum=20)
+        self._fanout = check_int(fanout, "fanout", owner, minimum=2, maximum=256)
+        self._k = self._fanout.bit_length() - 1
+        if self._fanout != 1 << self._k or self._k > self._refine:
+            raise ParameterError(
+                f"The 'fanout' parameter of {owner} must be a power of 2 with log2(fanout) <= "
+                f"refine = {self._refine}. Got {fanout!r} instead."
+            )
         tf = tree_fraction
         if isinstance(tf, bool) or not isinstance(tf, (int, float)) or not 0.0 < float(tf) < 1.0:
             raise ParameterError(
@@ -185,8 +202,13 @@ class StreamingPrivTree(Summary):
         self._tree_fraction = float(tf)
         top = min(int(domain.max_depth), MAX_DEPTH)
         if max_depth is None:
-            max_depth = min(top, DEFAULT_DEPTH)
-        self._D = check_int(max_depth, "max_depth", owner, minimum=1, maximum=top)
+            max_depth = min(top, DEFAULT_DEPTH) // self._k * self._k
+        self._D = check_int(max_depth, "max_depth", owner, minimum=self._k, maximum=top)
+        if self._D % self._k:
+            raise ParameterError(
+                f"The 'max_depth' parameter of {owner} must be a multiple of log2(fanout) = "
+                f"{self._k}. Got {max_depth!r} instead."
+            )
         self._S = self._releases * self._per
         # A step holds at most ceil(T/S) events: int32 atoms when that cannot overflow them.
         self._wide = -(-self._horizon // self._S) >= 2**31
@@ -202,9 +224,10 @@ class StreamingPrivTree(Summary):
                 f"bytes). Got {memory_bytes!r} instead."
             )
         eps_tree, eps_leaf = _split_budget(self._epsilon, self._tree_fraction)
-        # β = 2: λ = (2β − 1)/((β − 1)·ε_tree), δ = λ·ln β.
-        self._lam = accounting.laplace_scale(3, eps_tree, owner)
-        self._delta = self._lam * math.log(2.0)
+        # β = fanout: λ = (2β − 1)/((β − 1)·ε_tree), δ = λ·ln β.
+        beta = self._fanout
+        self._lam = accounting.laplace_scale(Fraction(2 * beta - 1, beta - 1), eps_tree, owner)
+        self._delta = self._lam * math.log(beta)
         self._leaf_scale = accounting.laplace_scale(1, eps_leaf, owner)
         self._source = as_source(rng)
         self._lineage = Lineage.new(self._source, _KIND, self._params())
@@ -278,13 +301,19 @@ class StreamingPrivTree(Summary):
 
     @property
     def lam(self) -> float:
-        """``λ``, the integer Laplace scale of the split decisions (``3/λ ≤ ε_tree``)."""
+        """``λ``, the integer Laplace scale of the split decisions
+        (``(2β − 1)/((β − 1)·λ) ≤ ε_tree``)."""
         return self._lam
 
     @property
     def delta(self) -> float:
-        """``δ = λ·ln 2``, the decay of the biased score per level."""
+        """``δ = λ·ln β``, the decay of the biased score per split."""
         return self._delta
+
+    @property
+    def fanout(self) -> int:
+        """``β``, the children of a split cell."""
+        return self._fanout
 
     @property
     def leaf_scale(self) -> float:
@@ -300,6 +329,26 @@ class StreamingPrivTree(Summary):
     def steps_closed(self) -> int:
         """Partition steps closed so far."""
         return self._steps_of(self._t)
+
+    @property
+    def epoch_end(self) -> int:
+        """The first epoch end at or after event ``t`` (``t`` itself when an epoch has just
+        closed). To release at a time announced in advance, ``skip(epoch_end - t)`` there: the
+        empty events close the epoch, and the release then describes every event so far.
+
+        >>> from sketchsyn import Box
+        >>> s = StreamingPrivTree(Box.unit(1), 1.0, horizon=100, releases=4)
+        >>> s.skip(30)
+        >>> s.epoch_end, s.steps_closed
+        (50, 1)
+        >>> s.skip(s.epoch_end - s.t)
+        >>> s.epoch_end, s.steps_closed
+        (50, 2)
+        """
+        closed = self._steps_of(self._t) // self._per
+        if self._end(closed * self._per) == self._t:
+            return self._t
+        return self._end(min(closed + 1, self._releases) * self._per)
 
     @property
     def n_leaves(self) -> int:
@@ -326,6 +375,7 @@ class StreamingPrivTree(Summary):
             "steps_per_release": self._per,
             "memory_bytes": self._memory,
             "refine": self._refine,
+            "fanout": self._fanout,
             "tree_fraction": self._tree_fraction,
             "max_depth": self._D,
         }
@@ -344,6 +394,7 @@ class StreamingPrivTree(Summary):
         with ``r`` the largest for which every leaf's ``2**r`` atoms fit in ``cells``."""
         n = self._level.size
         r = int(self._cells // n).bit_length() - 1
+        r -= r % self._k  # whole splits: atoms are nodes of the tree
         depth = self._D - self._level.astype(np.int64)
         self._r = np.minimum(r, depth)
         sizes = np.left_shift(1, self._r)
@@ -457,16 +508,17 @@ class StreamingPrivTree(Summary):
         active = np.zeros(1, dtype=np.uint64)
         out_level, out_prefix, out_exact = [], [], []
         kept = 0
-        for level in range(D + 1):
+        k, beta = self._k, self._fanout
+        for level in range(0, D + 1, k):
             shift = np.uint64(D - level)
             a0 = np.searchsorted(a_start, active << shift)
             a1 = np.searchsorted(a_start, (active + np.uint64(1)) << shift)
             atom = (a1 - a0 == 1) & (a_level[np.minimum(a0, a_level.size - 1)] == level)
             s = cum_score[a1] - cum_score[a0]
-            biased = np.maximum(s - level * self._delta, _THETA - self._delta)
+            biased = np.maximum(s - (level // k) * self._delta, _THETA - self._delta)
             noisy = biased + discrete_laplace(self._lam, active.size, rng=self._source)
             split = (noisy > _THETA) & ~atom & (level < D)
-            if kept + active.size + int(split.sum()) > self._cap:
+            if kept + active.size + (beta - 1) * int(split.sum()) > self._cap:
                 split[:] = False  # the cap: no split on this level (a function of decisions)
             stay = ~split
             out_level.append(np.full(int(stay.sum()), level, dtype=np.uint8))
@@ -475,8 +527,8 @@ class StreamingPrivTree(Summary):
             kept += int(stay.sum())
             if not split.any():
                 break
-            parents = active[split] << np.uint64(1)
-            active = np.stack([parents, parents + np.uint64(1)], axis=1).ravel()
+            parents = active[split] << np.uint64(k)
+            active = (parents[:, None] + np.arange(beta, dtype=np.uint64)).ravel()
         level_arr = np.concatenate(out_level)
         prefix = np.concatenate(out_prefix)
         exact = np.concatenate(out_exact)
@@ -551,6 +603,7 @@ class StreamingPrivTree(Summary):
                 steps_per_release=fields.int("steps_per_release", minimum=1, maximum=2**20),
                 memory_bytes=fields.int("memory_bytes", minimum=64, maximum=2**32),
                 refine=fields.int("refine", minimum=1, maximum=20),
+                fanout=fields.int("fanout", minimum=2, maximum=256),
                 tree_fraction=fields.float("tree_fraction", minimum=1e-9, maximum=1 - 1e-9),
                 max_depth=fields.int("max_depth", minimum=1, maximum=MAX_DEPTH),
                 rng=None,
@@ -574,7 +627,7 @@ class StreamingPrivTree(Summary):
         count = fields.array(arrays, "count", np.float64, (n,))
         D = obj._D
         lv = level.astype(np.int64)
-        if (lv > D).any() or (prefix >> lv.astype(np.uint64) != 0).any():
+        if (lv > D).any() or (lv % obj._k).any() or (prefix >> lv.astype(np.uint64) != 0).any():
             raise SerializationError(f"{_KIND} blob array 'prefix' has a cell outside the domain")
         start = prefix << (D - lv).astype(np.uint64)
         width = np.left_shift(np.uint64(1), (D - lv).astype(np.uint64))
