@@ -91,6 +91,18 @@ def test_a_fanout_of_four_splits_whole_quadrants() -> None:
     assert abs(s.release().total - 20_000) < 400
 
 
+def test_a_release_between_steps_is_the_last_closed_step() -> None:
+    s = StreamingPrivTree(Box.unit(2), 1.0, horizon=4000, releases=4, rng=1)
+    s.update_many(_blob_points(1000, 9))  # the first step closes at event 1000
+    first = s.release()
+    s.update_many(_blob_points(999, 10))  # the open step: not in any release yet
+    again = s.release()
+    assert again.params["t"] == first.params["t"] == 1000
+    assert np.array_equal(again.leaves().count, first.leaves().count)
+    s.update_many(_blob_points(1, 11))
+    assert s.release().params["t"] == 2000
+
+
 # ------------------------------------------------------------------ deletions
 def test_insert_then_delete_everything_totals_zero_in_expectation() -> None:
     X = _blob_points(2000, 5)

@@ -127,10 +127,11 @@ class StreamingPrivTree(Summary):
     Notes
     -----
     **Steps.** ``update_many(X)`` is ``len(X)`` events (insertions), ``remove_many(X)``
-    ``len(X)`` events (deletions), ``skip(n)`` ``n`` empty events; updates past ``horizon``
-    are refused. Step ``s`` of ``S = releases·steps_per_release`` ends after event
-    ``floor(s·T/S)``. ``release()`` is answered from the last closed step (no noise is drawn at
-    a release: it is the partition and its counts); before the first step it is empty.
+    ``len(X)`` events (deletions), ``skip(n)`` ``n`` empty events (a row dropped by the domain's
+    ``"drop"`` policy is an empty event too); updates past ``horizon`` are refused. Step ``s``
+    of ``S = releases·steps_per_release`` ends after event ``floor(s·T/S)``. ``release()`` is
+    answered from the last closed step (no noise is drawn at a release: it is the partition and
+    its counts); before the first step it is empty.
 
     **Privacy** (pure ε-DP, event level, all releases together). Neighbouring streams differ in
     one event: one insertion or one deletion added or removed, so an insertion followed later
