@@ -70,15 +70,6 @@ DEFAULT_DEPTH = 32
 _THETA = 0.0
 
 
-def _split_budget(epsilon: float, tree_fraction: float) -> tuple[float, float]:
-    """``(ε_tree, ε_leaf)`` with ``ε_tree + ε_leaf ≤ ε`` exactly (as rationals)."""
-    eps_tree = tree_fraction * epsilon
-    eps_leaf = float(Fraction(epsilon) - Fraction(eps_tree))
-    while Fraction(eps_tree) + Fraction(eps_leaf) > Fraction(epsilon):
-        eps_leaf = math.nextafter(eps_leaf, 0.0)
-    return eps_tree, eps_leaf
-
-
 class StreamingPrivTree(Summary):
     """PHDStream's adaptive partition, stepped on a release schedule in fixed memory (ε-DP,
     event level; module docstring for the mechanism).
@@ -224,7 +215,13 @@ class StreamingPrivTree(Summary):
                 f"2**refine = {2**self._refine} atoms ({math.ceil(2**self._refine * per_leaf)} "
                 f"bytes). Got {memory_bytes!r} instead."
             )
-        eps_tree, eps_leaf = _split_budget(self._epsilon, self._tree_fraction)
+        eps_tree, eps_leaf = (
+            float(x)
+            for x in accounting.fit_to_budget(
+                [self._tree_fraction * self._epsilon, (1 - self._tree_fraction) * self._epsilon],
+                self._epsilon,
+            )
+        )
         # β = fanout: λ = (2β − 1)/((β − 1)·ε_tree), δ = λ·ln β.
         beta = self._fanout
         self._lam = accounting.laplace_scale(Fraction(2 * beta - 1, beta - 1), eps_tree, owner)
