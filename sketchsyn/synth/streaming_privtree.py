@@ -18,10 +18,12 @@ At each step, from the root down (a split cuts a cell into its ``β = fanout`` M
 descendants ``log2 β`` levels down; default ``β = 2``, a halving), a node ``v`` at tree depth
 ``t`` (``t`` splits below the root) has the score ``s(v)``, the biased score
 ``b(v) = max(s(v) − t·δ, θ − δ)`` and is split when ``b(v) + Lap_Z(λ) > θ`` (``θ = 0``), unless
-it is an atom, is at ``max_depth`` or the split would pass ``max_leaves``. The nodes not split
-are the new leaves; each gets its released count ``N(v)`` (the previous counts of the cells it
-covers, shared evenly when a leaf is refined) plus the step's exact net change ``Δ(v)`` plus
-``Lap_Z(leaf_scale)``.
+it is an atom or is at ``max_depth``. When the splits decided on a level would pass
+``max_leaves``, only as many go through as fit, those of the nodes with the most public mass
+(the previous release's), their children become leaves untested, and the step ends. The nodes
+not split are the new leaves; each gets its released count ``N(v)`` (the previous counts of the
+cells it covers, shared evenly when a leaf is refined) plus the step's exact net change ``Δ(v)``
+plus ``Lap_Z(leaf_scale)``.
 
 >>> import numpy as np
 >>> from sketchsyn import Box
@@ -140,8 +142,10 @@ class StreamingPrivTree(Summary):
     :class:`~sketchsyn.baselines.grid.PrivTree` states), which gives
     ``(2β − 1)/((β − 1)·λ) ≤ ε_tree`` (``3/λ`` for ``β = 2``) for the split decisions. The nodes
     tested depend only on the public partition and on earlier decisions (the ``max_leaves`` cap
-    stops a level after its decisions, a function of them), and a path that stops early is a
-    subset of the path the proof bounds. The new leaves partition the domain, so the exact
+    acts after a level's decisions: which of them go through is a function of the decisions and
+    of the public previous release), and a path that stops early is a subset of the path the
+    proof bounds (a decision to split that the cap holds back is still a decision of the proof;
+    the path ends there). The new leaves partition the domain, so the exact
     ``Δ(v)`` have ℓ1 sensitivity 1 and ``Lap_Z(leaf_scale)`` with ``1/leaf_scale ≤ ε_leaf``
     makes them ``ε_leaf``-DP; ``N`` is public. Scales are rounded up so that each realised
     budget is at most its share exactly.
@@ -503,9 +507,13 @@ class StreamingPrivTree(Summary):
         score = np.maximum(np.maximum(share, 0.0) + change, 0.0)
         cum_score = np.concatenate([[0.0], np.cumsum(score)])
         cum_count = np.concatenate([[0.0], np.cumsum(share + change)])
+        # Public: the previous release's mass under each node, the order in which the cap lets
+        # split decisions through.
+        cum_public = np.concatenate([[0.0], np.cumsum(np.maximum(share, 0.0))])
         active = np.zeros(1, dtype=np.uint64)
         out_level, out_prefix, out_exact = [], [], []
         kept = 0
+        capped = False
         k, beta = self._k, self._fanout
         for level in range(0, D + 1, k):
             shift = np.uint64(D - level)
@@ -516,8 +524,17 @@ class StreamingPrivTree(Summary):
             biased = np.maximum(s - (level // k) * self._delta, _THETA - self._delta)
             noisy = biased + discrete_laplace(self._lam, active.size, rng=self._source)
             split = (noisy > _THETA) & ~atom & (level < D)
-            if kept + active.size + (beta - 1) * int(split.sum()) > self._cap:
-                split[:] = False  # the cap: no split on this level (a function of decisions)
+            room = (self._cap - kept - active.size) // (beta - 1)
+            if int(split.sum()) > room:
+                # The cap: only ``room`` of the splits decided on this level go through, those
+                # of the nodes with the most public mass (a function of the decisions and of
+                # public values), the others stay leaves; no level below is visited.
+                public = cum_public[a1] - cum_public[a0]
+                chosen = np.flatnonzero(split)
+                keep = chosen[np.argsort(-public[chosen], kind="stable")[: max(room, 0)]]
+                split[:] = False
+                split[keep] = True
+                capped = True
             stay = ~split
             out_level.append(np.full(int(stay.sum()), level, dtype=np.uint8))
             out_prefix.append(active[stay])
@@ -527,6 +544,14 @@ class StreamingPrivTree(Summary):
                 break
             parents = active[split] << np.uint64(k)
             active = (parents[:, None] + np.arange(beta, dtype=np.uint64)).ravel()
+            if capped:  # the children of the last splits let through are leaves, untested
+                shift = np.uint64(D - level - k)
+                a0 = np.searchsorted(a_start, active << shift)
+                a1 = np.searchsorted(a_start, (active + np.uint64(1)) << shift)
+                out_level.append(np.full(active.size, level + k, dtype=np.uint8))
+                out_prefix.append(active)
+                out_exact.append(cum_count[a1] - cum_count[a0])
+                break
         level_arr = np.concatenate(out_level)
         prefix = np.concatenate(out_prefix)
         exact = np.concatenate(out_exact)
