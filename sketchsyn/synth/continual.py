@@ -60,6 +60,8 @@ from ..synth.continual_noise import (
     _HonakerBank,
     _KaryTable,
     _plan,
+    announced_end,
+    announced_epochs,
     best_arity,
     cell_bytes,
     check_schedule,
@@ -491,7 +493,7 @@ class ContinualPrivHP(Summary):
         if not self._scheduled:
             return t
         if self._releases is not None:
-            return ((t + 1) * self._releases - 1) // self._horizon
+            return announced_epochs(t, self._releases, self._horizon)
         return self._epochs if t >= self._horizon else t // int(self._every or 1)
 
     def _end(self, e: int) -> int:
@@ -499,7 +501,7 @@ class ContinualPrivHP(Summary):
         if not self._scheduled:
             return e
         if self._releases is not None:
-            return (e * self._horizon) // self._releases
+            return announced_end(e, self._releases, self._horizon)
         return min(e * int(self._every or 1), self._horizon)
 
     def _counts(self) -> np.ndarray:

@@ -48,6 +48,8 @@ from ..errors import ParameterError, SerializationError, check_int
 from ..privacy.noise import discrete_laplace, discrete_laplace_variance
 
 __all__ = [
+    "announced_end",
+    "announced_epochs",
     "best_arity",
     "cell_bytes",
     "check_schedule",
@@ -433,6 +435,25 @@ def _plan(
     if counter == "hybrid":
         return epochs, arity, hybrid_levels(epochs, arity)
     return epochs, arity, karytree_levels(epochs, arity)
+
+
+def announced_epochs(t: int, m: int, horizon: int) -> int:
+    """Epochs of ``m`` announced ones over ``horizon`` events closed after event ``t``: epoch
+    ``e`` ends after event ``floor(e·horizon/m)`` (:func:`announced_end`).
+
+    >>> [announced_epochs(t, 4, 10) for t in (1, 2, 4, 5, 9, 10)]
+    [0, 1, 1, 2, 3, 4]
+    """
+    return ((t + 1) * m - 1) // horizon
+
+
+def announced_end(e: int, m: int, horizon: int) -> int:
+    """The last event of epoch ``e`` of ``m`` announced ones over ``horizon`` events.
+
+    >>> [announced_end(e, 4, 10) for e in range(1, 5)]
+    [2, 5, 7, 10]
+    """
+    return (e * horizon) // m
 
 
 def check_schedule(

@@ -61,6 +61,7 @@ from ..privacy import accounting
 from ..privacy.lineage import Lineage, UsageGuard
 from ..privacy.noise import discrete_laplace
 from ..privacy.rng import RNGLike, as_source
+from ..synth.continual_noise import announced_end, announced_epochs
 from ..synth.distribution import PrivateDistribution
 
 __all__ = ["StreamingPrivTree"]
@@ -385,11 +386,11 @@ class StreamingPrivTree(Summary):
     # ------------------------------------------------------------------ schedule and atoms
     def _steps_of(self, t: int) -> int:
         """Steps closed after event ``t``."""
-        return ((t + 1) * self._S - 1) // self._horizon
+        return announced_epochs(t, self._S, self._horizon)
 
     def _end(self, s: int) -> int:
         """The last event of step ``s``."""
-        return (s * self._horizon) // self._S
+        return announced_end(s, self._S, self._horizon)
 
     def _layout(self) -> None:
         """Each leaf's atoms (public: a function of the partition): ``r_i = min(r, D − level)``
