@@ -21,9 +21,13 @@ descendants ``log2 β`` levels down; default ``β = 2``, a halving), a node ``v`
 it is an atom or is at ``max_depth``. When the splits decided on a level would pass
 ``max_leaves``, only as many go through as fit, those of the nodes with the most public mass
 (the previous release's), their children become leaves untested, and the step ends. The nodes
-not split are the new leaves; each gets its released count ``N(v)`` (the previous counts of the
-cells it covers, shared evenly when a leaf is refined) plus the step's exact net change ``Δ(v)``
-plus ``Lap_Z(leaf_scale)``.
+not split are the new leaves; each gets the step's exact net change ``Δ(v)`` plus
+``Lap_Z(leaf_scale)``, the noisy change ``Δ̃(v)``, plus its share of the previous release: the
+previous counts of the cells it covers, or, when ``v`` lies inside a previous leaf ``u`` that
+was refined, ``N(u)·(0.3·vol(v)/vol(u) + 0.7·|Δ̃(v)|/Σ|Δ̃|)`` with the sum over the new leaves
+inside ``u``: partly by volume, mostly where the stream moved (records arrive near earlier ones,
+and a deletion shows where an earlier record was). Both parts are public, so the shares are
+post-processing; with ``N(u) ≤ 0`` or no change, the share is by volume alone.
 
 >>> import numpy as np
 >>> from sketchsyn import Box
@@ -71,6 +75,7 @@ LEAF_BYTES = 17  # per leaf slot: prefix (uint64), level (uint8), released count
 MAX_DEPTH = 62  # the end of a cell, (prefix + 1) << (max_depth − level), must fit in uint64
 DEFAULT_DEPTH = 32
 _THETA = 0.0
+_BY_VOLUME = 0.3  # share of a refined leaf's previous count shared out by volume
 
 
 class StreamingPrivTree(Summary):
@@ -507,12 +512,13 @@ class StreamingPrivTree(Summary):
         share = (self._count / sizes)[leaf]
         score = np.maximum(np.maximum(share, 0.0) + change, 0.0)
         cum_score = np.concatenate([[0.0], np.cumsum(score)])
-        cum_count = np.concatenate([[0.0], np.cumsum(share + change)])
+        cum_share = np.concatenate([[0.0], np.cumsum(share)])
+        cum_change = np.concatenate([[0.0], np.cumsum(change)])
         # Public: the previous release's mass under each node, the order in which the cap lets
         # split decisions through.
         cum_public = np.concatenate([[0.0], np.cumsum(np.maximum(share, 0.0))])
         active = np.zeros(1, dtype=np.uint64)
-        out_level, out_prefix, out_exact = [], [], []
+        out_level, out_prefix, out_a0, out_a1 = [], [], [], []
         kept = 0
         capped = False
         k, beta = self._k, self._fanout
@@ -539,7 +545,8 @@ class StreamingPrivTree(Summary):
             stay = ~split
             out_level.append(np.full(int(stay.sum()), level, dtype=np.uint8))
             out_prefix.append(active[stay])
-            out_exact.append(cum_count[a1[stay]] - cum_count[a0[stay]])
+            out_a0.append(a0[stay])
+            out_a1.append(a1[stay])
             kept += int(stay.sum())
             if not split.any():
                 break
@@ -551,18 +558,48 @@ class StreamingPrivTree(Summary):
                 a1 = np.searchsorted(a_start, (active + np.uint64(1)) << shift)
                 out_level.append(np.full(active.size, level + k, dtype=np.uint8))
                 out_prefix.append(active)
-                out_exact.append(cum_count[a1] - cum_count[a0])
+                out_a0.append(a0)
+                out_a1.append(a1)
                 break
         level_arr = np.concatenate(out_level)
         prefix = np.concatenate(out_prefix)
-        exact = np.concatenate(out_exact)
         order = np.argsort(
             prefix << (D - level_arr.astype(np.int64)).astype(np.uint64), kind="stable"
         )
+        level_arr, prefix = level_arr[order], prefix[order]
+        a0, a1 = np.concatenate(out_a0)[order], np.concatenate(out_a1)[order]
         noise = discrete_laplace(self._leaf_scale, prefix.size, rng=self._source)
-        self._level, self._prefix = level_arr[order], prefix[order]
-        self._count = exact[order] + noise.astype(np.float64)
+        noisy_change = cum_change[a1] - cum_change[a0] + noise.astype(np.float64)
+        carried = self._carry(leaf[a0], level_arr, cum_share[a1] - cum_share[a0], noisy_change)
+        self._level, self._prefix = level_arr, prefix
+        self._count = carried + noisy_change
         self._layout()
+
+    def _carry(
+        self, owner: np.ndarray, level: np.ndarray, covered: np.ndarray, noisy_change: np.ndarray
+    ) -> np.ndarray:
+        """The previous release's count each new leaf carries (public: a function of the
+        previous partition and counts and of the new leaves' noisy changes).
+
+        ``owner``: the previous leaf holding each new leaf's first atom; ``covered``: the
+        previous counts under each new leaf, shared evenly among atoms. A new leaf that is a
+        previous leaf or a union of them carries ``covered``; the new leaves inside a refined
+        previous leaf ``u`` share ``N(u)`` by volume (0.3) and by ``|Δ̃|`` (0.7) (module docstring).
+        """
+        n = self._count.size
+        lv = level.astype(np.int64)
+        inside = np.flatnonzero(lv > self._level[owner].astype(np.int64))
+        carried = covered.copy()
+        if inside.size:
+            u = owner[inside]
+            vol = np.ldexp(1.0, -(lv[inside] - self._level[u].astype(np.int64)))
+            moved = np.abs(noisy_change[inside])
+            total = np.bincount(u, weights=moved, minlength=n)[u]
+            where = np.divide(moved, total, out=vol.copy(), where=total > 0)
+            N = self._count[u]
+            mixed = _BY_VOLUME * vol + (1.0 - _BY_VOLUME) * where
+            carried[inside] = np.where(N > 0, N * mixed, N * vol)
+        return carried
 
     # ------------------------------------------------------------------ release
     def release(self) -> PrivateDistribution:
