@@ -69,7 +69,8 @@ def main() -> None:
         if hour in release_hours:
             fleet.skip(fleet.epoch_end - fleet.t)  # close the epoch now: the announced time
             release = fleet.release()
-            w1 = wasserstein1(live, release, CITY, method="ot", n_samples=2000, rng=hour).value
+            sample = live[rng.choice(n, min(n, 2000), replace=False)]
+            w1 = wasserstein1(sample, release, CITY, method="ot", n_samples=2000, rng=hour).value
             inside = np.all((live >= DISTRICT[0]) & (live <= DISTRICT[1]), axis=1).mean()
             share = release.count(*DISTRICT) / max(release.total, 1.0)
             print(f"| {hour} | {w1:.4f} | {inside:.3f} / {share:.3f} | {fleet.n_leaves} | "

@@ -12,6 +12,9 @@ leaf counts ε̂ 0.32 ≤ ε_leaf = 0.5 and 0.81 > 0.5 with half the noise.
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -313,3 +316,19 @@ def test_audit_of_the_leaf_counts_catches_half_the_noise(monkeypatch) -> None:
     mech = _leaf_mech()
     eps_hat, top, _, _ = audit(mech)
     assert eps_hat > top / 2, (eps_hat, top)
+
+
+# ------------------------------------------------------------------ the example
+def test_the_moving_fleet_example_runs_and_follows_the_fleet() -> None:
+    script = Path(__file__).resolve().parents[1] / "examples" / "moving_fleet.py"
+    args = ["--vehicles", "4000", "--hours", "8", "--releases", "4"]
+    out = subprocess.run(
+        [sys.executable, str(script), *args], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    rows = [line.split("|")[1:-1] for line in out.stdout.splitlines()[2:]]
+    assert [int(r[0]) for r in rows] == [2, 4, 6, 8]
+    for row in rows:
+        data, synthetic = (float(v) for v in row[2].split("/"))
+        assert abs(data - synthetic) < 0.02, row  # the centre's share, data against release
+        assert row[4].strip() == "262,131"  # the state does not grow

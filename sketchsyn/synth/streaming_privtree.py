@@ -24,10 +24,13 @@ it is an atom or is at ``max_depth``. When the splits decided on a level would p
 not split are the new leaves; each gets the step's exact net change ``Δ(v)`` plus
 ``Lap_Z(leaf_scale)``, the noisy change ``Δ̃(v)``, plus its share of the previous release: the
 previous counts of the cells it covers, or, when ``v`` lies inside a previous leaf ``u`` that
-was refined, ``N(u)·(0.3·vol(v)/vol(u) + 0.7·|Δ̃(v)|/Σ|Δ̃|)`` with the sum over the new leaves
-inside ``u``: partly by volume, mostly where the stream moved (records arrive near earlier ones,
-and a deletion shows where an earlier record was). Both parts are public, so the shares are
-post-processing; with ``N(u) ≤ 0`` or no change, the share is by volume alone.
+was refined, ``N(u)·(w(v) + 0.7·g(u)·(Δ̃⁺(v)/ΣΔ̃⁺ − w(v)))`` with ``w(v) = vol(v)/vol(u)``,
+the sums over the new leaves inside ``u`` and ``g(u) = max(ΣΔ̃, 0)/Σ|Δ̃|``. Where ``u`` only
+grew (``g = 1``), 0.7 of its earlier count goes where the new records are (a stream whose
+distribution holds still puts its new records where its earlier ones are) and 0.3 by volume;
+where it churned (as many deletions as insertions, ``g = 0``: moving objects), all of it goes by
+volume, as with no change or ``N(u) ≤ 0``. The shares add up to ``N(u)``, and every input is
+public (the previous release and the noisy changes), so they are post-processing.
 
 >>> import numpy as np
 >>> from sketchsyn import Box
@@ -75,7 +78,7 @@ LEAF_BYTES = 17  # per leaf slot: prefix (uint64), level (uint8), released count
 MAX_DEPTH = 62  # the end of a cell, (prefix + 1) << (max_depth − level), must fit in uint64
 DEFAULT_DEPTH = 32
 _THETA = 0.0
-_BY_VOLUME = 0.3  # share of a refined leaf's previous count shared out by volume
+_BY_VOLUME = 0.3  # least share of a refined leaf's previous count shared out by volume
 
 
 class StreamingPrivTree(Summary):
@@ -98,9 +101,10 @@ class StreamingPrivTree(Summary):
         ``m`` announced releases: epoch ``e`` ends after event ``floor(e·T/m)``.
     steps_per_release : int, optional
         Partition steps per epoch (the last closes the epoch). More steps follow moving data
-        faster; every step adds one noise draw to every leaf count. Default: 2 when
-        ``epsilon ≥ 2`` (small leaf noise), else 1 (the better of the two on both streams of
-        ``benchmarks/bench_streams.py`` at ε = 0.5, 1 and 4).
+        faster; every step adds one noise draw to every leaf count. Default:
+        ``max(1, min(8, floor(0.75·epsilon + 0.5)))``, that is 1 at ε < 2, 2 at ε = 2 and 3 at ε = 4
+        (the noise is small at large ε; fitted on the two streams of
+        ``benchmarks/bench_streams.py`` at ε = 0.5, 1, 2 and 4 among 1, 2 and 3 steps).
     memory_bytes : int, default 262144
         State budget: ``cells`` atom counters (4 bytes each, 8 when a step may hold 2**31 or
         more events) and ``max_leaves = cells >> refine`` leaf slots of 17 bytes. ``nbytes``
@@ -186,7 +190,7 @@ class StreamingPrivTree(Summary):
         self._horizon = check_int(horizon, "horizon", owner, minimum=1, maximum=2**62)
         self._releases = check_int(releases, "releases", owner, minimum=1, maximum=self._horizon)
         if steps_per_release is None:
-            steps_per_release = 2 if self._epsilon >= 2 else 1
+            steps_per_release = max(1, min(8, math.floor(0.75 * self._epsilon + 0.5)))
         self._per = check_int(steps_per_release, "steps_per_release", owner, 1, 2**20)
         self._refine = check_int(refine, "refine", owner, minimum=1, maximum=20)
         self._fanout = check_int(fanout, "fanout", owner, minimum=2, maximum=256)
@@ -584,7 +588,8 @@ class StreamingPrivTree(Summary):
         ``owner``: the previous leaf holding each new leaf's first atom; ``covered``: the
         previous counts under each new leaf, shared evenly among atoms. A new leaf that is a
         previous leaf or a union of them carries ``covered``; the new leaves inside a refined
-        previous leaf ``u`` share ``N(u)`` by volume (0.3) and by ``|Δ̃|`` (0.7) (module docstring).
+        previous leaf ``u`` share ``N(u)`` by volume and, as far as ``u`` grew, by their
+        positive noisy changes (module docstring).
         """
         n = self._count.size
         lv = level.astype(np.int64)
@@ -593,11 +598,16 @@ class StreamingPrivTree(Summary):
         if inside.size:
             u = owner[inside]
             vol = np.ldexp(1.0, -(lv[inside] - self._level[u].astype(np.int64)))
-            moved = np.abs(noisy_change[inside])
-            total = np.bincount(u, weights=moved, minlength=n)[u]
-            where = np.divide(moved, total, out=vol.copy(), where=total > 0)
+            d = noisy_change[inside]
+            grown = np.maximum(d, 0.0)
+            total = np.bincount(u, weights=grown, minlength=n)[u]
+            where = np.divide(grown, total, out=vol.copy(), where=total > 0)
+            # g(u) = max(Σ Δ̃, 0)/Σ |Δ̃|: 1 where the leaf only grew, 0 where it churned.
+            moved = np.bincount(u, weights=np.abs(d), minlength=n)[u]
+            net = np.bincount(u, weights=d, minlength=n)[u]
+            g = np.clip(np.divide(net, moved, out=np.zeros_like(net), where=moved > 0), 0.0, 1.0)
             N = self._count[u]
-            mixed = _BY_VOLUME * vol + (1.0 - _BY_VOLUME) * where
+            mixed = vol + g * (1.0 - _BY_VOLUME) * (where - vol)
             carried[inside] = np.where(N > 0, N * mixed, N * vol)
         return carried
 
