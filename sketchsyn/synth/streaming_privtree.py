@@ -514,22 +514,35 @@ class StreamingPrivTree(Summary):
         ) << (D - a_level).astype(np.uint64)
         change = self._open_atoms().astype(np.float64)
         share = (self._count / sizes)[leaf]
-        score = np.maximum(np.maximum(share, 0.0) + change, 0.0)
+        # Public: the previous release's mass under each node, the order in which the cap lets
+        # split decisions through.
+        public_share = np.maximum(share, 0.0)
+        score = np.maximum(public_share + change, 0.0)
         cum_score = np.concatenate([[0.0], np.cumsum(score)])
         cum_share = np.concatenate([[0.0], np.cumsum(share)])
         cum_change = np.concatenate([[0.0], np.cumsum(change)])
-        # Public: the previous release's mass under each node, the order in which the cap lets
-        # split decisions through.
-        cum_public = np.concatenate([[0.0], np.cumsum(np.maximum(share, 0.0))])
-        active = np.zeros(1, dtype=np.uint64)
+        cum_public = np.concatenate([[0.0], np.cumsum(public_share)])
+
+        def span(nodes: np.ndarray, level: int) -> tuple[np.ndarray, np.ndarray]:
+            """The atoms ``[a0, a1)`` under each node of ``level``."""
+            shift = np.uint64(D - level)
+            lo = np.searchsorted(a_start, nodes << shift)
+            return lo, np.searchsorted(a_start, (nodes + np.uint64(1)) << shift)
+
         out_level, out_prefix, out_a0, out_a1 = [], [], [], []
+
+        def new_leaves(nodes: np.ndarray, level: int, a0: np.ndarray, a1: np.ndarray) -> None:
+            out_level.append(np.full(nodes.size, level, dtype=np.uint8))
+            out_prefix.append(nodes)
+            out_a0.append(a0)
+            out_a1.append(a1)
+
+        active = np.zeros(1, dtype=np.uint64)
         kept = 0
         capped = False
         k, beta = self._k, self._fanout
         for level in range(0, D + 1, k):
-            shift = np.uint64(D - level)
-            a0 = np.searchsorted(a_start, active << shift)
-            a1 = np.searchsorted(a_start, (active + np.uint64(1)) << shift)
+            a0, a1 = span(active, level)
             atom = (a1 - a0 == 1) & (a_level[np.minimum(a0, a_level.size - 1)] == level)
             s = cum_score[a1] - cum_score[a0]
             biased = np.maximum(s - (level // k) * self._delta, _THETA - self._delta)
@@ -547,23 +560,14 @@ class StreamingPrivTree(Summary):
                 split[keep] = True
                 capped = True
             stay = ~split
-            out_level.append(np.full(int(stay.sum()), level, dtype=np.uint8))
-            out_prefix.append(active[stay])
-            out_a0.append(a0[stay])
-            out_a1.append(a1[stay])
+            new_leaves(active[stay], level, a0[stay], a1[stay])
             kept += int(stay.sum())
             if not split.any():
                 break
             parents = active[split] << np.uint64(k)
             active = (parents[:, None] + np.arange(beta, dtype=np.uint64)).ravel()
             if capped:  # the children of the last splits let through are leaves, untested
-                shift = np.uint64(D - level - k)
-                a0 = np.searchsorted(a_start, active << shift)
-                a1 = np.searchsorted(a_start, (active + np.uint64(1)) << shift)
-                out_level.append(np.full(active.size, level + k, dtype=np.uint8))
-                out_prefix.append(active)
-                out_a0.append(a0)
-                out_a1.append(a1)
+                new_leaves(active, level + k, *span(active, level + k))
                 break
         level_arr = np.concatenate(out_level)
         prefix = np.concatenate(out_prefix)
