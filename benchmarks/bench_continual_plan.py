@@ -1,4 +1,4 @@
-"""Fit and check ContinualPrivHP's planner (``sketchsyn.synth.continual_plan``) on generated data.
+"""Fit and check ContinualPrivHP's planner (``sketchsyn.synth.continual.plan``) on generated data.
 
     python benchmarks/bench_continual_plan.py          # the plans for a few inputs
     python benchmarks/bench_continual_plan.py --fit    # the sweep that fits the constants

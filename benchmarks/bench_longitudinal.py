@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from sketchsyn import CumulativeSynthesizer, FixedWindowSynthesizer
-from sketchsyn.synth.cumulative import available_counters
+from sketchsyn.synth.longitudinal.cumulative import available_counters
 
 
 def persistent_panel(n: int, periods: int, seed: int, keep: float = 0.8) -> np.ndarray:

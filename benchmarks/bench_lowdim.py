@@ -23,7 +23,7 @@ import numpy as np
 
 from sketchsyn import PMM, Box
 from sketchsyn.evaluate.metrics import wasserstein1
-from sketchsyn.synth.lowdim import LowDimSynthesizer
+from sketchsyn.synth.lowdim.synthesizer import LowDimSynthesizer
 
 
 def plane(n: int, d: int = 20, seed: int = 0, noise: float = 0.01):

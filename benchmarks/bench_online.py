@@ -58,8 +58,8 @@ from sketchsyn import PMM, Box, ContinualPrivHP, OnlineSynthesizer, PrivHP
 from sketchsyn.evaluate.datasets import TAXI_BOX, taxi_pickups
 from sketchsyn.evaluate.metrics import w1_floor, wasserstein1
 from sketchsyn.synth.distribution import PrivateDistribution
-from sketchsyn.synth.online_release import adaptive_leaves, combine_levels, level_noise
-from sketchsyn.synth.release import least_squares_levels
+from sketchsyn.synth.online.release import adaptive_leaves, combine_levels, level_noise
+from sketchsyn.synth.privhp.release import least_squares_levels
 from sketchsyn.synth.tree import consistent_levels_integer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,19 +111,30 @@ def speed(max_t: int, probe: int) -> None:
 def reference_class(commit: str) -> type | None:
     """``OnlineSynthesizer`` as of ``commit`` (its module loaded from git next to today's
     package), or None when git cannot show it."""
-    try:
-        src = subprocess.run(
-            ["git", "show", f"{commit}:sketchsyn/synth/online.py"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
+    src, ref_package = None, ""
+    # the module's path (and package, for its relative imports) before and after synth/ became a
+    # package per family
+    for where, package in (
+        ("sketchsyn/synth/online.py", "sketchsyn.synth"),
+        ("sketchsyn/synth/online/synthesizer.py", "sketchsyn.synth.online"),
+    ):
+        try:
+            src = subprocess.run(
+                ["git", "show", f"{commit}:{where}"],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            ref_package = package
+            break
+        except (OSError, subprocess.CalledProcessError):
+            continue
+    if src is None:
         return None
     path = Path(tempfile.mkdtemp()) / "_online_ref.py"
     path.write_text(src)
-    spec = importlib.util.spec_from_file_location("sketchsyn.synth._online_ref", path)
+    spec = importlib.util.spec_from_file_location(f"{ref_package}._online_ref", path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod

@@ -66,8 +66,8 @@ _MODES = ("trusted", "untrusted")
 def _is_raw(summary: Any) -> bool | None:
     """True for an exact (not yet private) summary, False for a private one, None if unknown."""
     from .sketches.sketch import CountMinSketch, CountSketch
-    from .synth.histogram import LevelCounts
-    from .synth.privhp import PrivHP
+    from .synth.offline.histogram import LevelCounts
+    from .synth.privhp.summary import PrivHP
 
     if isinstance(summary, PrivHP):
         return bool(summary._raw)
@@ -362,7 +362,7 @@ class _SummarizeFiles:
 
     def __call__(self, paths: Iterable[str]) -> Any:
         from .io.readers import open_reader
-        from .synth.bank import one_thread
+        from .synth.privhp.bank import one_thread
 
         summary = self.make()
         _check_summary(summary, self.mode)

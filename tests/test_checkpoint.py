@@ -25,7 +25,7 @@ from sketchsyn import (
     SerializationError,
 )
 from sketchsyn.io.checkpoint import kind_of, load, save
-from sketchsyn.synth.histogram import LevelCounts
+from sketchsyn.synth.offline.histogram import LevelCounts
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -18,8 +18,8 @@ from sketchsyn.errors import (
 )
 from sketchsyn.privacy.noise import discrete_laplace_variance
 from sketchsyn.synth import tree
-from sketchsyn.synth.continual import binary_levels
-from sketchsyn.synth.release import least_squares_levels
+from sketchsyn.synth.continual.summary import binary_levels
+from sketchsyn.synth.privhp.release import least_squares_levels
 
 
 def small(rng: int, **kw) -> ContinualPrivHP:

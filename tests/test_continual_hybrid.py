@@ -23,7 +23,7 @@ from sketchsyn.errors import IncompatibleError, ParameterError, SerializationErr
 from sketchsyn.io.serial import pack, read
 from sketchsyn.privacy.noise import discrete_laplace_variance
 from sketchsyn.privacy.rng import as_source
-from sketchsyn.synth.continual_noise import hybrid_segments
+from sketchsyn.synth.continual.noise import hybrid_segments
 
 DATA = np.random.default_rng(5).random((40, 1))
 

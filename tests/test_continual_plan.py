@@ -1,4 +1,4 @@
-"""ContinualPrivHP's memory planner (sketchsyn.synth.continual_plan)."""
+"""ContinualPrivHP's memory planner (sketchsyn.synth.continual.plan)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ContinualPrivHP's release (sketchsyn.synth.continual_release): pruning below the noise.
+"""ContinualPrivHP's release (sketchsyn.synth.continual.release): pruning below the noise.
 
 Post-processing only: the released noisy cells are those of the mechanism; the tests check the
 release's invariants (total, determinism, ``prune=0`` is the plain growth) and that pruning

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sketchsyn.errors import InputError, ParameterError, ReleasedError, SerializationError
-from sketchsyn.synth.cumulative import (
+from sketchsyn.synth.longitudinal.cumulative import (
     CumulativeSynthesizer,
     available_counters,
     counter_budgets,

@@ -19,7 +19,7 @@ from sketchsyn import Box, PrivHP
 from sketchsyn.errors import InputError, ReleasedError
 from sketchsyn.io.serial import unpack
 from sketchsyn.privacy.noise import discrete_laplace_variance
-from sketchsyn.synth.release import least_squares_levels
+from sketchsyn.synth.privhp.release import least_squares_levels
 
 SKETCHES = ("count-min", "count-sketch")
 

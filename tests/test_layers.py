@@ -26,6 +26,12 @@ LAYERS = [
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
 MAX_LINES = 850
 
+# Inside synth/, lowest first: the shared modules at its top, then one subpackage per family. A
+# family imports only the shared modules, itself and the families before it; the shared modules
+# import no family.
+SYNTH_SHARED = {"tree", "distribution", "moved"}
+SYNTH_FAMILIES = ["offline", "privhp", "continual", "online", "longitudinal", "lowdim", "marginal"]
+
 
 def _modules() -> list[pathlib.Path]:
     return sorted(p for p in ROOT.rglob("*.py") if "__pycache__" not in p.parts)
@@ -88,8 +94,40 @@ def test_imports_only_from_lower_layers(path: pathlib.Path) -> None:
         )
 
 
-def test_no_module_level_import_cycle() -> None:
-    graph = {_dotted(p): _imports(p, module_level_only=True) for p in _modules()}
+def _synth_rank(dotted: str) -> int | None:
+    """-1 for a shared module of synth/, the family's place for a family's module, None for the
+    package's own ``__init__`` and for modules outside synth/."""
+    parts = dotted.split(".")
+    if parts[:2] != ["sketchsyn", "synth"] or len(parts) < 3:
+        return None
+    if parts[2] in SYNTH_SHARED:
+        return -1
+    assert parts[2] in SYNTH_FAMILIES, f"{dotted} is in no synth family: add it to SYNTH_FAMILIES"
+    return SYNTH_FAMILIES.index(parts[2])
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in _modules() if _synth_rank(_dotted(p)) is not None],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_synth_families_import_only_families_below(path: pathlib.Path) -> None:
+    mine = _synth_rank(_dotted(path))
+    for target in _imports(path, module_level_only=False):
+        theirs = _synth_rank(target)
+        if theirs is None or mine is None:
+            continue
+        assert theirs <= mine, (
+            f"{_dotted(path)} imports {target}, a synth family above it (order: shared, "
+            f"{', '.join(SYNTH_FAMILIES)})"
+        )
+
+
+@pytest.mark.parametrize("module_level_only", [True, False], ids=["module-level", "lazy-too"])
+def test_no_import_cycle(module_level_only: bool) -> None:
+    """No cycle of modules, at module level nor through imports inside functions (a lazy import
+    that closes a cycle hides a layering mistake)."""
+    graph = {_dotted(p): _imports(p, module_level_only) for p in _modules()}
     known = set(graph)
     state: dict[str, int] = {}
 
@@ -126,3 +164,13 @@ def test_the_checker_sees_a_bad_import() -> None:
     found = _imports_of(lazy, "sketchsyn.privacy", module_level_only=False)
     assert {_layer(t) for t in found} == {"synth"}
     assert RANK["synth"] > RANK["privacy"]
+
+
+def test_the_checker_sees_a_family_above() -> None:
+    """The family check is not vacuous: offline importing privhp, or the shared tree importing a
+    family, is above its rank."""
+    lazy = "def f():\n    from ..privhp.summary import PrivHP\n"
+    found = _imports_of(lazy, "sketchsyn.synth.offline", module_level_only=False)
+    assert {_synth_rank(t) for t in found} == {SYNTH_FAMILIES.index("privhp")}
+    assert _synth_rank("sketchsyn.synth.offline.pmm") < SYNTH_FAMILIES.index("privhp")
+    assert _synth_rank("sketchsyn.synth.tree") < _synth_rank("sketchsyn.synth.offline.pmm")

@@ -9,8 +9,8 @@ import pytest
 
 from sketchsyn.errors import InputError, ParameterError, ReleasedError, SerializationError
 from sketchsyn.privacy.rng import as_source
-from sketchsyn.synth.assign import assign_within_groups
 from sketchsyn.synth.longitudinal import FixedWindowSynthesizer
+from sketchsyn.synth.longitudinal.assign import assign_within_groups
 
 N, T, K, RHO = 25_000, 12, 3, 0.005
 

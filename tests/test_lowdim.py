@@ -18,8 +18,8 @@ from sketchsyn.errors import (
     SerializationError,
 )
 from sketchsyn.evaluate.metrics import wasserstein1
-from sketchsyn.synth.lowdim import LowDimDistribution, LowDimSynthesizer
-from sketchsyn.synth.private_pca import QUANT, choose_target_dim, quantize
+from sketchsyn.synth.lowdim.private_pca import QUANT, choose_target_dim, quantize
+from sketchsyn.synth.lowdim.synthesizer import LowDimDistribution, LowDimSynthesizer
 
 
 def plane(n: int, d: int = 20, seed: int = 0, noise: float = 0.01):

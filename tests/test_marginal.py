@@ -21,8 +21,8 @@ from test_privacy_audit import (  # noqa: F401  (under_noised is a fixture)
 from sketchsyn import Box, MarginalDistribution, MarginalSynthesizer
 from sketchsyn.errors import InputError, ParameterError, ReleasedError, SerializationError
 from sketchsyn.privacy.rng import as_source
-from sketchsyn.synth.marginal import plan, state_bytes
-from sketchsyn.synth.marginal_model import maximum_spanning_tree, morton_grid, pair_list
+from sketchsyn.synth.marginal.model import maximum_spanning_tree, morton_grid, pair_list
+from sketchsyn.synth.marginal.synthesizer import plan, state_bytes
 
 
 def _chain(n: int, seed: int = 0) -> np.ndarray:

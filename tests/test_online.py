@@ -304,7 +304,7 @@ def test_path_budget_at_most_half_epsilon_for_every_t(counters, d, eps, scheme):
     (replace one record changes two paths: ε in all), and path_budget is that sum of the
     counters' ε_r. The full budgets spend ε/2 (rounded down); the paper's (4.2) / (5.1) approach
     ε/2 (d >= 2) or ε(1/2 − 3/π²) (d = 1) for large t."""
-    from sketchsyn.synth.online_budget import full_budgets
+    from sketchsyn.synth.online.budget import full_budgets
 
     syn = OnlineSynthesizer(Box.unit(d), eps, budgets=scheme, rng=0)
     ts = {0, 1, 2, 3, 10**9, 2**62}

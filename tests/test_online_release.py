@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import sketchsyn.synth.online_budget as ob
+import sketchsyn.synth.online.budget as ob
 from sketchsyn import Box
 from sketchsyn.domains import BitDomain
 from sketchsyn.errors import ParameterError, SerializationError
 from sketchsyn.privacy.noise import discrete_laplace_variance
-from sketchsyn.synth.online import OnlineSynthesizer, depth_at, level_start
-from sketchsyn.synth.online_budget import full_budgets
-from sketchsyn.synth.online_release import adaptive_leaves, combine_levels, level_noise
+from sketchsyn.synth.online.budget import full_budgets
+from sketchsyn.synth.online.release import adaptive_leaves, combine_levels, level_noise
+from sketchsyn.synth.online.synthesizer import OnlineSynthesizer, depth_at, level_start
 
 
 # ------------------------------------------------------------------ the full path budgets

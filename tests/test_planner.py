@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from sketchsyn import BitDomain, Box, PrivHP
 from sketchsyn.errors import ParameterError
 from sketchsyn.synth import planner
-from sketchsyn.synth.planner import Plan
+from sketchsyn.synth.privhp.planner import Plan
 
 SMALLEST = PrivHP.memory_bytes(64, 1, 3, 1)
 

@@ -79,7 +79,7 @@ def test_counter_depth_and_release_k_survive_serialisation_and_gate_merge():
 
 
 def test_least_squares_levels_are_consistent_and_weight_by_variance():
-    from sketchsyn.synth.privhp import _least_squares_levels
+    from sketchsyn.synth.privhp.summary import _least_squares_levels
 
     lv = [np.array([5.0]), np.array([1.0, 3.0]), np.array([1.0, 1.0, 4.0, 0.0])]
     out = _least_squares_levels(lv, [1.0, 1.0, 1.0])

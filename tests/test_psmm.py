@@ -8,7 +8,7 @@ from scipy.optimize import linprog
 
 from sketchsyn import PSMM, Box
 from sketchsyn.errors import ParameterError
-from sketchsyn.synth.psmm import MAX_CELLS, closest_probability_measure
+from sketchsyn.synth.offline.psmm import MAX_CELLS, closest_probability_measure
 
 
 def d_bl(nu: np.ndarray, tau: np.ndarray, dist: np.ndarray) -> float:

@@ -1,6 +1,6 @@
 """PrivHP.release(prune=...): pruning below the noise is post-processing of the noisy state.
 
-The pruning code is shared with ContinualPrivHP (sketchsyn.synth.release); these tests check
+The pruning code is shared with ContinualPrivHP (sketchsyn.synth.privhp.release); these tests check
 that the one-pass release depends only on the noisy state, keeps its total, equals Holland et
 al.'s release exactly with ``prune=0``, refuses bad values, and lowers W1 on a skewed stream
 grown deep (where empty cells would otherwise keep a share of the noise).

@@ -104,7 +104,7 @@ def test_a_refined_leaf_carries_its_count_to_where_the_stream_is() -> None:
 def test_the_carried_counts_add_up(monkeypatch) -> None:
     # With the noise switched off, every step's counts total the records so far exactly: the
     # previous count of a refined leaf is shared out, none of it lost or made up.
-    import sketchsyn.synth.streaming_privtree as module
+    import sketchsyn.synth.continual.streaming_privtree as module
 
     monkeypatch.setattr(module, "discrete_laplace", lambda scale, n, rng: np.zeros(n, np.int64))
     X = _blob_points(8000, 12, centre=0.4, sd=0.05)

@@ -27,7 +27,7 @@ from ..privacy.accounting import fit_to_budget, laplace_scale
 from ..privacy.noise import discrete_laplace, discrete_laplace_variance
 from ..privacy.rng import RNGLike
 from ..synth.distribution import PrivateDistribution
-from ..synth.histogram import LevelCounts
+from ..synth.offline.histogram import LevelCounts
 
 __all__ = ["AdaptiveGrid", "GridHistogram", "PrivTree"]
 
@@ -176,7 +176,8 @@ class AdaptiveGrid(LevelCounts):
     ``α·ε``-DP and ``Lap_Z(1/((1 − α)·ε))`` the second ``(1 − α)·ε``-DP (the second partition
     depends on the first level's noisy counts only: adaptive sequential composition); the rest
     is post-processing. The exact counts are kept until ``release()`` (a trusted curator's
-    state, as for every offline baseline here; see :class:`~sketchsyn.synth.histogram.LevelCounts`).
+    state, as for every offline baseline here; see
+    :class:`~sketchsyn.synth.offline.histogram.LevelCounts`).
 
     Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): the exact counts of one level
     until ``release()`` draws the noise; keep the bytes with the data holder. Once released,

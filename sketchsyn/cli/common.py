@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..synth.privhp import PrivHP
+from ..synth.privhp.summary import PrivHP
 
 
 class UsageError(Exception):
@@ -186,9 +186,9 @@ def _blob_kind(blob: bytes) -> str | None:
 def _load(path: str, what: str) -> Any:
     """A release or a state from a file written by ``sketchsyn fit``."""
     from ..synth.distribution import PrivateDistribution
-    from ..synth.marginal import MarginalSynthesizer
-    from ..synth.marginal_model import MarginalDistribution
-    from ..synth.pmm import PMM
+    from ..synth.marginal.model import MarginalDistribution
+    from ..synth.marginal.synthesizer import MarginalSynthesizer
+    from ..synth.offline.pmm import PMM
 
     try:
         with open(path, "rb") as fh:
@@ -249,7 +249,7 @@ def _run_lines(run: dict[str, Any] | None) -> list[str]:
 
 def _load_release(path: str) -> Any:
     from ..synth.distribution import PrivateDistribution
-    from ..synth.marginal_model import MarginalDistribution
+    from ..synth.marginal.model import MarginalDistribution
 
     obj = _load(path, "MODEL")
     if not isinstance(obj, (PrivateDistribution, MarginalDistribution)):

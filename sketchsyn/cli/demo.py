@@ -21,7 +21,7 @@ import numpy as np
 from .. import __version__
 from ..domains import Box
 from ..evaluate.datasets import TAXI_BOX, taxi_pickups
-from ..synth.privhp import PrivHP
+from ..synth.privhp.summary import PrivHP
 from .common import UsageError, _fail, _Reservoir
 
 _EVAL_POINTS = 4000

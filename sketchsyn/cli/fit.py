@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..domains import Box
-from ..synth.privhp import PrivHP
+from ..synth.privhp.summary import PrivHP
 from .common import (
     _fail,
     _is_released,
@@ -155,7 +155,7 @@ def _memory_budget(args: argparse.Namespace) -> int:
 
 def _pmm_plan(args: argparse.Namespace, domain: Any) -> tuple[Any, str]:
     from ..privacy import accounting
-    from ..synth.pmm import PMM
+    from ..synth.offline.pmm import PMM
 
     if args.state:
         raise _fail(
@@ -180,7 +180,7 @@ def _pmm_plan(args: argparse.Namespace, domain: Any) -> tuple[Any, str]:
 
 
 def _marginal_plan(args: argparse.Namespace, domain: Any) -> tuple[Any, str]:
-    from ..synth.marginal import MarginalSynthesizer
+    from ..synth.marginal.synthesizer import MarginalSynthesizer
 
     if args.state:
         raise _fail(

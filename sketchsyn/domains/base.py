@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import abc
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -66,6 +66,13 @@ class Domain(abc.ABC):
     """
 
     _owner = "Domain"
+    # Every concrete kind by its ``to_dict()['type']``, filled as each subclass is defined (so
+    # this module imports none of them; ``sketchsyn.domains`` imports them all).
+    _KINDS: ClassVar[dict[str, type[Domain]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        Domain._KINDS[cls.__name__] = cls
 
     # ------------------------------------------------------------------ interface (subclasses)
     @property
@@ -275,13 +282,10 @@ class Domain(abc.ABC):
         >>> Domain.from_dict(Box([0, -1], [2, 1]).to_dict())
         Box(lower=[0.0, -1.0], upper=[2.0, 1.0])
         """
-        from .bitdomain import BitDomain
-        from .box import Box
-
-        kinds: dict[str, type[Domain]] = {"Box": Box, "BitDomain": BitDomain}
+        kinds = Domain._KINDS
         kind = data.get("type") if isinstance(data, dict) else None
         if kind not in kinds or (cls is not Domain and kinds[kind] is not cls):
-            expected = "Box or BitDomain" if cls is Domain else cls.__name__
+            expected = " or ".join(sorted(kinds)) if cls is Domain else cls.__name__
             raise ParameterError(
                 f"The 'data' parameter of {cls.__name__}.from_dict must be a dict with "
                 f"'type' {expected}. Got {_row_text(data)} instead."

@@ -17,7 +17,7 @@ is gone); every other error path removes its temporary file at once. Options of 
 the bytes to that class's ``from_bytes``, which checks the checksum and the format version.
 Every summary and release derives from :class:`~sketchsyn.io.summary.Summary`, so
 ``obj.save(path)`` and ``Class.load(path)`` work on each of them, and :func:`load` finds every
-kind through :func:`sketchsyn.io.summary.registry`.
+kind through :func:`sketchsyn.io.registry.registry`.
 
 What a file holds is what ``to_bytes`` holds: a PrivHP state with its noise (load it as one
 lineage: releasing two loaded copies at different stream positions spends the budget twice),
@@ -58,8 +58,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import SerializationError
+from .registry import registry
 from .serial import MetaReader, header_of, pack, read
-from .summary import registry
 
 __all__ = ["RUN_KIND", "kind_of", "load", "pack_run", "save", "unpack_run"]
 

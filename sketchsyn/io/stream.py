@@ -41,7 +41,7 @@ def consume(
     ``progress``: a tqdm bar with rows/s on stderr (optional dependency); None (default) shows
     it only when stderr is a terminal, False never (see :mod:`sketchsyn.io.progress`).
     """
-    from ..io.progress import progress as with_bar
+    from .progress import progress as with_bar
 
     batch_size = check_int(batch_size, "batch_size", "consume", minimum=1)
     pending: list[Any] = []

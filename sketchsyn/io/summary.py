@@ -1,4 +1,4 @@
-"""The one base of every stateful sketchsyn class, and the registry that finds them.
+"""The one base of every stateful sketchsyn class.
 
 A :class:`Summary` writes its bytes, checks a blob, saves, loads, copies, pickles and compares
 itself in one place. A subclass supplies four things:
@@ -14,8 +14,8 @@ itself in one place. A subclass supplies four things:
   read through :class:`~sketchsyn.io.serial.MetaReader` (type and range checked) and every
   array checked against the parameters before anything is allocated.
 
-A concrete public subclass joins the registry by being defined: :func:`registry` walks the
-subclasses of :class:`Summary`, so :func:`sketchsyn.io.checkpoint.load` reads any kind and the
+A concrete public subclass joins the registry (:mod:`sketchsyn.io.registry`) by being defined,
+so :func:`sketchsyn.io.checkpoint.load` reads any kind and the
 conformance suite enrols every class without a list to forget.
 
 >>> import numpy as np
@@ -37,6 +37,7 @@ conformance suite enrols every class without a list to forget.
 >>> from sketchsyn.io.serial import header_of
 >>> header_of(blob).state
 'trusted'
+>>> from sketchsyn.io.registry import _forget
 >>> registry()["Tally"] is Tally
 True
 >>> _forget("Tally")
@@ -45,70 +46,20 @@ True
 from __future__ import annotations
 
 import abc
-import inspect
 import os
-import sys
-from collections.abc import Callable, Mapping
-from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..errors import ParameterError, SerializationError
+from .checkpoint import load, save
+from .registry import add_discovery, register, registry
 from .serial import STATES, MetaReader, check_version, pack, read
 
 __all__ = ["STATES", "Summary", "add_discovery", "registry"]
 
-_DISCOVERY: list[Callable[[], None]] = []
-_FORGOTTEN: set[str] = set()
 # Header fields that name a copy, not its contents: equality ignores them.
 _COPY_FIELDS = frozenset({"lineage", "frozen"})
-
-
-def add_discovery(hook: Callable[[], None]) -> None:
-    """Run ``hook`` (it imports the modules that define summaries, e.g. a plug-in's) before
-    :func:`registry` answers. The package's own summaries are found through
-    ``sketchsyn._import_summaries``, which the top-level package defines."""
-    if hook not in _DISCOVERY:
-        _DISCOVERY.append(hook)
-
-
-def _discover() -> None:
-    # The top-level package is always imported before this module; asking it (rather than
-    # importing the packages of summaries here) keeps this lower layer free of upward imports.
-    top = sys.modules.get(__name__.split(".")[0])
-    for hook in [getattr(top, "_import_summaries", None), *_DISCOVERY]:
-        if hook is not None:
-            hook()
-
-
-def _concrete(cls: type) -> bool:
-    return not inspect.isabstract(cls) and not cls.__name__.startswith("_")
-
-
-def registry() -> Mapping[str, type[Summary]]:
-    """Every concrete public :class:`Summary` subclass defined so far, by the kind it writes.
-
-    Raises ``TypeError`` if two classes claim one kind or a class does not state its privacy.
-    """
-    _discover()
-    found: dict[str, type[Summary]] = {}
-    stack = list(Summary.__subclasses__())
-    while stack:
-        cls = stack.pop()
-        stack.extend(cls.__subclasses__())
-        if not _concrete(cls) or cls.kind in _FORGOTTEN:
-            continue
-        other = found.get(cls.kind)
-        if other is not None and other is not cls:
-            raise TypeError(f"{other.__qualname__} and {cls.__qualname__} both write {cls.kind!r}")
-        found[cls.kind] = cls
-    return MappingProxyType(found)
-
-
-def _forget(kind: str) -> None:
-    """Drop a kind from the registry (for classes defined in doctests and tests)."""
-    _FORGOTTEN.add(kind)
 
 
 def _restore(cls: type[Summary], blob: bytes) -> Summary:
@@ -141,6 +92,7 @@ class Summary(abc.ABC):
         super().__init_subclass__(**kwargs)
         if "kind" not in cls.__dict__:
             cls.kind = cls.__name__
+        register(cls)
 
     # ------------------------------------------------------------------ what a class supplies
     @property
@@ -246,15 +198,11 @@ class Summary(abc.ABC):
     def save(self, path: str | os.PathLike[str], **options: Any) -> None:
         """Write this object's bytes to ``path`` atomically (:func:`sketchsyn.io.checkpoint.save`;
         ``options`` go to :meth:`to_bytes`)."""
-        from .checkpoint import save
-
         save(self, path, **options)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, key: bytes | str | None = None) -> Any:
         """Load an object of this class (or a subclass) saved with :meth:`save`."""
-        from .checkpoint import load
-
         obj = load(path, key=key)
         if not isinstance(obj, cls):
             raise SerializationError(

@@ -36,7 +36,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..privacy.rng import RandomSource
+from .rng import RandomSource
 
 __all__ = ["Real", "ThresholdTable", "exp_neg_bracket", "resolve_ties"]
 

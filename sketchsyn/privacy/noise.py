@@ -40,14 +40,14 @@ from functools import lru_cache
 import numpy as np
 
 from ..errors import ParameterError
-from ..privacy.exactexp import (
+from .exactexp import (
     Real,
     exp_table,
     geometric_table,
     laplace_magnitude_table,
     resolve_ties,
 )
-from ..privacy.rng import RandomSource, RNGLike, as_source
+from .rng import RandomSource, RNGLike, as_source
 
 __all__ = [
     "discrete_gaussian",

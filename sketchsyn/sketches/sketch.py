@@ -61,7 +61,7 @@ from ..privacy.accounting import laplace_scale
 from ..privacy.lineage import Lineage, UsageGuard
 from ..privacy.noise import discrete_laplace
 from ..privacy.rng import RNGLike, as_source
-from ..sketches.hashing import HashFamily, as_keys
+from .hashing import HashFamily, as_keys
 
 __all__ = ["CountMinSketch", "CountSketch"]
 

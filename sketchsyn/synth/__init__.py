@@ -1,9 +1,25 @@
-"""The synthesizers of the papers: PrivHP with its tree and release, continual PrivHP, the online
-synthesizer, the longitudinal (fixed-window and cumulative) synthesizers, low-dimensional
-synthesis with private PCA, and PMM / PSMM with their exact level counts.
+"""The synthesizers of the papers, one subpackage per family, and the machinery they share.
+
+Shared by the families (the modules at the top of this package):
+
+* ``tree``: consistency of noisy hierarchical counts (even and integer splits, least squares over
+  levels) and top-``k`` growth of the partition tree;
+* ``distribution``: :class:`PrivateDistribution`, the release over the leaves of a private tree.
+
+The families, lowest first (a family imports only the shared modules and the families before it):
+
+* ``offline``: PMM and PSMM over exact level counts;
+* ``privhp``: PrivHP, its sketch bank, sizing, planner and release;
+* ``continual``: continual PrivHP and StreamingPrivTree (a release per step or epoch);
+* ``online``: the online synthesizer of an endless stream;
+* ``longitudinal``: the fixed-window and cumulative panel synthesizers;
+* ``lowdim``: private PCA, then PMM or PSMM in the projected space;
+* ``marginal``: the one-pass marginal synthesizer and its model.
 
 The names below are loaded on first use (``import sketchsyn.synth`` does not import every
-synthesizer), as ``import sketchsyn`` does.
+synthesizer), as ``import sketchsyn`` does. The flat module paths of earlier versions
+(``sketchsyn.synth.pmm``, ``sketchsyn.synth.release``, ...) still import: see
+:mod:`sketchsyn.synth.moved`.
 
 >>> from sketchsyn.synth import PMM
 >>> PMM.__name__
@@ -15,46 +31,50 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from .moved import install as _install_moved
+
+_install_moved()
+
 # Every public name and the module of this package that defines it.
 _EXPORTS = {
-    "assign_within_groups": "assign",
-    "choose_in_groups": "assign",
+    "assign_within_groups": "longitudinal.assign",
+    "choose_in_groups": "longitudinal.assign",
     "ContinualPrivHP": "continual",
     "binary_levels": "continual",
-    "CumulativeSynthesizer": "cumulative",
-    "available_counters": "cumulative",
-    "counter_budgets": "cumulative",
-    "monotonize": "cumulative",
+    "CumulativeSynthesizer": "longitudinal.cumulative",
+    "available_counters": "longitudinal.cumulative",
+    "counter_budgets": "longitudinal.cumulative",
+    "monotonize": "longitudinal.cumulative",
     "Leaves": "distribution",
     "PrivateDistribution": "distribution",
-    "LevelCounts": "histogram",
-    "FixedWindowSynthesizer": "longitudinal",
-    "as_column": "longitudinal",
-    "LowDimDistribution": "lowdim",
-    "LowDimSynthesizer": "lowdim",
-    "MarginalSynthesizer": "marginal",
-    "MarginalDistribution": "marginal_model",
-    "OnlineSynthesizer": "online",
-    "depth_at": "online",
-    "level_start": "online",
-    "PMM": "pmm",
-    "CHUNK_ROWS": "private_pca",
-    "QUANT": "private_pca",
-    "GridNoise": "private_pca",
-    "choose_target_dim": "private_pca",
-    "covariance_exact": "private_pca",
-    "covariance_noise": "private_pca",
-    "mean_noise": "private_pca",
-    "moment_sums": "private_pca",
-    "private_covariance": "private_pca",
-    "private_mean": "private_pca",
-    "projection_box": "private_pca",
-    "quantize": "private_pca",
-    "PrivHP": "privhp",
-    "MAX_CELLS": "psmm",
-    "PSMM": "psmm",
-    "StreamingPrivTree": "streaming_privtree",
-    "closest_probability_measure": "psmm",
+    "LevelCounts": "offline.histogram",
+    "FixedWindowSynthesizer": "longitudinal.fixed_window",
+    "as_column": "longitudinal.fixed_window",
+    "LowDimDistribution": "lowdim.synthesizer",
+    "LowDimSynthesizer": "lowdim.synthesizer",
+    "MarginalSynthesizer": "marginal.synthesizer",
+    "MarginalDistribution": "marginal.model",
+    "OnlineSynthesizer": "online.synthesizer",
+    "depth_at": "online.synthesizer",
+    "level_start": "online.synthesizer",
+    "PMM": "offline.pmm",
+    "CHUNK_ROWS": "lowdim.private_pca",
+    "QUANT": "lowdim.private_pca",
+    "GridNoise": "lowdim.private_pca",
+    "choose_target_dim": "lowdim.private_pca",
+    "covariance_exact": "lowdim.private_pca",
+    "covariance_noise": "lowdim.private_pca",
+    "mean_noise": "lowdim.private_pca",
+    "moment_sums": "lowdim.private_pca",
+    "private_covariance": "lowdim.private_pca",
+    "private_mean": "lowdim.private_pca",
+    "projection_box": "lowdim.private_pca",
+    "quantize": "lowdim.private_pca",
+    "PrivHP": "privhp.summary",
+    "MAX_CELLS": "offline.psmm",
+    "PSMM": "offline.psmm",
+    "StreamingPrivTree": "continual.streaming_privtree",
+    "closest_probability_measure": "offline.psmm",
     "PartitionTree": "tree",
     "check_consistency": "tree",
     "consistent_levels": "tree",

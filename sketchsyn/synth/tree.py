@@ -18,6 +18,10 @@ Two consistency rules are provided:
   *comparable* non-negative integer pair on the line ``x + y = parent``, either the closest one
   (``"uniform"``) or the one closest to the input's direction (``"proportional"``).
 
+and one least-squares rule, :func:`combine_levels` (Hay, Rastogi, Miklau and Suciu): each cell's
+own estimate and its children's sum combined bottom-up by inverse variances (PrivHP's and the
+online synthesizer's releases).
+
 >>> top = consistent_levels([np.array([10.0]), np.array([7.0, 1.0])])
 >>> [t.tolist() for t in top]
 [[10.0], [8.0, 2.0]]
@@ -25,6 +29,7 @@ Two consistency rules are provided:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -35,6 +40,7 @@ from ..errors import ParameterError, check_choice, check_int
 __all__ = [
     "PartitionTree",
     "check_consistency",
+    "combine_levels",
     "consistent_levels",
     "consistent_levels_integer",
     "even_split",
@@ -295,6 +301,44 @@ def consistent_levels_integer(
         new[1::2] = c1
         out.append(new)
     return out
+
+
+def combine_levels(
+    levels: Sequence[np.ndarray], variances: Sequence[float]
+) -> tuple[list[np.ndarray], list[float]]:
+    """Bottom-up least squares: each cell's own count and its children's sum, by inverse variance.
+
+    ``levels[j]`` holds the ``2**j`` unbiased estimates of level ``j`` (``levels[0]`` the root)
+    and ``variances[j]`` their common noise variance. Returns the combined estimates and their
+    variances: from the deepest level ``L`` up, ``z_L = y_L`` and
+
+        ``z_j = (y_j · 2v_{j+1} + (z_{2θ} + z_{2θ+1}) · V_j) / (V_j + 2v_{j+1})``,
+        ``v_j = V_j · 2v_{j+1} / (V_j + 2v_{j+1})``,
+
+    the minimum-variance unbiased combination of the two independent estimates of cell ``θ``. A
+    variance of 0 (the root's exact ``t``) keeps the level's own value.
+
+    >>> est, var = combine_levels([np.array([3.0]), np.array([1.0, 1.0])], [1.0, 1.0])
+    >>> est[0].tolist(), round(var[0], 4)    # (3·2 + 2·1)/3, 1·2/3
+    ([2.6666666666666665], 0.6667)
+    """
+    depth = len(levels) - 1
+    z: list[np.ndarray] = [np.empty(0)] * (depth + 1)
+    v = [0.0] * (depth + 1)
+    z[depth] = np.asarray(levels[depth], dtype=np.float64)
+    v[depth] = float(variances[depth])
+    for j in range(depth - 1, -1, -1):
+        own = np.asarray(levels[j], dtype=np.float64)
+        kids = z[j + 1][0::2] + z[j + 1][1::2]
+        vs, vj = 2.0 * v[j + 1], float(variances[j])
+        if vj == 0.0 or math.isinf(vs):
+            z[j], v[j] = own, vj
+        elif vs == 0.0 or math.isinf(vj):
+            z[j], v[j] = kids, vs
+        else:
+            z[j] = (own * vs + kids * vj) / (vj + vs)
+            v[j] = vj * vs / (vj + vs)
+    return z, v
 
 
 def _popcount_parity(x: np.ndarray) -> np.ndarray:

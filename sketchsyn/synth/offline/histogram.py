@@ -1,0 +1,313 @@
+"""Exact counts of the cells of one Morton level: the state shared by PMM, PSMM and the grid.
+
+Offline mechanisms keep exact (not yet private) counts while the data streams in and draw their
+noise once, at ``release()``; after that, updates raise. The state before the release is **not
+private**: keep it with the data holder.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from ...errors import (
+    IncompatibleError,
+    InputError,
+    ReleasedError,
+    SerializationError,
+    check_bool,
+    check_domain,
+    check_int,
+    check_memory,
+)
+from ...io.serial import MetaReader
+from ...io.stream import consume
+from ...io.summary import Summary
+from ...privacy.lineage import Lineage, UsageGuard, state_digest
+from ...privacy.rng import RNGLike, as_source
+from ..distribution import PrivateDistribution
+
+__all__ = ["LevelCounts"]
+
+_MAX_LEVEL = 30  # 2**30 int64 counters = 8 GiB: beyond that no machine here holds the state
+_STATE_FIELDS = ("frozen", "lineage", "released", "diagnostics")
+
+
+class LevelCounts(Summary):
+    """Base class: exact counts of the ``2**level`` cells of one level of ``domain``.
+
+    Subclasses give :meth:`_release_now` (draw the noise, return the release),
+    :meth:`_from_params` (rebuild from a blob's header) and :meth:`_param_fields`. The base
+    class owns the state, the protocol and the release guard: a summary is released once;
+    every copy of it (snapshot, deepcopy, pickle, bytes) shares its lineage, so in one process
+    a copy of the released state returns the same release and any other copy refuses; a
+    released blob carries the release.
+    """
+
+    STATE_PRIVACY = "trusted"  # exact counts until the release (and after it)
+    FORMAT_VERSION = 2  # 2: lineage, released flag and the release in the blob
+    READS = (1, 2)
+    TAKES_RNG = True
+
+    def __init__(
+        self, domain: Any, level: int, rng: RNGLike, owner: str, level_name: str = "depth"
+    ) -> None:
+        self._domain = check_domain(domain, owner)
+        limit = min(int(domain.max_depth), _MAX_LEVEL)
+        self._level = check_int(level, level_name, owner, minimum=1, maximum=limit)
+        check_memory(
+            16 * 2**self._level,
+            owner,
+            f"2**{self._level} exact int64 counters and their noisy copy at release",
+        )
+        self._counts = np.zeros(2**self._level, dtype=np.int64)
+        self._source = as_source(rng)
+        self._n_seen = 0
+        self._n_dropped = 0
+        self._frozen = False
+        # Exact counts hold no noise yet: the identity is random (the release draws it).
+        self._lineage = Lineage.new(as_source(None), self.kind, {})
+        self._usage = UsageGuard()
+
+    # ---------------------------------------------------------------- protocol
+    @property
+    def domain(self) -> Any:
+        return self._domain
+
+    @property
+    def n_seen(self) -> int:
+        """Rows counted (exact; not private; kept in memory, not in the bytes)."""
+        return self._n_seen
+
+    @property
+    def n_dropped(self) -> int:
+        """Rows dropped by the domain's ``"drop"`` policy (exact; not private)."""
+        return self._n_dropped
+
+    @property
+    def nbytes(self) -> int:
+        """State size in bytes: ``8·2**depth`` counters plus a fixed 64 bytes."""
+        return int(self._counts.nbytes) + 64
+
+    @property
+    def released(self) -> bool:
+        """True once this summary, or a copy of it, was released."""
+        return self._lineage.released
+
+    @property
+    def lineage(self) -> Lineage:
+        """The identity shared by this summary's copies (one release guard)."""
+        return self._lineage
+
+    def _check_open(self) -> None:
+        if self._frozen:
+            raise ReleasedError(f"this {type(self).__name__} is a snapshot; it is read-only")
+        self._lineage.check_open(type(self).__name__)
+
+    def update(self, x: Any) -> None:
+        """Add one item."""
+        arr = np.asarray(x)
+        self.update_many(arr.reshape(1, -1) if self._domain.d > 1 or arr.ndim else arr.reshape(1))
+
+    def update_many(self, X: Any) -> None:
+        """Add a batch (checked whole before the counts change)."""
+        self._check_open()
+        with self._usage.enter(type(self).__name__):
+            codes, dropped = self._domain.encode(X, self._level, return_dropped=True)
+            add = np.bincount(
+                np.asarray(codes, dtype=np.uint64).astype(np.intp), minlength=self._counts.size
+            )
+            self._counts += add
+            self._n_seen += int(np.asarray(codes).size)
+            self._n_dropped += int(dropped)
+
+    def consume(self, iterable: Iterable[Any], batch_size: int = 65536) -> int:
+        """Stream any iterable of rows or arrays in bounded memory; returns the rows read."""
+        self._check_open()
+        return consume(self.update_many, iterable, batch_size, self._domain.d)
+
+    def _params(self) -> dict[str, Any]:
+        return {"domain": self._domain.to_dict(), "depth": self._level}
+
+    def merge(self, other: LevelCounts) -> None:
+        """Add the exact counts of another summary with the same parameters (before release).
+
+        Refused: another class or other parameters, the summary itself, and a released operand.
+        A copy of this summary may merge (its counts are exact, no noise is shared yet): merge
+        only copies whose rows are disjoint from this summary's since the copy was made.
+        """
+        self._check_open()
+        if type(other) is not type(self):
+            raise IncompatibleError(
+                f"cannot merge a {type(other).__name__} into a {type(self).__name__}"
+            )
+        mine, theirs = self._params(), other._params()
+        for key in mine:
+            if mine[key] != theirs[key]:
+                raise IncompatibleError(
+                    f"cannot merge with different {key!r}: {mine[key]!r} != {theirs[key]!r}"
+                )
+        if other is self:
+            raise IncompatibleError("cannot merge a summary with itself")
+        if other.released:
+            raise ReleasedError(
+                f"cannot merge a released {type(other).__name__}: its noise was drawn and published"
+            )
+        with self._usage.enter(type(self).__name__):
+            # Exact counts hold no noise: a copy (e.g. a worker started from this state) may
+            # merge; the noise is drawn once, at release, under the united lineage.
+            lineage = self._lineage.union(other._lineage, type(self).__name__, allow_shared=True)
+            self._counts += other._counts
+            self._n_seen += other._n_seen
+            self._n_dropped += other._n_dropped
+            self._lineage = lineage
+
+    def _copy_options(self) -> dict[str, Any]:
+        """A copy in this process (deepcopy, pickle, snapshot) keeps the diagnostics: the state
+        is a curator's already."""
+        return {"include_diagnostics": True}
+
+    # ---------------------------------------------------------------- release
+    def _digest(self) -> bytes:
+        return state_digest(self._counts)
+
+    def _stored(self) -> tuple[PrivateDistribution, dict[str, np.ndarray]] | None:
+        try:
+            return self._lineage.lookup(self._digest(), type(self).__name__)
+        except ReleasedError:
+            return None
+
+    def release(self) -> PrivateDistribution:
+        """Draw the noise once and return the private distribution.
+
+        Afterwards this summary and its copies refuse updates and merges; ``release()`` on the
+        released state (or a copy of it, or a summary loaded from its bytes) returns the same
+        distribution without drawing noise again.
+        """
+        digest = self._digest()
+        stored = self._lineage.lookup(digest, type(self).__name__)
+        if stored is not None:
+            return stored[0]
+        dist, extra = self._release_now()
+        self._lineage.record(digest, (dist, extra))
+        return dist
+
+    def _release_extra(self, name: str) -> np.ndarray:
+        """An array stored with the release (e.g. PMM's synthetic counts); releases first."""
+        self.release()
+        stored = self._stored()
+        assert stored is not None  # release() just recorded it
+        return stored[1][name]
+
+    @abc.abstractmethod
+    def _release_now(self) -> tuple[PrivateDistribution, dict[str, np.ndarray]]:
+        """Draw the noise and build the release; extra arrays are kept (and saved) with it."""
+
+    # ---------------------------------------------------------------- bytes (Summary hooks)
+    def _state(
+        self, include_diagnostics: bool = False
+    ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Header and arrays of the bytes (format version 2; version 1 still loads).
+
+        Before the release the counts are **exact** (a trusted curator's state: keep it with
+        the data holder). The blob records the lineage and, once released, the release and
+        its extra arrays, so a reloaded released summary returns its release instead of
+        drawing new noise. ``n_seen``/``n_dropped`` only with ``include_diagnostics=True``.
+        """
+        check_bool(include_diagnostics, "include_diagnostics", f"{self.kind}.to_bytes")
+        meta = self._params() | {
+            "frozen": self._frozen,
+            "lineage": self._lineage.to_meta(),
+            "released": self.released,
+        }
+        if include_diagnostics:
+            meta["diagnostics"] = {"n_seen": self._n_seen, "n_dropped": self._n_dropped}
+        arrays = {"counts": self._counts}
+        stored = self._stored() if self.released else None
+        if stored is not None:
+            arrays["release"] = np.frombuffer(stored[0].to_bytes(), dtype=np.uint8)
+            arrays |= {f"extra.{k}": v for k, v in stored[1].items()}
+        return meta, arrays
+
+    @classmethod
+    @abc.abstractmethod
+    def _from_params(cls, fields: MetaReader, rng: RNGLike) -> LevelCounts:
+        """Rebuild an empty summary from a blob's header, every field read through ``fields``."""
+
+    @classmethod
+    def _from_state(
+        cls,
+        fields: MetaReader,
+        arrays: dict[str, np.ndarray],
+        version: int,
+        blob: bytes,
+        rng: Any,
+    ) -> LevelCounts:
+        """The header and the counts' dtype and shape are validated before anything is built;
+        ``rng`` seeds the noise of a later release (default: the OS CSPRNG)."""
+        if version == 1:
+            meta = fields.as_dict()
+            meta["diagnostics"] = {
+                "n_seen": meta.pop("n_seen", None),
+                "n_dropped": meta.pop("n_dropped", None),
+            }
+            meta |= {"frozen": False, "released": False}
+            meta["lineage"] = Lineage.of_legacy_blob(blob).to_meta()
+            fields = MetaReader(meta, cls.kind)
+        unknown = fields.names() - set(_STATE_FIELDS) - cls._param_fields()
+        if unknown:
+            raise SerializationError(f"{cls.kind} blob header has unknown fields {sorted(unknown)}")
+        depth = fields.int("depth", minimum=1, maximum=_MAX_LEVEL)
+        counts = fields.array(arrays, "counts", np.int64, (2**depth,))
+        frozen, released = fields.bool("frozen"), fields.bool("released")
+        lineage = fields.lineage()
+        n_seen = n_dropped = 0
+        if fields.has("diagnostics"):
+            diag = MetaReader(fields.dict("diagnostics"), cls.kind)
+            n_seen = diag.int("n_seen", minimum=0, maximum=2**63 - 1)
+            n_dropped = diag.int("n_dropped", minimum=0, maximum=2**63 - 1)
+        release = None
+        if released and "release" in arrays:
+            release = fields.nested(arrays, "release", PrivateDistribution)
+        obj = cls._from_params(fields, rng)
+        if obj._level != depth:
+            raise SerializationError(f"{cls.kind} blob counts do not match its depth")
+        extra = {}
+        shapes = obj._extra_shapes() if release is not None else {}
+        for name in arrays:
+            if name.startswith("extra."):
+                if name[6:] not in shapes:
+                    raise SerializationError(f"{cls.kind} blob has an unexpected array {name!r}")
+                extra[name[6:]] = fields.array(arrays, name, *shapes[name[6:]])
+        obj._counts[...] = counts
+        obj._frozen = frozen
+        obj._lineage = lineage
+        obj._n_seen, obj._n_dropped = n_seen, n_dropped
+        if released and not lineage.released:
+            if release is not None:
+                lineage.record(obj._digest(), (release, extra))
+            else:  # released at another state: this copy may never be released
+                lineage.record(b"", (None, {}))
+        return obj
+
+    @classmethod
+    def _param_fields(cls) -> set[str]:
+        """The header fields :meth:`_from_params` reads."""
+        return {"domain", "depth"}
+
+    def _extra_shapes(self) -> dict[str, tuple[Any, tuple[int, ...]]]:
+        """Dtype and shape of each extra array the release keeps (checked on load)."""
+        return {}
+
+    def _complete_levels(self) -> list[np.ndarray]:
+        """Exact counts of every level 0…depth (each parent is the sum of its two children)."""
+        levels = [self._counts]
+        for _ in range(self._level):
+            levels.append(levels[-1].reshape(-1, 2).sum(axis=1))
+        return levels[::-1]
+
+    def _refuse_bad(self, message: str) -> None:
+        raise InputError(message)

@@ -1,0 +1,309 @@
+"""The sketch bank of PrivHP: every level sketch's table in one array, counted in one pass.
+
+PrivHP keeps the tables of its level sketches (levels ``L_c+1 … r``) in one contiguous
+``(levels, j, w)`` int64 bank, and the exact counters of levels ``0 … L_c`` in one heap-ordered
+array. :class:`LevelBank` turns a batch of Morton codes into the exact increments of both:
+per cell where the level has at most about two cells per row of the batch (then each distinct
+prefix is hashed once, weighted by its count), hashing every item's prefix below that, with the
+levels shared between two worker threads for large batches. The working arrays are reused from
+batch to batch (fresh memory costs page faults that take longer than the arithmetic).
+
+>>> import numpy as np
+>>> from sketchsyn import Box, PrivHP
+>>> php = PrivHP(Box.unit(2), 1.0, k=4, width=16, depth=8, raw=True, counter_depth=2)
+>>> tree, bank = php._level_counts(np.arange(256, dtype=np.uint64))
+>>> tree[:3].tolist(), bank.shape, int(bank[0].sum()) == 256 * php.sketch_depth
+([256, 128, 128], (6, 3, 16), True)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from ...errors import InputError
+from ...io.stream import one_row
+from ...sketches.hashing import murmur3_32
+
+__all__ = ["LevelBank", "one_thread"]
+
+_U32 = np.uint32
+# Batches with at least this many rows are split over two threads (when _THREADS is true).
+_PARALLEL_MIN_ROWS = 16384
+_THREADS = True
+# Levels with at most this many cells per batch row are counted per cell, then hashed once per
+# distinct prefix (bincount passes over 2**level cells cost far less than hashing a row).
+_DENSE_CELLS_PER_ROW = 2
+# ... and at most 2**_DENSE_MAX_LEVEL cells (64 MiB of int64 counts) whatever the batch size.
+_DENSE_MAX_LEVEL = 23
+# Scratch arrays above this size are not kept between calls (at most three are kept per
+# thread: 15 MiB for 262,144-row batches and 3 sketch rows).
+_SCRATCH_MAX_BYTES = 16 << 20
+_POOL: ThreadPoolExecutor | None = None
+_LOCAL = threading.local()
+
+
+class _Scratch:
+    """Per-thread scratch arrays reused from batch to batch.
+
+    Fresh memory of a few MB costs page faults on first touch that take longer than the
+    arithmetic done on it; the working arrays of :meth:`LevelBank._sketch_cells` are therefore
+    kept (per thread, up to ``_SCRATCH_MAX_BYTES`` each) and never leave the method.
+    """
+
+    def __init__(self) -> None:
+        self._bufs: dict[str, np.ndarray] = {}
+
+    def get(self, name: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        size = int(np.prod(shape))
+        buf = self._bufs.get(name)
+        if buf is None or buf.dtype != dtype or buf.size < size:
+            buf = np.empty(size, dtype=dtype)
+            if buf.nbytes <= _SCRATCH_MAX_BYTES:
+                self._bufs[name] = buf
+        return buf[:size].reshape(shape)
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Count every batch of this thread on this thread alone (no second worker thread) while
+    the block runs: for processes that already keep every core busy (Dask workers, one per
+    core). The counts are the same either way.
+
+    >>> with one_thread():
+    ...     pass
+    """
+    saved = getattr(_LOCAL, "one_thread", False)
+    _LOCAL.one_thread = True
+    try:
+        yield
+    finally:
+        _LOCAL.one_thread = saved
+
+
+def _scratch() -> _Scratch:
+    scratch = getattr(_LOCAL, "scratch", None)
+    if scratch is None:
+        scratch = _LOCAL.scratch = _Scratch()
+    return scratch
+
+
+def _call(job: Callable[[], None]) -> None:
+    job()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """A shared two-thread pool (created on first use; numpy releases the GIL in its loops)."""
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sketchsyn")
+    return _POOL
+
+
+class LevelBank:
+    """Mixin of :class:`~sketchsyn.synth.privhp.PrivHP`: the bank layout and exact counting.
+
+    The host sets ``_sketches``, ``_sketch``, ``_width``, ``_sketch_depth``, ``_depth``,
+    ``_L_c`` and ``_tree`` before calling :meth:`_bind_bank`, and ``_domain``, ``_raw``,
+    ``_flushed``, ``_usage``, the diagnostics ``_n_seen``, ``_n_removed``, ``_n_dropped`` and a
+    ``_check_open()`` method before counting rows (:meth:`_count_rows`).
+    """
+
+    _sketches: list
+    _sketch: str
+    _width: int
+    _sketch_depth: int
+    _depth: int
+    _L_c: int
+    _tree: np.ndarray
+    _bank: np.ndarray
+    _row_seeds: np.ndarray
+    _sign_seeds: np.ndarray | None
+
+    _domain: Any
+    _raw: bool
+    _flushed: bool
+    _usage: Any
+    _n_seen: int
+    _n_removed: int
+    _n_dropped: int
+    _check_open: Callable[[], None]
+
+    def _one_row(self, x: Any, method: str) -> np.ndarray:
+        """One point ``x`` as a batch of one row, for ``update(x)`` and ``remove(x)``."""
+        return one_row(x, self._domain.d, method)
+
+    def _count_rows(self, X: Any, sign: int) -> None:
+        """Add (``sign = 1``) or remove (``sign = −1``) the rows of ``X``, all or none.
+
+        The batch is encoded and counted before any change, so a refused batch (a bad row, or a
+        removal that a raw summary knows to be impossible) leaves the state as it was.
+        """
+        self._check_open()
+        with self._usage.enter("PrivHP"):
+            codes, dropped = self._domain.encode(X, self._depth, return_dropped=True)
+            codes = np.asarray(codes, dtype=np.uint64)
+            tree_counts, bank_counts = self._level_counts(codes)
+            if sign > 0:
+                self._tree += tree_counts
+                self._bank += bank_counts
+                self._n_seen += int(codes.size)
+            else:
+                if self._raw and not self._flushed:
+                    self._check_removable(tree_counts)
+                self._tree -= tree_counts
+                self._bank -= bank_counts
+                self._n_removed += int(codes.size)
+            self._n_dropped += int(dropped)
+
+    def _check_removable(self, tree_counts: np.ndarray) -> None:
+        """Refuse a removal that would take an exact counter cell below zero.
+
+        Only on a raw summary that holds its whole stream (never flushed): its counters are the
+        exact counts, so a cell going negative proves that the batch removes rows never
+        inserted. The check reads exact counts only (no noise), and it never fires on a valid
+        stream, so on valid neighbouring streams the mechanism is unchanged.
+        """
+        bad = np.flatnonzero(self._tree < tree_counts)
+        if bad.size:
+            i = int(bad[0])
+            level = (i + 1).bit_length() - 1
+            raise InputError(
+                f"X: {int(tree_counts[i])} rows of this removal fall in cell {i - 2**level + 1} "
+                f"of level {level}, which holds {int(self._tree[i])}: rows never inserted "
+                "cannot be removed (this raw summary knows its exact counts). The batch was "
+                "refused; the state is unchanged."
+            )
+
+    def _bind_bank(self) -> None:
+        """Put every sketch table in one contiguous (levels, j, w) bank for one-call updates."""
+        n_levels = len(self._sketches)
+        self._bank = np.zeros((n_levels, self._sketch_depth, self._width), dtype=np.int64)
+        for i, sk in enumerate(self._sketches):
+            self._bank[i] = sk._table
+            sk._table = self._bank[i]
+        fams = [sk._family for sk in self._sketches]
+        shape = (n_levels, self._sketch_depth, 1)
+        self._row_seeds = np.array([f.row_seeds for f in fams], dtype=np.uint32).reshape(shape)
+        self._sign_seeds = (
+            np.array([f.sign_seeds for f in fams], dtype=np.uint32).reshape(shape)
+            if self._sketch == "count-sketch"
+            else None
+        )
+
+    @property
+    def _pow2_width(self) -> bool:
+        """True when the width is a power of two ≥ 2 (buckets are then a shift of the hash)."""
+        w = self._width
+        return w > 1 and w & (w - 1) == 0
+
+    def _level_counts(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Exact per-cell increments of the counters and of every sketch cell for ``codes``.
+
+        Levels with at most ``_DENSE_CELLS_PER_ROW · n`` cells (``n`` = batch size) are counted
+        per cell: one ``bincount`` at the deepest such level, every shallower level as sums of
+        two children (the counters, heap layout, level ``l`` at offset ``2**l − 1``, and the
+        sketch levels whose distinct prefixes are then hashed once each, weighted by their
+        counts). Deeper sketch levels hash every item's prefix.
+        """
+        r, L, n = self._depth, self._L_c, codes.size
+        n_sketch = len(self._sketches)
+        # Deepest level counted per cell: at least L_c, at most r, and 2**level ≤ n·ratio (and
+        # ≤ 2**_DENSE_MAX_LEVEL, whatever the batch).
+        reach = max(min(int(n * _DENSE_CELLS_PER_ROW), 1 << _DENSE_MAX_LEVEL), 1).bit_length() - 1
+        dense = max(L, min(r, reach))
+        n_dense = dense - L  # sketch levels L_c+1 … dense are counted per cell
+        bank_counts = np.empty_like(self._bank)
+        tree_counts = np.empty_like(self._tree)
+        # Per-cell counts of the dense levels, deepest first: (level, keys, weights) of the
+        # sketch levels, hashed afterwards (by one or two threads).
+        dense_jobs: list[Callable[[], None]] = []
+
+        def dense_part() -> None:
+            shift = r - dense
+            # Prefixes < 2**dense ≤ 2**62: their int64 view is the same numbers (no cast).
+            top = (codes >> np.uint64(shift)) if shift else codes
+            cells = np.bincount(top.view(np.int64), minlength=1 << dense)
+            for level in range(dense, -1, -1):
+                if level <= L:
+                    tree_counts[2**level - 1 : 2 ** (level + 1) - 1] = cells
+                else:
+                    # nonzero of a boolean mask: several times faster than of the int64 cells
+                    keys = np.nonzero(cells != 0)[0]
+                    job = partial(self._dense_level, bank_counts, level - L - 1, keys, cells[keys])
+                    dense_jobs.append(job)
+                if level:
+                    cells = np.add(cells[0::2], cells[1::2])
+
+        def sparse_level(i: int) -> None:
+            prefix = codes >> np.uint64(r - (L + 1 + i))
+            bank_counts[i] = self._sketch_cells(i, prefix, None)
+
+        dense_part()
+        # The biggest jobs first: the per-row levels (deepest first), then the per-cell ones.
+        sparse = [partial(sparse_level, i) for i in range(n_sketch - 1, n_dense - 1, -1)]
+        jobs = sparse + dense_jobs
+        single = not _THREADS or getattr(_LOCAL, "one_thread", False)
+        if single or n < _PARALLEL_MIN_ROWS or len(jobs) < 2:
+            for job in jobs:
+                job()
+        else:
+            # Two worker threads take the jobs in turn; each writes its own level of the
+            # increments, so the result does not depend on the order in which they finish.
+            for _ in _pool().map(_call, jobs):
+                pass
+        return tree_counts, bank_counts
+
+    def _dense_level(
+        self, bank_counts: np.ndarray, i: int, keys: np.ndarray, weights: np.ndarray
+    ) -> None:
+        """Sketch ``i``'s increments from its distinct prefixes ``keys`` and their counts."""
+        bank_counts[i] = self._sketch_cells(i, keys.view(np.uint64), weights)
+
+    def _sketch_cells(self, i: int, keys: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+        """Increments of sketch ``i`` (level ``L_c + 1 + i``) for ``keys`` (uint64 prefixes), each
+        counted ``weights`` times (once when None); int64 of shape ``(j, w)``."""
+        j, w = self._sketch_depth, self._width
+        m = keys.size
+        out = np.empty((j, w), dtype=np.int64)
+        if m == 0:
+            out[...] = 0
+            return out
+        scratch = _scratch()
+        h = murmur3_32(keys[None, :], self._row_seeds[i], out=scratch.get("h", (j, m), _U32))
+        # Buckets as int64 (what bincount counts, no cast inside it), in one pass from the hashes.
+        b = scratch.get("b", (j, m), np.int64)
+        if self._pow2_width:
+            # w = 2**b: the bucket (h·w) >> 32 is h >> (32 − b).
+            np.right_shift(h, _U32(32 - (w.bit_length() - 1)), out=b)
+        else:
+            # h·w < 2**32 · 2**31: exact in int64.
+            np.multiply(h, np.int64(w), out=b)
+            b >>= np.int64(32)
+        row_weights: Any = None
+        if self._sign_seeds is not None:
+            s = murmur3_32(keys[None, :], self._sign_seeds[i], out=h)  # h is no longer needed
+            s &= _U32(1)
+            sw = scratch.get("sw", (j, m), np.float64)
+            np.multiply(s, -2.0, out=sw)
+            sw += 1.0  # the sign, ±1
+            if weights is not None:
+                sw *= weights
+            row_weights = sw
+        elif weights is not None:
+            wf = weights.astype(np.float64)
+            row_weights = [wf] * j
+        # One bincount per row keeps the working arrays at one row of the batch.
+        for row in range(j):
+            if row_weights is None:
+                out[row] = np.bincount(b[row], minlength=w)
+            else:
+                # Weighted sums of at most n = batch-size items: integers below 2**53, exact.
+                out[row] = np.rint(np.bincount(b[row], weights=row_weights[row], minlength=w))
+        return out

@@ -1,0 +1,133 @@
+"""PrivHP's sizing rules: the default layout, the state size, and parameters for a budget.
+
+:class:`Sizing` is a mixin of :class:`~sketchsyn.synth.privhp.PrivHP`: its static and class
+methods answer without building a summary (``PrivHP.memory_bytes``, ``PrivHP.plan`` and
+``PrivHP.for_memory``, the automatic ``counter_depth`` and ``release_k``).
+
+>>> from sketchsyn import PrivHP
+>>> PrivHP.auto_counter_depth(k=8, width=64, sketch_depth=3, depth=12)
+7
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...privacy.rng import RNGLike
+from . import planner
+from .planner import Plan
+
+__all__ = ["Sizing"]
+
+# Fixed per-object overhead counted in nbytes: the σ array and small scalars.
+HEADER_BYTES = planner.HEADER_BYTES
+
+
+class Sizing:
+    """The layout rules of PrivHP, usable before a summary exists."""
+
+    @staticmethod
+    def auto_counter_depth(k: int, width: int, sketch_depth: int, depth: int) -> int:
+        """The default ``counter_depth``: ``L_c = min(max(L_k, floor(log2(w·j))), r)``.
+
+        A level of ``2^l ≤ w·j`` cells takes no more memory as exact counters than as a
+        ``w × j`` sketch, and its counters have no collisions and noise ``1/σ_l`` instead of
+        ``j/σ_l``; so every such level keeps counters.
+
+        >>> from sketchsyn import PrivHP
+        >>> PrivHP.auto_counter_depth(k=64, width=256, sketch_depth=3, depth=18)
+        9
+        """
+        L_k = int(k).bit_length() - 1
+        return int(min(max(L_k, (int(width) * int(sketch_depth)).bit_length() - 1), depth))
+
+    @staticmethod
+    def auto_release_k(k: int, width: int) -> int:
+        """The default ``release_k``: ``max(k, w // 4)``.
+
+        Growing more cells than ``k`` pays on skewed data once the sketches are wide enough to
+        tell the children of many cells apart (n = 2^20, w = 1024, mf0.9: 1.51× → 1.02× PMM's
+        W1 with 256 cells instead of 64); on spread-out data every extra cell adds a noisy split
+        where an even one was right (uniform at w = 256: 0.78× → 1.14× PMM with 256 cells), so
+        the rule stays at ``k`` for narrow sketches. Figures in docs/utility.md.
+
+        >>> from sketchsyn import PrivHP
+        >>> PrivHP.auto_release_k(64, 1024), PrivHP.auto_release_k(64, 256)
+        (256, 64)
+        """
+        return int(max(int(k), int(width) // 4))
+
+    @staticmethod
+    def memory_bytes(
+        k: int, width: int, sketch_depth: int, depth: int, counter_depth: int | None = None
+    ) -> int:
+        """The ``nbytes`` a PrivHP with these parameters has, without building it.
+
+        ``counter_depth=None`` is the automatic rule (:meth:`auto_counter_depth`).
+
+        >>> from sketchsyn import PrivHP
+        >>> PrivHP.memory_bytes(k=64, width=1024, sketch_depth=3, depth=24, counter_depth=6)
+        443648
+        >>> PrivHP.memory_bytes(k=64, width=1024, sketch_depth=3, depth=24)
+        352512
+        """
+        if counter_depth is None:
+            counter_depth = Sizing.auto_counter_depth(k, width, sketch_depth, depth)
+        L_c = min(int(counter_depth), depth)
+        cells = width * sketch_depth * (depth - L_c) + 2 ** (L_c + 1) - 1
+        return 8 * cells + 8 * (depth + 1) + HEADER_BYTES
+
+    @classmethod
+    def plan(cls, domain: Any, epsilon: float, memory_bytes: int, expected_n: int) -> Plan:
+        """The parameters :meth:`for_memory` would choose, and why (a :class:`Plan`).
+
+        Depth, width, counter depth and ``release_k`` from ``domain.d``, ``epsilon``,
+        ``expected_n`` and ``memory_bytes`` (the rule is in :mod:`sketchsyn.synth.privhp.planner`).
+        ``plan.explain()`` names every value and the reason; ``plan.useful_bytes`` is the size
+        past which more memory would not help; ``plan.warnings`` are sentences for the user.
+
+        >>> from sketchsyn import Box, PrivHP
+        >>> p = PrivHP.plan(Box.unit(2), 1.0, 40_000, expected_n=2**18)
+        >>> p.depth, p.width, p.nbytes <= 40_000, p.warnings
+        (18, 148, True, ())
+        """
+        return planner.plan(domain, epsilon, memory_bytes, expected_n)
+
+    @classmethod
+    def for_memory(
+        cls,
+        domain: Any,
+        epsilon: float,
+        memory_bytes: int,
+        expected_n: int,
+        *,
+        sketch: str = "count-min",
+        seed: int = 0,
+        rng: RNGLike = None,
+        neighbours: str = "add-remove",
+    ) -> Any:
+        """A PrivHP whose ``nbytes`` is at most ``memory_bytes``, built from :meth:`plan`.
+
+        The parameters come from ``PrivHP.plan(domain, epsilon, memory_bytes, expected_n)``,
+        which uses all of ``d``, ``ε``, ``n`` and the bytes (the rule and its measurements are
+        in :mod:`sketchsyn.synth.privhp.planner` and docs/parameters.md); call :meth:`plan` to see
+        them and why (``plan.explain()``). A budget above ``plan.useful_bytes`` is not spent.
+
+        Raises :class:`ParameterError` naming the argument when one is invalid or when no
+        summary of depth ``≥ 1`` fits.
+
+        >>> from sketchsyn import Box, PrivHP
+        >>> php = PrivHP.for_memory(Box.unit(2), 1.0, 40_000, expected_n=2**18, rng=0)
+        >>> php.nbytes <= 40_000, php.depth, php.width, php.counter_depth
+        (True, 18, 148, 8)
+        """
+        p = cls.plan(domain, epsilon, memory_bytes, expected_n)
+        return cls(
+            domain,
+            p.epsilon,
+            sketch=sketch,
+            seed=seed,
+            rng=rng,
+            neighbours=neighbours,
+            **p.kwargs(),
+        )

@@ -1,0 +1,844 @@
+"""PrivHP: one-pass private synthetic data in bounded memory (Holland et al., Algorithms 2–4).
+
+The domain is cut in half level by level (``domain.encode`` gives each item its Morton code).
+Levels ``0 … L_c`` (``counter_depth``) keep an exact counter for every cell, each started at
+``Lap_Z(1/σ_l)``; every deeper level ``L_c+1 … r`` keeps one private Count-Min (or Count Sketch)
+of ``width × sketch_depth`` cells, each started at ``Lap_Z(sketch_depth/σ_l)``. The paper puts
+the boundary at ``L_k = floor(log2 k)``; by default ``L_c = max(L_k, floor(log2(w·j)))``
+(clipped to ``r``), because a level of at most ``w·j`` cells is no larger as exact counters and
+has neither collisions nor the factor ``j`` in its noise (docs/utility.md has the figures).
+The state is therefore private at every moment, and ``Σ σ_l = ε`` (Theorem 2). ``release()``
+makes the top of the tree consistent (Hay et al.'s least squares over the counter levels, then
+the even split), grows it level by level through the top-``release_k``
+cells of each level using the sketches' estimates (Algorithm 3, even-split consistency of
+Algorithm 4) and returns a :class:`~sketchsyn.synth.distribution.PrivateDistribution`.
+
+Privacy: pure ε-DP, event level, **add/remove one item** (``neighbours="add-remove"``, the
+paper's Theorem 2). Under replace-one neighbours the same noise gives 2ε; pass
+``neighbours="replace"`` to double every noise scale so that the object is ε-DP for replace-one.
+A PrivHP object is single-threaded: an update from a second thread while one is running raises
+:class:`~sketchsyn.errors.ConcurrentUseError` (it uses two worker threads of its own inside
+``update_many`` for large batches). Use ``merge`` to combine summaries built in parallel
+(processes, machines, Dask tasks: objects pickle through ``to_bytes``).
+
+Deletions. ``remove_many(X)`` / ``remove(x)`` take earlier rows out as updates of weight −1 (the
+levels are linear). Privacy unit: one insertion or one removal is one event; a row inserted then
+removed is two. One event moves one cell per level by one, as an insertion does, so the same noise
+keeps the state ε-DP for streams differing in one event. Count-Min is kept: while each removal
+removes an earlier insertion (strict turnstile) every net count stays ≥ 0, so each cell still
+over-counts its keys and the minimum keeps its one-sided error (Cormode and Muthukrishnan, "An
+improved data stream summary: the count-min sketch and its applications"). Removing a row never
+inserted makes a negative net count, under which Count-Min can underestimate the other keys of
+its cells (Count Sketch stays unbiased). A ``raw=True`` summary holding its whole stream refuses
+such a removal (a counter cell would go below zero: the check reads exact counts only and never
+fires on a valid stream); a private one keeps no exact count, cannot know, and applies it as a
+row of weight −1. The release clamps negative cells to zero (the consistency step).
+
+Public parameters (not protected): the domain bounds, ``k``, ``width``, ``sketch_depth``, ``depth``,
+the hash ``seed`` and the allocation. The number of rows dropped by an out-of-bounds policy of
+``"drop"`` (``n_dropped``), ``n_seen`` and ``n_removed`` are exact, non-private diagnostics:
+they stay in memory, are not part of the release, and are left out of ``to_bytes`` (and pickle)
+unless asked for by name (``to_bytes(include_diagnostics=True)``, a local checkpoint).
+
+What the bytes reveal. ``to_bytes()`` of a private PrivHP holds the public parameters, the noisy
+counters and sketch tables, its lineage (the identity of its noise draw) and, once released, the
+release: it is ε-DP on its own. Every copy (snapshot, deepcopy, pickle, bytes) holds the same noise
+draw; in one process they share one release guard, so that draw is released at one stream position
+only, and ``merge`` refuses two operands sharing a draw. Nothing can stop two processes from
+publishing two copies at different positions (their difference is the exact count of the rows in
+between): to report periodically, keep a ``raw=True`` summary and ship :meth:`PrivHP.flush`.
+
+>>> import numpy as np
+>>> from sketchsyn import Box, PrivHP
+>>> X = np.random.default_rng(0).beta(2, 5, size=(20_000, 2))
+>>> php = PrivHP(Box.unit(2), epsilon=1.0, k=16, width=256, depth=12, rng=1)
+>>> php.update_many(X)
+>>> release = php.release()
+>>> release.sample(5, rng=2).shape
+(5, 2)
+>>> round(float(php.sigmas.sum()), 12)
+1.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from ...domains import domain_from_dict
+from ...errors import (
+    IncompatibleError,
+    ParameterError,
+    ReleasedError,
+    SerializationError,
+    check_bool,
+    check_choice,
+    check_domain,
+    check_epsilon,
+    check_int,
+    check_memory,
+)
+from ...io.serial import MetaReader
+from ...io.stream import consume
+from ...io.summary import Summary
+from ...privacy import accounting
+from ...privacy.lineage import Lineage, UsageGuard, state_digest
+from ...privacy.noise import discrete_laplace
+from ...privacy.rng import RNGLike, as_source
+from ...sketches.sketch import CountMinSketch, CountSketch
+from .. import tree
+from ..distribution import PrivateDistribution
+from .bank import LevelBank
+from .release import least_squares_levels, noisy_state, release_once
+from .sizing import HEADER_BYTES, Sizing
+
+__all__ = ["PrivHP"]
+
+_KIND = "PrivHP"
+# The least-squares step now lives in sketchsyn.synth.privhp.release; the old private name stays.
+_least_squares_levels = least_squares_levels
+_STATE_FIELDS = ("raw", "frozen", "lineage", "released", "diagnostics", "flushed")
+_SKETCHES = {"count-min": CountMinSketch, "count-sketch": CountSketch}
+_ALLOCATIONS = ("optimal", "uniform")
+_NEIGHBOURS = ("add-remove", "replace")
+_MAX_K = 2**62  # k and release_k: any larger value behaves like 2**depth anyway
+
+
+def _read_params(fields: MetaReader) -> dict[str, Any]:
+    """The constructor parameters in a blob's header, each checked for type and range."""
+    known = {
+        "domain", "epsilon", "k", "width", "sketch_depth", "depth", "sketch", "allocation",
+        "seed", "neighbours", "counter_depth", "release_k",
+    }  # fmt: skip
+    unknown = fields.names() - known - set(_STATE_FIELDS)
+    if unknown:
+        raise SerializationError(f"{_KIND} blob header has unknown fields {sorted(unknown)}")
+    depth = fields.int("depth", minimum=1, maximum=64)
+    return {
+        "domain": fields.domain().to_dict(),  # checked here, rebuilt by the constructor
+        "epsilon": fields.epsilon("epsilon"),
+        "k": fields.int("k", minimum=1, maximum=_MAX_K),
+        "width": fields.int("width", minimum=1, maximum=2**31),
+        "sketch_depth": fields.int("sketch_depth", minimum=1, maximum=1024),
+        "depth": depth,
+        "sketch": fields.str("sketch", tuple(_SKETCHES)),
+        "allocation": fields.str("allocation", _ALLOCATIONS),
+        "seed": fields.int("seed", minimum=0, maximum=2**32 - 1),
+        "neighbours": fields.str("neighbours", _NEIGHBOURS),
+        "counter_depth": fields.int("counter_depth", minimum=0, maximum=depth),
+        "release_k": fields.int("release_k", minimum=1, maximum=_MAX_K),
+    }
+
+
+class PrivHP(LevelBank, Sizing, Summary):
+    """One-pass PrivHP summary (pure ε-DP synthetic data generator in bounded memory).
+
+    Saved state: **private** (public parameters, noisy counters and sketches, the lineage),
+    or **trusted** for a ``raw=True`` summary and for
+    ``to_bytes(include_diagnostics=True)``, which adds the exact ``n_seen``, ``n_removed``
+    and ``n_dropped``; ``state_privacy`` and the blob header say which.
+
+    Parameters
+    ----------
+    domain : Box or BitDomain
+        Public domain; its ``encode`` turns points into Morton codes.
+    epsilon : float
+        Total privacy budget ε > 0; split over the levels as ``σ_0 … σ_r`` (``sigmas``).
+    k : int
+        Pruning parameter of the paper (``k ≥ 1``): fixes ``L_k = floor(log2 k)``, the least
+        counter depth, and is the default ``release_k``. With
+        ``k ≥ 2**depth`` every level keeps exact counters, no sketch is used, and PrivHP is the
+        full-tree mechanism (memory ``O(2**depth)``).
+    width : int
+        Width ``w`` of each level's sketch.
+    sketch_depth : int, default 3
+        Rows ``j`` of each level's sketch.
+    depth : int, optional
+        Depth ``r`` of the hierarchy (``1 ≤ r ≤ domain.max_depth``). Derived from
+        ``expected_n`` when not given (``r = ceil(log2(ε n))``, minus one for d = 1).
+    expected_n : int, optional
+        Expected stream length, used only to choose ``depth``. It is a public guess, not data.
+    sketch : {"count-min", "count-sketch"}
+        Sketch used on the levels below ``counter_depth``.
+    allocation : {"optimal", "uniform"}
+        Per-level budget split: Lemma 5 (eq. 23) or ``ε/(r+1)`` per level.
+    seed : int
+        Public hash seed; the level-``l`` sketch hashes with seed ``seed + l`` (mod 2**32).
+        Objects that should merge must share it.
+    rng : None, int, SeedSequence or Generator
+        Noise randomness; ``None`` (default) is the OS CSPRNG. A seed makes the noise
+        reproducible and **not private against anyone who knows it**.
+    neighbours : {"add-remove", "replace"}
+        Neighbouring relation the ε guarantee refers to (``"replace"`` doubles every noise scale).
+    raw : bool, default False
+        When True no noise is added at construction: the state is **not private** and the noise is
+        drawn once at ``release()``. Use it to merge exact summaries from trusted collectors, or
+        as a local collector that ships private deltas with :meth:`flush`.
+    counter_depth : int, optional
+        ``L_c``, the deepest level with exact counters (``0 ≤ L_c ≤ r``); ``None`` is the rule
+        of :meth:`auto_counter_depth`. Pass ``L_k`` for the paper's layout.
+    release_k : int, optional
+        Cells expanded per level by ``release()`` below ``L_c`` (the sketches answer any query,
+        so it may exceed ``k``). ``None`` is the rule of :meth:`auto_release_k`. It enters the
+        budget split (Lemma 5), so it is fixed at construction.
+
+    Attributes
+    ----------
+    L_k : int
+        ``min(floor(log2 k), depth)``, the paper's counter boundary (the least ``counter_depth``).
+    counter_depth : int
+        ``L_c``, the deepest level with exact counters.
+    release_k : int
+        Cells grown per level by ``release()``.
+    sigmas : ndarray
+        ``σ_0 … σ_r``, the budget of each level; ``sigmas.sum() == epsilon``.
+    noise_scales : ndarray
+        Scale of the integer Laplace noise of each level: ``1/σ_l`` on counter levels and
+        ``sketch_depth/σ_l`` on sketch levels (times 2 for ``neighbours="replace"``).
+    """
+
+    FORMAT_VERSION = 2  # 2: no exact diagnostics; lineage, released flag and release in the blob
+    READS = (1, 2)
+    TAKES_RNG = True
+
+    def __init__(
+        self,
+        domain: Any,
+        epsilon: float,
+        k: int,
+        width: int,
+        sketch_depth: int = 3,
+        depth: int | None = None,
+        expected_n: int | None = None,
+        sketch: str = "count-min",
+        allocation: str = "optimal",
+        seed: int = 0,
+        rng: RNGLike = None,
+        *,
+        neighbours: str = "add-remove",
+        raw: bool = False,
+        counter_depth: int | None = None,
+        release_k: int | None = None,
+    ) -> None:
+        check_domain(domain, "PrivHP")
+        self._domain = domain
+        self._epsilon = check_epsilon(epsilon, "PrivHP")
+        self._k = check_int(k, "k", "PrivHP", minimum=1)
+        self._width = check_int(width, "width", "PrivHP", minimum=1)
+        self._sketch_depth = check_int(sketch_depth, "sketch_depth", "PrivHP", minimum=1)
+        self._sketch = check_choice(sketch, "sketch", "PrivHP", tuple(_SKETCHES))
+        self._allocation = check_choice(allocation, "allocation", "PrivHP", _ALLOCATIONS)
+        self._neighbours = check_choice(neighbours, "neighbours", "PrivHP", _NEIGHBOURS)
+        self._seed = check_int(seed, "seed", "PrivHP", minimum=0, maximum=2**32 - 1)
+        self._raw = check_bool(raw, "raw", "PrivHP")
+        self._L_k = int(self._k).bit_length() - 1
+        max_depth = int(domain.max_depth)
+        if depth is None:
+            if expected_n is None:
+                raise ParameterError(
+                    "PrivHP needs either 'depth' or 'expected_n' (to derive the depth). "
+                    "Got neither."
+                )
+            n = check_int(expected_n, "expected_n", "PrivHP", minimum=1)
+            depth = accounting.privhp_depth(self._epsilon, n, domain.d, self._k)
+            depth = max(min(int(depth), max_depth), 1)
+        elif expected_n is not None:
+            check_int(expected_n, "expected_n", "PrivHP", minimum=1)
+        self._depth = check_int(depth, "depth", "PrivHP", minimum=1, maximum=max_depth)
+        # k >= 2**depth: every level has exact counters and no sketch is used (the full-tree
+        # mechanism, Holland et al.'s sanity statement), so the counter levels stop at the depth.
+        self._L_k = min(self._L_k, self._depth)
+        self._expected_n = None if expected_n is None else int(expected_n)
+        if counter_depth is None:
+            counter_depth = self.auto_counter_depth(
+                self._k, self._width, self._sketch_depth, self._depth
+            )
+        self._L_c = check_int(
+            counter_depth, "counter_depth", "PrivHP", minimum=0, maximum=self._depth
+        )
+        if release_k is None:
+            release_k = self.auto_release_k(self._k, self._width)
+        self._release_k = check_int(release_k, "release_k", "PrivHP", minimum=1)
+
+        gammas = np.array([domain.gamma(level) for level in range(-1, self._depth + 1)])
+        self._sigmas = np.asarray(
+            accounting.privhp_allocation(
+                self._epsilon,
+                self._release_k,
+                self._depth,
+                gammas=gammas,
+                allocation=self._allocation,
+                counter_depth=self._L_c,
+            ),
+            dtype=np.float64,
+        )
+        factor = 2.0 if self._neighbours == "replace" else 1.0
+        self._sigmas = self._realisable(self._sigmas, factor)
+        # The budget each structure is built with; with "replace" each structure gets σ_l / 2.
+        self._level_eps = self._sigmas / factor
+        # Each level's integer Laplace scale, rounded up so that the realised budget
+        # (sensitivity / scale) is at most the level's share exactly; a budget too small for
+        # the sampler is refused here, naming PrivHP's epsilon.
+        self._scales = np.array(
+            [
+                accounting.laplace_scale(
+                    1 if level <= self._L_c else self._sketch_depth,
+                    float(self._level_eps[level]),
+                    "PrivHP",
+                )
+                for level in range(self._depth + 1)
+            ]
+        )
+        n_tree = 2 ** (self._L_c + 1) - 1
+        n_cells = self._width * self._sketch_depth * (self._depth - self._L_c)
+        check_memory(
+            8 * (n_tree + 2 * n_cells),
+            "PrivHP",
+            f"{n_tree} exact counters (k={self._k}, depth={self._depth}) and "
+            f"{self._depth - self._L_c} sketch levels of width={self._width} × "
+            f"sketch_depth={self._sketch_depth} (built, then banked)",
+        )
+
+        self._source = as_source(rng)
+        streams = self._source.spawn(self._depth + 2)
+        self._release_stream = streams[-1]
+        self._tree = np.zeros(n_tree, dtype=np.int64)
+        if not self._raw:
+            for level in range(self._L_c + 1):
+                lo, hi = 2**level - 1, 2 ** (level + 1) - 1
+                self._tree[lo:hi] = discrete_laplace(
+                    self._scales[level], hi - lo, rng=streams[level]
+                )
+        self._sketches = []
+        cls = _SKETCHES[self._sketch]
+        for level in range(self._L_c + 1, self._depth + 1):
+            self._sketches.append(
+                cls(
+                    self._width,
+                    self._sketch_depth,
+                    epsilon=None if self._raw else float(self._level_eps[level]),
+                    seed=(self._seed + level) % 2**32,
+                    rng=streams[level],
+                )
+            )
+        self._bind_bank()
+        self._n_seen = self._n_removed = self._n_dropped = 0
+        self._flushed = False  # a flushed raw summary no longer holds its whole stream
+        self._frozen = False
+        # A raw state holds no noise yet: its identity is random even with a seed, so raw
+        # summaries built alike merge (the trusted-aggregator case).
+        self._lineage = Lineage.new(
+            as_source(None) if self._raw else self._source, _KIND, self._params()
+        )
+        self._usage = UsageGuard()
+
+    def _realisable(self, sigmas: np.ndarray, factor: float) -> np.ndarray:
+        """Raise tiny level shares to the least the exact sampler realises (scale ≤ 2**30).
+
+        Lemma 5 gives very deep levels (e.g. ``depth = 56`` in d = 1) shares so small that their
+        noise scale would exceed ``MAX_LAPLACE_SCALE``; such a level carries no information
+        anyway. Each share is raised to ``sensitivity·factor/2**30`` (one ulp more) and the
+        other levels are scaled down so that the total stays ε. Refused only when ε cannot
+        cover even those floors.
+        """
+        sens = np.where(np.arange(self._depth + 1) <= self._L_c, 1.0, float(self._sketch_depth))
+        floor = np.nextafter(sens * factor / accounting.MAX_LAPLACE_SCALE, np.inf) * (1 + 1e-12)
+        low = sigmas < floor
+        if not low.any():
+            return sigmas
+        rest = self._epsilon - floor[low].sum()
+        if rest <= 0 or not (~low).any():
+            raise ParameterError(
+                f"The 'epsilon' parameter of PrivHP is too small for depth={self._depth}: its "
+                f"levels would need integer Laplace noise above the largest supported scale "
+                f"2**30. Got {self._epsilon!r} instead."
+            )
+        out = sigmas.copy()
+        out[low] = floor[low]
+        out[~low] *= rest / sigmas[~low].sum()
+        return accounting.fit_to_budget(out, self._epsilon)
+
+    # ------------------------------------------------------------------ read-only parameters
+    @property
+    def domain(self) -> Any:
+        """The public domain."""
+        return self._domain
+
+    @property
+    def epsilon(self) -> float:
+        """The total privacy budget ε this summary spends (for the stated neighbours)."""
+        return self._epsilon
+
+    @property
+    def k(self) -> int:
+        """Pruning parameter."""
+        return self._k
+
+    @property
+    def width(self) -> int:
+        """Sketch width ``w``."""
+        return self._width
+
+    @property
+    def sketch_depth(self) -> int:
+        """Sketch rows ``j``."""
+        return self._sketch_depth
+
+    @property
+    def depth(self) -> int:
+        """Depth ``r`` of the hierarchy."""
+        return self._depth
+
+    @property
+    def L_k(self) -> int:  # noqa: N802 (the paper's name)
+        """The paper's ``L_k = min(floor(log2 k), r)``; the counters stop at ``counter_depth``."""
+        return self._L_k
+
+    @property
+    def counter_depth(self) -> int:
+        """Deepest level with exact counters, ``L_c`` (``L_k ≤ L_c ≤ r`` by default)."""
+        return self._L_c
+
+    @property
+    def release_k(self) -> int:
+        """Cells expanded per level when ``release()`` grows the tree below ``L_c``."""
+        return self._release_k
+
+    @property
+    def sigmas(self) -> np.ndarray:
+        """Per-level budgets ``σ_0 … σ_r`` (a copy); they sum to ``epsilon``."""
+        return self._sigmas.copy()
+
+    @property
+    def noise_scales(self) -> np.ndarray:
+        """Integer Laplace scale used on each level (``1/σ_l`` or ``j/σ_l``, ×2 for replace).
+
+        Each is rounded up to a float so that the realised budget ``sensitivity/scale`` is at
+        most the level's share exactly, and the shares sum to at most ``epsilon`` exactly.
+        """
+        return self._scales.copy()
+
+    @property
+    def sketches(self) -> list:
+        """The level sketches ``L_c+1 … r`` (read them, do not update them directly)."""
+        return list(self._sketches)
+
+    @property
+    def n_seen(self) -> int:
+        """Rows inserted so far (exact; a diagnostic for the data holder, not private)."""
+        return self._n_seen
+
+    @property
+    def n_removed(self) -> int:
+        """Rows removed so far by :meth:`remove_many` (exact; not private)."""
+        return self._n_removed
+
+    @property
+    def n_dropped(self) -> int:
+        """Rows dropped by the domain's ``"drop"`` policy (exact; not private)."""
+        return self._n_dropped
+
+    @property
+    def released(self) -> bool:
+        """True once this summary, or a copy sharing its noise draw, has been released."""
+        return self._lineage.released
+
+    @property
+    def lineage(self) -> Lineage:
+        """The identity of the noise draw(s) this state holds (shared by its copies)."""
+        return self._lineage
+
+    @property
+    def partition_tree(self) -> Any:
+        """The grown, consistent tree of the release (all nodes, not only leaves).
+
+        Raises :class:`ReleasedError` before ``release()``; it is post-processing of the release.
+        A summary loaded from a released blob regrows it from the stored release's leaves.
+        """
+        stored = self._lineage.lookup(self._digest(), _KIND) if self.released else None
+        if stored is None:
+            raise ReleasedError("partition_tree exists only after release()")
+        dist, grown = stored
+        if grown is None:
+            leaves = dist.leaves()
+            grown = tree.PartitionTree.from_leaves(leaves.level, leaves.prefix, leaves.count)
+        return grown
+
+    @property
+    def nbytes(self) -> int:
+        """State size in bytes: ``8·(w·j·(r − L_c) + 2^{L_c+1} − 1) + 8·(r + 1) + 64``.
+
+        ``L_c`` is ``counter_depth``. It is fixed at construction and does not grow with the
+        stream. ``release()`` builds a tree of at most ``2^{L_c+1} − 1 + 2·k_rel·(r − L_c)``
+        nodes on top of it (``k_rel = release_k``; see :meth:`release_nodes_bound`), and the
+        released distribution reports its own ``nbytes``.
+        """
+        return int(self._bank.nbytes + self._tree.nbytes + self._sigmas.nbytes + HEADER_BYTES)
+
+    def release_nodes_bound(self) -> int:
+        """Most nodes the released tree can have: ``2^{L_c+1} − 1 + 2·k_rel·(r − L_c)``."""
+        L, r = self._L_c, self._depth
+        return int(2 ** (L + 1) - 1 + 2 * self._release_k * (r - L))
+
+    # ------------------------------------------------------------------ updates
+    def _check_open(self) -> None:
+        if self._frozen:
+            raise ReleasedError("this PrivHP is a snapshot; snapshots are read-only")
+        self._lineage.check_open(_KIND)
+
+    def update(self, x: Any) -> None:
+        """Add one item (a point of the domain)."""
+        self.update_many(self._one_row(x, "update"))
+
+    def update_many(self, X: Any) -> None:
+        """Add a batch of items (the fast path). The batch is checked whole before any change.
+
+        The batch is encoded once; for batches of at least ``_PARALLEL_MIN_ROWS`` rows the levels
+        are then shared between two threads (numpy releases the GIL in its array loops), each
+        thread writing the increments of its own levels, so the result is the same exact state.
+        """
+        self._count_rows(X, 1)
+
+    def remove(self, x: Any) -> None:
+        """Remove one earlier item (a point of the domain): :meth:`remove_many` of one row."""
+        self.remove_many(self._one_row(x, "remove"))
+
+    def remove_many(self, X: Any) -> None:
+        """Remove a batch of earlier items: every cell they fall in goes down by one per row.
+
+        Counters and sketches are linear, so a removal is the update of weight −1, and
+        inserting a set then removing it gives back the state before (noise included). One
+        removal is one event of the privacy unit (module docstring). A ``raw=True`` summary
+        that holds its whole stream refuses a batch holding rows never inserted (a counter cell
+        would go below zero; :class:`~sketchsyn.errors.InputError`, state unchanged: merge
+        first to remove rows another collector counted); a private summary cannot know, and
+        applies them as rows of weight −1.
+
+        >>> import numpy as np
+        >>> from sketchsyn import Box
+        >>> php = PrivHP(Box.unit(2), 1.0, k=4, width=32, depth=6, raw=True)
+        >>> X = np.random.default_rng(0).random((100, 2))
+        >>> php.update_many(X); php.remove_many(X[:40])
+        >>> int(php._tree[0]), php.n_seen, php.n_removed
+        (60, 100, 40)
+        """
+        self._count_rows(X, -1)
+
+    def consume(self, iterable: Iterable[Any], batch_size: int = 65536) -> int:
+        """Stream any iterable of rows (or of 2-D arrays) through ``update_many`` in batches.
+
+        Memory stays bounded by one batch whatever the iterable's length. Each batch is atomic: a
+        bad row refuses its whole batch (earlier batches stay counted) and the error names the
+        row's position in the stream. Returns the number of rows read.
+        """
+        self._check_open()
+        return consume(self.update_many, iterable, batch_size, self._domain.d)
+
+    # ------------------------------------------------------------------ combine, copy, save
+    def _params(self) -> dict[str, Any]:
+        return {
+            "domain": self._domain.to_dict(),
+            "epsilon": self._epsilon,
+            "k": self._k,
+            "width": self._width,
+            "sketch_depth": self._sketch_depth,
+            "depth": self._depth,
+            "sketch": self._sketch,
+            "allocation": self._allocation,
+            "seed": self._seed,
+            "neighbours": self._neighbours,
+            "counter_depth": self._L_c,
+            "release_k": self._release_k,
+        }
+
+    def merge(self, other: PrivHP) -> None:
+        """Add another PrivHP built with the same parameters and seed (in place).
+
+        Counters and sketches are linear, so the merged state is the state of the concatenated
+        streams **plus both noise draws**. Privacy of the sum: each item is in one of the two
+        streams, so the merged summary is still ε-DP for the union (parallel composition); its
+        noise variance is the sum of both. Raw + raw stays raw (exact, merge before noise);
+        raw + noisy is noisy with the noisy side's single draw.
+
+        Refused (:class:`IncompatibleError` / :class:`ReleasedError`): different parameters,
+        operands that share a noise draw (a copy of the other, or both built with the same seed:
+        the sum would hold ``2·noise``), and a released operand (its noise was already published
+        with its state, so adding rows to it would release that draw at a second position).
+        """
+        self._check_open()
+        if not isinstance(other, PrivHP):
+            raise IncompatibleError(f"can only merge a PrivHP into a PrivHP, got {type(other)!r}")
+        mine, theirs = self._params(), other._params()
+        for key in mine:
+            if mine[key] != theirs[key]:
+                raise IncompatibleError(
+                    f"cannot merge PrivHP summaries with different {key!r}: "
+                    f"{mine[key]!r} != {theirs[key]!r}"
+                )
+        if other is self:
+            raise IncompatibleError("cannot merge a PrivHP with itself (its noise would double)")
+        if other.released:
+            raise ReleasedError(
+                "cannot merge a released PrivHP: its noise draw was published with its state"
+            )
+        with self._usage.enter(_KIND):
+            lineage = self._lineage.union(other._lineage, _KIND)
+            self._tree += other._tree
+            self._bank += other._bank
+            self._n_seen += other._n_seen
+            self._n_removed += other._n_removed
+            self._n_dropped += other._n_dropped
+            self._raw = self._raw and other._raw
+            self._flushed = self._flushed or other._flushed
+            self._lineage = lineage
+
+    def flush(self, rng: RNGLike = None) -> PrivHP:
+        """Ship the rows since the last flush as a private summary with fresh noise.
+
+        Only for a ``raw=True`` summary, kept by a trusted local collector. Returns a new,
+        private PrivHP (same parameters, noise drawn now from ``rng``, a new lineage) holding
+        this summary's counts, then resets this summary to zero. Each row is in exactly one
+        flushed summary, so all flushed summaries together are ε-DP (parallel composition)
+        and a server may merge them. The cost is noise growth: the merge of ``m`` flushes
+        carries ``m`` independent draws per counter (variance ``m`` times one draw's), so flush
+        as rarely as the reporting needs.
+
+        >>> import numpy as np
+        >>> from sketchsyn import Box
+        >>> local = PrivHP(Box.unit(2), 1.0, k=4, width=32, depth=6, raw=True)
+        >>> local.update_many(np.full((10, 2), 0.3))
+        >>> hourly = local.flush(rng=1)   # ship hourly.to_bytes() to the server
+        >>> hourly.raw, local.n_seen
+        (False, 0)
+        """
+        self._check_open()
+        if not self._raw:
+            raise ParameterError(
+                "flush() needs a PrivHP built with raw=True (a local collector): this one is "
+                "already noisy, and shipping its state twice would release one noise draw at "
+                "two stream positions"
+            )
+        with self._usage.enter(_KIND):
+            private = self._from_params(self._params(), rng=rng, raw=False)
+            private._tree += self._tree
+            private._bank += self._bank
+            private._n_seen, private._n_removed = self._n_seen, self._n_removed
+            private._n_dropped = self._n_dropped
+            self._tree[...] = 0
+            self._bank[...] = 0
+            self._n_seen = self._n_removed = self._n_dropped = 0
+            self._flushed = True
+        return private
+
+    @property
+    def raw(self) -> bool:
+        """True when the state holds exact counts (noise deferred to ``release()``)."""
+        return self._raw
+
+    def snapshot(self) -> PrivHP:
+        """An immutable copy of the (already noisy) state.
+
+        The snapshot shares this object's lineage and so its release guard: whichever copy is
+        released first fixes the one state at which this noise draw may be released. Unlike a
+        copy through bytes it keeps the exact diagnostics (it stays in this process).
+        """
+        snap = self._copy()
+        snap._frozen = True
+        return snap
+
+    def _copy(self) -> PrivHP:
+        new = object.__new__(PrivHP)
+        new.__dict__.update(self.__dict__)
+        new._tree = self._tree.copy()
+        new._sketches = [type(s).from_bytes(s.to_bytes()) for s in self._sketches]
+        new._bind_bank()
+        new._bank[...] = self._bank
+        new._usage = UsageGuard()
+        return new
+
+    def __deepcopy__(self, memo: dict) -> PrivHP:
+        """A copy in this process: same lineage (one release guard), diagnostics kept."""
+        return self._copy()
+
+    def _digest(self) -> bytes:
+        """Identifies the state released: the noisy arrays and whether noise is still due."""
+        return state_digest(self._tree, self._bank, np.array([self._raw]))
+
+    # ------------------------------------------------------------------ bytes (Summary hooks)
+    @property
+    def state_privacy(self) -> str:
+        """``"private"`` (noisy counters and sketches), or ``"trusted"`` for a ``raw=True``
+        summary (exact counts: a curator's state)."""
+        return "trusted" if self._raw else "private"
+
+    def _saved_privacy(self, include_diagnostics: bool = False) -> str:
+        """``to_bytes(include_diagnostics=True)`` adds exact counts: a trusted checkpoint."""
+        return "trusted" if self._raw or bool(include_diagnostics) else "private"
+
+    def _state(
+        self, include_diagnostics: bool = False
+    ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The bytes of ``to_bytes(key=None, include_diagnostics=False)`` (format version 2).
+
+        They hold the public parameters, the counters and sketch tables (noisy unless
+        ``raw``), the lineage, whether the summary is a snapshot, whether its noise draw was
+        released, and the release itself when this state is the released one. No exact count:
+        ``n_seen``, ``n_removed``, ``n_dropped`` only with ``include_diagnostics=True`` (a local
+        checkpoint that never leaves the data holder; its header says ``"trusted"``). ``key``
+        (bytes shared with the reader) makes the digest a keyed MAC, so a server refuses states
+        altered in transit.
+
+        A loaded copy holds the same noise draw. In one process all copies share one release
+        guard, but two processes can each release a copy at a different stream position, and
+        the difference of the two releases is the exact count of the rows in between: never
+        publish two states of one lineage. To report periodically, keep a ``raw=True``
+        summary and ship :meth:`flush`.
+        """
+        check_bool(include_diagnostics, "include_diagnostics", "PrivHP.to_bytes")
+        meta = self._params() | {
+            "raw": self._raw,
+            "frozen": self._frozen,
+            "lineage": self._lineage.to_meta(),
+            "released": self.released,
+        }
+        arrays = {"tree": self._tree, "bank": self._bank, "sigmas": self._sigmas}
+        if self.released:
+            stored = self._stored_release()
+            if stored is not None:
+                arrays["release"] = np.frombuffer(stored[0].to_bytes(), dtype=np.uint8)
+        if include_diagnostics:
+            meta["diagnostics"] = {
+                "n_seen": self._n_seen,
+                "n_removed": self._n_removed,
+                "n_dropped": self._n_dropped,
+            }
+        if self._flushed:
+            meta["flushed"] = True
+        return meta, arrays
+
+    def _stored_release(self) -> tuple[PrivateDistribution, Any] | None:
+        """The stored release of this exact state, ``None`` if it is not the released one."""
+        try:
+            return self._lineage.lookup(self._digest(), _KIND)
+        except ReleasedError:
+            return None
+
+    @classmethod
+    def _from_params(cls, params: dict[str, Any], rng: RNGLike, raw: bool) -> PrivHP:
+        rest = {k: v for k, v in params.items() if k not in ("domain", "epsilon")}
+        return cls(domain_from_dict(params["domain"]), params["epsilon"], **rest, rng=rng, raw=raw)
+
+    @classmethod
+    def _from_state(
+        cls,
+        fields: MetaReader,
+        arrays: dict[str, np.ndarray],
+        version: int,
+        blob: bytes,
+        rng: Any,
+    ) -> PrivHP:
+        """A state written by ``to_bytes`` (format versions 1 and 2; its noise is the saved one).
+
+        Every header field, the domain and every array's dtype and shape are validated against
+        the parameters before the summary is built. A released blob loads as a released
+        summary: it refuses updates and merges, and ``release()`` returns the stored release.
+        Loading the same blob twice in one process gives two copies sharing one release guard.
+        ``rng`` seeds the noise a loaded ``raw=True`` summary draws at its release (default:
+        the OS CSPRNG).
+        """
+        if version == 1:  # exact diagnostics and the release position in the header
+            meta = fields.as_dict()
+            meta["diagnostics"] = {
+                "n_seen": meta.pop("n_seen", None),
+                "n_dropped": meta.pop("n_dropped", None),
+            }
+            meta["released"] = meta.pop("released_at", None) is not None
+            meta["lineage"] = Lineage.of_legacy_blob(blob).to_meta()
+            fields = MetaReader(meta, _KIND)
+            # Version 1 blobs have the paper's layout: counters down to L_k, release_k = k.
+            k, depth = fields.int("k", 1, _MAX_K), fields.int("depth", 1, 64)
+            meta["counter_depth"] = min(k.bit_length() - 1, depth)
+            meta["release_k"] = k
+        params = _read_params(fields)
+        raw = fields.bool("raw")
+        frozen = fields.bool("frozen")
+        released = fields.bool("released")
+        lineage = fields.lineage()
+        flushed = fields.bool("flushed", default=False)
+        n_seen = n_removed = n_dropped = 0
+        if fields.has("diagnostics"):
+            diag = MetaReader(fields.dict("diagnostics"), _KIND)
+            n_seen = diag.int("n_seen", minimum=0, maximum=2**63 - 1)
+            n_removed = diag.int("n_removed", minimum=0, maximum=2**63 - 1, default=0)
+            n_dropped = diag.int("n_dropped", minimum=0, maximum=2**63 - 1)
+        # Sizes are checked against the blob before anything large is allocated.
+        n_tree, bank_shape = cls._state_shape(params)
+        tree_arr = fields.array(arrays, "tree", np.int64, (n_tree,))
+        bank_arr = fields.array(arrays, "bank", np.int64, bank_shape)
+        fields.array(arrays, "sigmas", np.float64, (params["depth"] + 1,))
+        release = None
+        if released and "release" in arrays:
+            release = fields.nested(arrays, "release", PrivateDistribution)
+        obj = cls._from_params(params, rng=None, raw=True)
+        obj._tree[...] = tree_arr
+        obj._bank[...] = bank_arr
+        obj._raw = raw
+        obj._frozen = frozen
+        obj._lineage = lineage
+        obj._n_seen, obj._n_removed, obj._n_dropped = n_seen, n_removed, n_dropped
+        obj._flushed = flushed
+        # A loaded object draws any later noise (raw release) from rng (default: the OS CSPRNG).
+        obj._release_stream = as_source(rng)
+        if released and not lineage.released:
+            lineage.record(obj._digest() if release is not None else b"", (release, None))
+        return obj
+
+    @staticmethod
+    def _state_shape(params: dict[str, Any]) -> tuple[int, tuple[int, int, int]]:
+        """Shapes of the counter array and the sketch bank that ``params`` imply (checked
+        against the memory limit)."""
+        depth, width, j = (int(params[n]) for n in ("depth", "width", "sketch_depth"))
+        L_c = params.get("counter_depth")
+        if L_c is None:
+            L_c = PrivHP.auto_counter_depth(int(params["k"]), width, j, depth)
+        L_c = int(L_c)
+        check_memory(8 * (2 ** (L_c + 1) - 1), "PrivHP", f"2**{L_c + 1} counters")
+        check_memory(16 * width * j * (depth - L_c), "PrivHP", "its sketch bank")
+        return 2 ** (L_c + 1) - 1, (depth - L_c, j, width)
+
+    # ------------------------------------------------------------------ release
+    def _noisy_state(self) -> tuple[np.ndarray, list]:
+        """Counter levels and level sketches with noise (drawn now for a raw summary)."""
+        return noisy_state(self)
+
+    def release(self, *, prune: float | None = None) -> PrivateDistribution:
+        """Grow the pruned tree (post-processing only) and return the private distribution.
+
+        ``prune`` (0 turns it off; default ``None``: 0.2, or, for a state released before, the
+        ``prune`` of that release): after each consistent
+        split a child whose count is below a threshold gives it to its sibling, so that empty
+        cells keep no noise and the tree stops growing where the counts stop carrying signal.
+        The threshold, in noise standard deviations, is the least at which the released values
+        estimate at most this share of empty cells among those kept
+        (:mod:`sketchsyn.synth.privhp.release`). It reads only the noisy state: no budget. After a
+        release this object and every copy sharing its noise draw refuse updates and merges.
+        Releasing the same state again returns the same distribution (another ``prune`` regrows
+        it from the same noise; a raw summary refuses); a copy at another stream position raises
+        :class:`ReleasedError`.
+
+        >>> from sketchsyn import Box
+        >>> php = PrivHP(Box.unit(2), 1.0, k=4, width=16, depth=8, rng=1)
+        >>> php.update_many([[0.1, 0.2], [0.3, 0.4], [0.3, 0.5]])
+        >>> php.release(prune=0).total == php.release(prune=0.2).total  # mass moves, sum stays
+        True
+        """
+        return release_once(self, prune)
+
+    def __repr__(self) -> str:
+        return (
+            f"PrivHP(epsilon={self._epsilon}, k={self._k}, width={self._width}, "
+            f"sketch_depth={self._sketch_depth}, depth={self._depth}, sketch={self._sketch!r}, "
+            f"raw={self._raw}, nbytes={self.nbytes})"
+        )
