@@ -13,6 +13,7 @@ Used by ``mkdocs.yml`` (``extensions: [docs/griffe_roles.py:SphinxRoles]``).
 
 from __future__ import annotations
 
+import ast
 import html
 import re
 from typing import Any
@@ -91,10 +92,29 @@ def _in_fence(lines: list[str]) -> bool:
     return sum(line.lstrip().startswith("```") for line in lines) % 2 == 1
 
 
+def _read_only_text(obj: Any) -> str | None:
+    """The text of ``name = ReadOnly[T]("text")`` (sketchsyn.attributes), or None."""
+    value = getattr(obj, "value", None) if getattr(obj, "is_attribute", False) else None
+    if not isinstance(value, griffe.ExprCall) or "ReadOnly" not in str(value.function):
+        return None
+    try:
+        text = ast.literal_eval(str(value.arguments[0]))
+    except (IndexError, ValueError, SyntaxError):
+        return None
+    return text if isinstance(text, str) else None
+
+
 class SphinxRoles(griffe.Extension):
-    """Roles become optional cross-references; doctest blocks become code blocks."""
+    """Roles become optional cross-references; doctest blocks become code blocks; a
+    ``ReadOnly`` attribute shows its text as its docstring, like a property."""
 
     def on_instance(self, *, obj: Any, **kwargs: Any) -> None:  # noqa: ARG002
+        text = _read_only_text(obj)
+        if text is not None and obj.docstring is None:
+            obj.docstring = griffe.Docstring(text, parent=obj)
+            obj.labels = {"property", "read-only"}
+            obj.annotation = getattr(obj.value.function, "slice", None)  # ReadOnly[T] -> T
+            obj.value = None
         doc = obj.docstring
         if doc is None:
             return

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..attributes import ReadOnly
 from ..errors import ParameterError, check_domain, check_epsilon, check_int
 from ..io.serial import MetaReader
 from ..privacy.accounting import fit_to_budget, laplace_scale
@@ -115,13 +116,8 @@ class GridHistogram(LevelCounts):
             level_name = "memory_bytes"
         super().__init__(domain, level, rng, "GridHistogram", level_name=level_name)
 
-    @property
-    def epsilon(self) -> float:
-        return self._epsilon
-
-    @property
-    def level(self) -> int:
-        return self._level
+    epsilon = ReadOnly[float]("Privacy budget ε of the release.")
+    level = ReadOnly[int]("Morton level of the grid's cells (``2**level`` cells).")
 
     def _params(self) -> dict[str, Any]:
         return super()._params() | {"epsilon": self._epsilon}
@@ -232,18 +228,9 @@ class AdaptiveGrid(LevelCounts):
         b1 = int(np.clip(np.round(np.log2(m1)), 1, self._level // d))
         self._level1 = d * b1
 
-    @property
-    def epsilon(self) -> float:
-        return self._epsilon
-
-    @property
-    def level(self) -> int:
-        return self._level
-
-    @property
-    def level1(self) -> int:
-        """Morton level of the first grid (``d·log2 m1``)."""
-        return self._level1
+    epsilon = ReadOnly[float]("Privacy budget ε of the release (both levels together).")
+    level = ReadOnly[int]("Morton level of the finest cells.")
+    level1 = ReadOnly[int]("Morton level of the first grid (``d·log2 m1``).")
 
     @property
     def noise_scales(self) -> tuple[float, float]:
@@ -379,28 +366,11 @@ class PrivTree(LevelCounts):
         )
         self._delta = self._lam * float(np.log(self._beta))
 
-    @property
-    def epsilon(self) -> float:
-        return self._epsilon
-
-    @property
-    def level(self) -> int:
-        return self._level
-
-    @property
-    def beta(self) -> int:
-        """Fan-out ``β = 2^d``."""
-        return self._beta
-
-    @property
-    def lam(self) -> float:
-        """``λ``, the integer Laplace scale of the split decisions."""
-        return self._lam
-
-    @property
-    def delta(self) -> float:
-        """``δ = λ·ln β``, the decay of the biased count per tree level."""
-        return self._delta
+    epsilon = ReadOnly[float]("Privacy budget ε of the release (splits and leaf counts together).")
+    level = ReadOnly[int]("Deepest Morton level a split may reach.")
+    beta = ReadOnly[int]("Fan-out ``β = 2^d``.")
+    lam = ReadOnly[float]("``λ``, the integer Laplace scale of the split decisions.")
+    delta = ReadOnly[float]("``δ = λ·ln β``, the decay of the biased count per tree level.")
 
     @property
     def leaf_scale(self) -> float:

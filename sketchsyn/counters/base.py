@@ -58,6 +58,7 @@ from typing import Any
 
 import numpy as np
 
+from ..attributes import ReadOnly
 from ..errors import (
     EPSILON_RANGE,
     InputError,
@@ -254,30 +255,15 @@ class _Counter(Summary):
     _rho: float | None = None
     _horizon: int | None = None
 
-    @property
-    def epsilon(self) -> float | None:
-        """Pure-DP budget over all steps (``None`` for a ρ-zCDP counter)."""
-        return self._epsilon
-
-    @property
-    def rho(self) -> float | None:
-        """ρ-zCDP budget over all steps (``None`` for a pure-DP counter)."""
-        return self._rho
-
-    @property
-    def horizon(self) -> int | None:
-        """``T``, the number of steps (``None`` for an unbounded counter)."""
-        return self._horizon
-
-    @property
-    def sensitivity(self) -> int:
-        """ℓ1 bound on what neighbouring streams differ by."""
-        return self._sensitivity
-
-    @property
-    def t(self) -> int:
-        """Steps taken."""
-        return self._t
+    epsilon = ReadOnly[float | None](
+        "Pure-DP budget over all steps (``None`` for a ρ-zCDP counter)."
+    )
+    rho = ReadOnly[float | None]("ρ-zCDP budget over all steps (``None`` for a pure-DP counter).")
+    horizon = ReadOnly[int | None](
+        "``T``, the number of steps (``None`` for an unbounded counter)."
+    )
+    sensitivity = ReadOnly[int]("ℓ1 bound on what neighbouring streams differ by.")
+    t = ReadOnly[int]("Steps taken.")
 
     def update(self, x: object) -> int:
         """Advance one step of value ``x`` and return that step's released count.
@@ -305,10 +291,7 @@ class _Counter(Summary):
         """
         return self._last
 
-    @property
-    def lineage(self) -> Lineage:
-        """The identity of this counter's noise (shared by its copies)."""
-        return self._lineage
+    lineage = ReadOnly[Lineage]("The identity of this counter's noise (shared by its copies).")
 
     # -------------------------------------------------------------- bytes
     def _common_meta(self, last: bool = True) -> dict[str, Any]:

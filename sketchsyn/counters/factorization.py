@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..attributes import ReadOnly
 from ..errors import InputError, ParameterError, SerializationError, check_int
 from ..io.serial import MetaReader
 from ..privacy.lineage import Lineage
@@ -168,15 +169,10 @@ class SqrtFactorizationCounter(_Counter):
     def _last(self, value: Any) -> None:
         self._lastf = float(value)
 
-    @property
-    def bits(self) -> int:
-        """``b``: the factor is scaled by ``2^b`` before rounding to integers."""
-        return self._bits
-
-    @property
-    def sigma2(self) -> Fraction:
-        """The discrete Gaussian's ``σ²`` (exact), in units of the scaled factor."""
-        return self._sigma2
+    bits = ReadOnly[int]("``b``: the factor is scaled by ``2^b`` before rounding to integers.")
+    sigma2 = ReadOnly[Fraction](
+        "The discrete Gaussian's ``σ²`` (exact), in units of the scaled factor."
+    )
 
     @property
     def releases(self) -> np.ndarray:

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..attributes import ReadOnly
 from ..errors import ParameterError, SerializationError, check_int
 from ..io.serial import MetaReader
 from ..privacy.lineage import Lineage
@@ -248,20 +249,16 @@ class _InhomogeneousParams:
                 self.budget(r)
             r, start = r + 1, nxt
 
-    @property
-    def max_budget(self) -> float:
-        """The largest ``ε_r`` of the levels entered so far: what one record can cost."""
-        return self._max_budget
+    max_budget = ReadOnly[float](
+        "The largest ``ε_r`` of the levels entered so far: what one record can cost."
+    )
 
     @property
     def start_level(self) -> int:
         """``r_0``: steps before ``t_{r_0}`` are not counted."""
         return self._start
 
-    @property
-    def budgets(self) -> Callable[[int], float]:
-        """``r ↦ ε_r``."""
-        return self._budgets
+    budgets = ReadOnly[Callable[[int], float]]("``r ↦ ε_r``.")
 
 
 class InhomogeneousSparseCounter(_InhomogeneousParams, _Counter):
@@ -366,15 +363,8 @@ class InhomogeneousSparseCounter(_InhomogeneousParams, _Counter):
     def _close_level(self) -> None:
         self._base += self._level_open
 
-    @property
-    def level(self) -> int:
-        """The current time level ``r``."""
-        return self._level
-
-    @property
-    def t(self) -> int:
-        """Global time of the latest step (``t_{start_level} − 1`` before the first)."""
-        return self._t
+    level = ReadOnly[int]("The current time level ``r``.")
+    t = ReadOnly[int]("Global time of the latest step (``t_{start_level} − 1`` before the first).")
 
     @property
     def nbytes(self) -> int:

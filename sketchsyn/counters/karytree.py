@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..attributes import ReadOnly
 from ..errors import InputError, ParameterError, SerializationError, check_int
 from ..io.serial import MetaReader
 from ..privacy.lineage import Lineage
@@ -349,15 +350,10 @@ class KaryTreeCounter(_Counter):
             "sensitivity": self._sensitivity,
         }
 
-    @property
-    def k(self) -> int:
-        """Branching factor (odd)."""
-        return self._k
-
-    @property
-    def levels(self) -> int:
-        """``h``: levels of the tree; each block's noise is ``Lap_Z(sensitivity·h/ε)``."""
-        return self._levels
+    k = ReadOnly[int]("Branching factor (odd).")
+    levels = ReadOnly[int](
+        "``h``: levels of the tree; each block's noise is ``Lap_Z(sensitivity·h/ε)``."
+    )
 
     @property
     def scale(self) -> Fraction:

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from ..attributes import ReadOnly
 from ..errors import InputError, SerializationError, check_int, check_memory
 from ..io.serial import MetaReader
 from ..privacy.lineage import Lineage
@@ -235,10 +236,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
     def _params(self) -> dict:
         return {"size": self._size, **self._budget_meta()}
 
-    @property
-    def size(self) -> int:
-        """Number of counters."""
-        return self._size
+    size = ReadOnly[int]("Number of counters.")
 
     @property
     def level(self) -> int:
@@ -246,10 +244,9 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         assert self._lv is not None
         return self._lv.r
 
-    @property
-    def t(self) -> int:
-        """Global step the bank has reached (``t_{start_level} − 1`` before the first)."""
-        return self._t
+    t = ReadOnly[int](
+        "Global step the bank has reached (``t_{start_level} − 1`` before the first)."
+    )
 
     @property
     def nbytes(self) -> int:

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ..attributes import ReadOnly
 from ..errors import (
     IncompatibleError,
     InputError,
@@ -217,10 +218,9 @@ class BinaryMechanism(_Counter):
         """ρ-zCDP budget over all steps (``None`` under pure DP)."""
         return self._budget_value if self._budget_name == "rho" else None
 
-    @property
-    def horizon(self) -> int | None:
-        """``T`` for the finite form, ``None`` for the unbounded (hybrid) form."""
-        return self._horizon
+    horizon = ReadOnly[int | None](
+        "``T`` for the finite form, ``None`` for the unbounded (hybrid) form."
+    )
 
     @property
     def nbytes(self) -> int:

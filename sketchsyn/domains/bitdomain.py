@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..attributes import ReadOnly
 from ..errors import InputError, ParameterError, check_int
 from ..privacy.rng import RNGLike, as_source
 from .base import Domain, _plain_array, _row_text
@@ -75,10 +76,7 @@ class BitDomain(Domain):
         """
         return cls(32, out_of_bounds, columns=columns)
 
-    @property
-    def bits(self) -> int:
-        """Key width in bits."""
-        return self._bits
+    bits = ReadOnly[int]("Key width in bits.")
 
     @property
     def d(self) -> int:
@@ -90,15 +88,10 @@ class BitDomain(Domain):
         """``bits``: a level-``bits`` cell is one key."""
         return self._bits
 
-    @property
-    def lower(self) -> np.ndarray:
-        """``[0.0]`` (read-only)."""
-        return self._lower
-
-    @property
-    def upper(self) -> np.ndarray:
-        """``[2**bits − 1]`` as float (read-only; rounded to a float for bits > 53)."""
-        return self._upper
+    lower = ReadOnly[np.ndarray]("``[0.0]`` (read-only).")
+    upper = ReadOnly[np.ndarray](
+        "``[2**bits − 1]`` as float (read-only; rounded to a float for bits > 53)."
+    )
 
     # ---------------------------------------------------------------- validation and encoding
     def _keys(self, X: Any, what: str = "X") -> tuple[np.ndarray, np.ndarray, np.ndarray]:

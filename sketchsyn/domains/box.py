@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..attributes import ReadOnly
 from ..errors import InputError, ParameterError, check_int
 from ..privacy.rng import RNGLike, as_source
 from .base import Domain, _plain_array, _row_text
@@ -120,15 +121,8 @@ class Box(Domain):
         """64: a code is one uint64."""
         return 64
 
-    @property
-    def lower(self) -> np.ndarray:
-        """Lower corner, a read-only float64 array of shape ``(d,)``."""
-        return self._lower
-
-    @property
-    def upper(self) -> np.ndarray:
-        """Upper corner, a read-only float64 array of shape ``(d,)``."""
-        return self._upper
+    lower = ReadOnly[np.ndarray]("Lower corner, a read-only float64 array of shape ``(d,)``.")
+    upper = ReadOnly[np.ndarray]("Upper corner, a read-only float64 array of shape ``(d,)``.")
 
     # ---------------------------------------------------------------- validation and encoding
     def _points(self, X: Any, what: str = "X") -> np.ndarray:

@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from ..attributes import ReadOnly
 from ..errors import ConcurrentUseError, IncompatibleError, ReleasedError, SerializationError
 
 __all__ = ["Lineage", "UsageGuard", "state_digest"]
@@ -160,10 +161,7 @@ class Lineage:
         """The identities, for a blob's header."""
         return list(self._ids)
 
-    @property
-    def ids(self) -> tuple[str, ...]:
-        """The identities (sorted hex strings)."""
-        return self._ids
+    ids = ReadOnly[tuple[str, ...]]("The identities (sorted hex strings).")
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Lineage) and other._ids == self._ids

@@ -23,6 +23,7 @@ import numbers
 import mmh3
 import numpy as np
 
+from ..attributes import ReadOnly
 from ..errors import InputError, ParameterError, check_int
 
 __all__ = ["HashFamily", "as_keys", "murmur3_32"]
@@ -292,30 +293,11 @@ class HashFamily:
         w = self._width
         self._shift = 32 - (w.bit_length() - 1) if w & (w - 1) == 0 else None
 
-    @property
-    def width(self) -> int:
-        """Buckets per row."""
-        return self._width
-
-    @property
-    def depth(self) -> int:
-        """Rows."""
-        return self._depth
-
-    @property
-    def seed(self) -> int:
-        """Master seed."""
-        return self._seed
-
-    @property
-    def row_seeds(self) -> np.ndarray:
-        """Read-only ``uint32 (depth,)`` seeds of the bucket hashes."""
-        return self._row_seeds
-
-    @property
-    def sign_seeds(self) -> np.ndarray:
-        """Read-only ``uint32 (depth,)`` seeds of the sign hashes."""
-        return self._sign_seeds
+    width = ReadOnly[int]("Buckets per row.")
+    depth = ReadOnly[int]("Rows.")
+    seed = ReadOnly[int]("Master seed.")
+    row_seeds = ReadOnly[np.ndarray]("Read-only ``uint32 (depth,)`` seeds of the bucket hashes.")
+    sign_seeds = ReadOnly[np.ndarray]("Read-only ``uint32 (depth,)`` seeds of the sign hashes.")
 
     def _bucket_of(self, h: np.ndarray, offsets: np.ndarray | None = None) -> np.ndarray:
         """Buckets (int64) of the uint32 hashes ``h`` (consumed), plus ``offsets`` if given."""

@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from ..attributes import ReadOnly
 from ..errors import (
     IncompatibleError,
     InputError,
@@ -216,25 +217,10 @@ class _Sketch(Summary):
         return int(np.abs(self._table).max())
 
     # -------------------------------------------------------------- parameters and state
-    @property
-    def width(self) -> int:
-        """Columns per row (``w``)."""
-        return self._width
-
-    @property
-    def depth(self) -> int:
-        """Rows (``j``)."""
-        return self._depth
-
-    @property
-    def seed(self) -> int:
-        """Public hash seed (see :class:`~sketchsyn.sketches.hashing.HashFamily`)."""
-        return self._seed
-
-    @property
-    def epsilon(self) -> float | None:
-        """Privacy budget of the state (``None`` for a raw sketch)."""
-        return self._epsilon
+    width = ReadOnly[int]("Columns per row (``w``).")
+    depth = ReadOnly[int]("Rows (``j``).")
+    seed = ReadOnly[int]("Public hash seed (see :class:`~sketchsyn.sketches.hashing.HashFamily`).")
+    epsilon = ReadOnly[float | None]("Privacy budget of the state (``None`` for a raw sketch).")
 
     @property
     def noise_scale(self) -> float | None:
@@ -244,15 +230,10 @@ class _Sketch(Summary):
             return None
         return laplace_scale(self._depth, self._epsilon, type(self).__name__)
 
-    @property
-    def lineage(self) -> Lineage:
-        """The identity of the noise draw(s) in this table (shared by its copies)."""
-        return self._lineage
-
-    @property
-    def family(self) -> HashFamily:
-        """The public hash family (row buckets and signs)."""
-        return self._family
+    lineage = ReadOnly[Lineage](
+        "The identity of the noise draw(s) in this table (shared by its copies)."
+    )
+    family = ReadOnly[HashFamily]("The public hash family (row buckets and signs).")
 
     @property
     def table(self) -> np.ndarray:

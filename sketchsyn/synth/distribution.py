@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..attributes import ReadOnly
 from ..errors import (
     ParameterError,
     SerializationError,
@@ -234,25 +235,14 @@ class PrivateDistribution(Summary):
             arr.setflags(write=False)
 
     # ------------------------------------------------------------------------------ properties
-    @property
-    def domain(self) -> Any:
-        """The public domain."""
-        return self._domain
-
-    @property
-    def total(self) -> float:
-        """Sum of the leaf counts (the released estimate of the number of items)."""
-        return self._total
-
-    @property
-    def epsilon(self) -> float | None:
-        """The privacy budget of the release (``None`` for a non-private distribution)."""
-        return self._epsilon
-
-    @property
-    def mechanism(self) -> str:
-        """Name of the mechanism that produced the release."""
-        return self._mechanism
+    domain = ReadOnly[Any]("The public domain.")
+    total = ReadOnly[float](
+        "Sum of the leaf counts (the released estimate of the number of items)."
+    )
+    epsilon = ReadOnly[float | None](
+        "The privacy budget of the release (``None`` for a non-private distribution)."
+    )
+    mechanism = ReadOnly[str]("Name of the mechanism that produced the release.")
 
     @property
     def params(self) -> dict:

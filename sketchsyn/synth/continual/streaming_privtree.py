@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from ...attributes import ReadOnly
 from ...errors import (
     InputError,
     ParameterError,
@@ -256,25 +257,10 @@ class StreamingPrivTree(Summary):
         self._layout()
 
     # ------------------------------------------------------------------ parameters
-    @property
-    def domain(self) -> Any:
-        """The public domain."""
-        return self._domain
-
-    @property
-    def epsilon(self) -> float:
-        """Budget of all releases together."""
-        return self._epsilon
-
-    @property
-    def horizon(self) -> int:
-        """Public number of events ``T``."""
-        return self._horizon
-
-    @property
-    def releases(self) -> int:
-        """Announced releases ``m`` (epochs)."""
-        return self._releases
+    domain = ReadOnly[Any]("The public domain.")
+    epsilon = ReadOnly[float]("Budget of all releases together.")
+    horizon = ReadOnly[int]("Public number of events ``T``.")
+    releases = ReadOnly[int]("Announced releases ``m`` (epochs).")
 
     @property
     def steps_per_release(self) -> int:
@@ -286,25 +272,15 @@ class StreamingPrivTree(Summary):
         """The state budget asked for (``nbytes`` is at most this)."""
         return self._memory
 
-    @property
-    def refine(self) -> int:
-        """Levels every leaf can be refined by in one step."""
-        return self._refine
-
-    @property
-    def tree_fraction(self) -> float:
-        """Share of ε spent on the split decisions."""
-        return self._tree_fraction
+    refine = ReadOnly[int]("Levels every leaf can be refined by in one step.")
+    tree_fraction = ReadOnly[float]("Share of ε spent on the split decisions.")
 
     @property
     def max_depth(self) -> int:
         """Deepest level of the partition."""
         return self._D
 
-    @property
-    def cells(self) -> int:
-        """Atom counters (exact net changes of the open step)."""
-        return self._cells
+    cells = ReadOnly[int]("Atom counters (exact net changes of the open step).")
 
     @property
     def max_leaves(self) -> int:
@@ -317,25 +293,12 @@ class StreamingPrivTree(Summary):
         (``(2β − 1)/((β − 1)·λ) ≤ ε_tree``)."""
         return self._lam
 
-    @property
-    def delta(self) -> float:
-        """``δ = λ·ln β``, the decay of the biased score per split."""
-        return self._delta
-
-    @property
-    def fanout(self) -> int:
-        """``β``, the children of a split cell."""
-        return self._fanout
-
-    @property
-    def leaf_scale(self) -> float:
-        """Integer Laplace scale of a leaf's count at a step (``1/leaf_scale ≤ ε_leaf``)."""
-        return self._leaf_scale
-
-    @property
-    def t(self) -> int:
-        """Events so far."""
-        return self._t
+    delta = ReadOnly[float]("``δ = λ·ln β``, the decay of the biased score per split.")
+    fanout = ReadOnly[int]("``β``, the children of a split cell.")
+    leaf_scale = ReadOnly[float](
+        "Integer Laplace scale of a leaf's count at a step (``1/leaf_scale ≤ ε_leaf``)."
+    )
+    t = ReadOnly[int]("Events so far.")
 
     @property
     def steps_closed(self) -> int:
@@ -367,10 +330,7 @@ class StreamingPrivTree(Summary):
         """Leaves of the current partition."""
         return int(self._level.size)
 
-    @property
-    def lineage(self) -> Lineage:
-        """The noise draws this object holds (shared by its copies)."""
-        return self._lineage
+    lineage = ReadOnly[Lineage]("The noise draws this object holds (shared by its copies).")
 
     @property
     def nbytes(self) -> int:

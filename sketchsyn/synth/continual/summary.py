@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from ...attributes import ReadOnly
 from ...errors import (
     InputError,
     ParameterError,
@@ -328,30 +329,13 @@ class ContinualPrivHP(Summary):
         """Deepest level with counters."""
         return self._exact.L_k
 
-    @property
-    def horizon(self) -> int:
-        """Public horizon ``T`` (steps)."""
-        return self._horizon
-
-    @property
-    def counter(self) -> str:
-        """The counter in every cell: "kary", "binary", "honaker" or "hybrid"."""
-        return self._counter
-
-    @property
-    def arity(self) -> int | None:
-        """Branching factor of the k-ary or hybrid tree (``None`` for the binary trees)."""
-        return self._arity
-
-    @property
-    def epochs(self) -> int:
-        """``E``: the counters' steps (``horizon`` without a schedule)."""
-        return self._epochs
-
-    @property
-    def releases(self) -> int | None:
-        """``m`` announced releases, or ``None``."""
-        return self._releases
+    horizon = ReadOnly[int]("Public horizon ``T`` (steps).")
+    counter = ReadOnly[str]('The counter in every cell: "kary", "binary", "honaker" or "hybrid".')
+    arity = ReadOnly[int | None](
+        "Branching factor of the k-ary or hybrid tree (``None`` for the binary trees)."
+    )
+    epochs = ReadOnly[int]("``E``: the counters' steps (``horizon`` without a schedule).")
+    releases = ReadOnly[int | None]("``m`` announced releases, or ``None``.")
 
     @property
     def release_every(self) -> int | None:
@@ -373,10 +357,7 @@ class ContinualPrivHP(Summary):
         """``h``: the levels of the counter's tree (each event touches one block per level)."""
         return self._h
 
-    @property
-    def t(self) -> int:
-        """Steps taken so far (public: every release states it)."""
-        return self._t
+    t = ReadOnly[int]("Steps taken so far (public: every release states it).")
 
     @property
     def sigmas(self) -> np.ndarray:
@@ -388,10 +369,9 @@ class ContinualPrivHP(Summary):
         """Scale of one block's ``Lap_Z`` noise per level: ``h/σ_l`` or ``j·h/σ_l``."""
         return self._scales.copy()
 
-    @property
-    def lineage(self) -> Lineage:
-        """Identity of this object's noise draws (shared by its copies and saved bytes)."""
-        return self._lineage
+    lineage = ReadOnly[Lineage](
+        "Identity of this object's noise draws (shared by its copies and saved bytes)."
+    )
 
     @property
     def nbytes(self) -> int:

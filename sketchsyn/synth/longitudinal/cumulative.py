@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from ...attributes import ReadOnly
 from ...errors import (
     InputError,
     ParameterError,
@@ -224,45 +225,19 @@ class CumulativeSynthesizer(_PanelCopies):
         )
 
     # ------------------------------------------------------------------ parameters
-    @property
-    def n(self) -> int:
-        """Number of real and synthetic people."""
-        return self._n
-
-    @property
-    def horizon(self) -> int:
-        """``T``, the number of periods."""
-        return self._horizon
-
-    @property
-    def rho(self) -> float:
-        """Total ρ-zCDP budget (user level)."""
-        return self._rho
-
-    @property
-    def counter(self) -> str:
-        """Stream counter kind (``"tree"`` or ``"sqrt"``)."""
-        return self._counter
+    n = ReadOnly[int]("Number of real and synthetic people.")
+    horizon = ReadOnly[int]("``T``, the number of periods.")
+    rho = ReadOnly[float]("Total ρ-zCDP budget (user level).")
+    counter = ReadOnly[str]('Stream counter kind (``"tree"`` or ``"sqrt"``).')
 
     @property
     def rhos(self) -> list[float]:
         """``ρ_1 … ρ_T`` (Corollary B.1); they sum to ρ."""
         return [float(r) for r in self._budgets]
 
-    @property
-    def t(self) -> int:
-        """Number of periods consumed."""
-        return self._t
-
-    @property
-    def lineage(self) -> Lineage:
-        """Identity of this object's noise draws (shared by its copies)."""
-        return self._lineage
-
-    @property
-    def keep_history(self) -> bool:
-        """Whether the full synthetic panel is kept."""
-        return self._keep_history
+    t = ReadOnly[int]("Number of periods consumed.")
+    lineage = ReadOnly[Lineage]("Identity of this object's noise draws (shared by its copies).")
+    keep_history = ReadOnly[bool]("Whether the full synthetic panel is kept.")
 
     def epsilon_delta(self, delta: float) -> float:
         """ε such that the whole release is (ε, δ)-DP: ``ρ + 2·sqrt(ρ·ln(1/δ))``."""

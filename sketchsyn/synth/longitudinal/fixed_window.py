@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from ...attributes import ReadOnly
 from ...errors import (
     InputError,
     ParameterError,
@@ -327,70 +328,31 @@ class FixedWindowSynthesizer(_PanelCopies):
             "max_synthetic": self._max_synthetic,
         }
 
-    @property
-    def n(self) -> int:
-        """Number of real people (public)."""
-        return self._n
-
-    @property
-    def horizon(self) -> int:
-        """``T``, the number of periods."""
-        return self._horizon
-
-    @property
-    def window(self) -> int:
-        """``k``, the window length."""
-        return self._window
-
-    @property
-    def rho(self) -> float:
-        """Total ρ-zCDP budget (user level) over all releases."""
-        return self._rho
-
-    @property
-    def beta(self) -> float:
-        """Failure probability the padding is sized for."""
-        return self._beta
-
-    @property
-    def alphabet(self) -> int:
-        """``q``, the number of report values."""
-        return self._alphabet
-
-    @property
-    def keep_history(self) -> bool:
-        """Whether the full synthetic panel is kept (see :meth:`history`)."""
-        return self._keep_history
+    n = ReadOnly[int]("Number of real people (public).")
+    horizon = ReadOnly[int]("``T``, the number of periods.")
+    window = ReadOnly[int]("``k``, the window length.")
+    rho = ReadOnly[float]("Total ρ-zCDP budget (user level) over all releases.")
+    beta = ReadOnly[float]("Failure probability the padding is sized for.")
+    alphabet = ReadOnly[int]("``q``, the number of report values.")
+    keep_history = ReadOnly[bool]("Whether the full synthetic panel is kept (see :meth:`history`).")
 
     @property
     def sigma2(self) -> float:
         """Variance parameter of the per-bin noise, ``(T − k + 1)/(2ρ)``."""
         return float(self._sigma2)
 
-    @property
-    def n_pad(self) -> int:
-        """Padding people per bin: Theorem 3.2's bound at ``beta``, rounded up."""
-        return self._n_pad
-
-    @property
-    def t(self) -> int:
-        """Number of periods consumed so far."""
-        return self._t
+    n_pad = ReadOnly[int]("Padding people per bin: Theorem 3.2's bound at ``beta``, rounded up.")
+    t = ReadOnly[int]("Number of periods consumed so far.")
 
     @property
     def n_synthetic(self) -> int | None:
         """``n*``, the number of synthetic people (``None`` before period ``k``)."""
         return int(self._synth.size) if self._t >= self._window else None
 
-    @property
-    def repairs(self) -> int:
-        """Bins whose noisy count fell below zero and was clamped (probability ≤ β overall)."""
-        return self._repairs
-
-    @property
-    def lineage(self) -> Lineage:
-        """Identity of this object's noise draws (shared by its copies)."""
-        return self._lineage
+    repairs = ReadOnly[int](
+        "Bins whose noisy count fell below zero and was clamped (probability ≤ β overall)."
+    )
+    lineage = ReadOnly[Lineage]("Identity of this object's noise draws (shared by its copies).")
 
     def error_bound(self, beta: float | None = None) -> float:
         """Theorem 3.2's bound on ``max_{s,t} |p_s^t − (C_s^t + n_pad)|`` (in people).

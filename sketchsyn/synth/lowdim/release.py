@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ...attributes import ReadOnly
 from ...domains import Box
 from ...errors import SerializationError, check_int
 from ...io.serial import MetaReader
@@ -100,13 +101,8 @@ class LowDimDistribution(Summary):
         self._method = method
         self._one_pass = bool(one_pass)
 
-    @property
-    def domain(self) -> Box:
-        return self._domain
-
-    @property
-    def inner(self) -> PrivateDistribution:
-        return self._inner
+    domain = ReadOnly[Box]("The public box of the data, in user units.")
+    inner = ReadOnly[PrivateDistribution]("The release in the projected space (PMM's or PSMM's).")
 
     @property
     def components(self) -> np.ndarray:
@@ -125,9 +121,7 @@ class LowDimDistribution(Summary):
     def target_dim(self) -> int:
         return int(self._components.shape[1])
 
-    @property
-    def epsilon(self) -> float:
-        return self._epsilon
+    epsilon = ReadOnly[float]("Total privacy budget ε of the release.")
 
     @property
     def epsilon_parts(self) -> dict[str, float]:

@@ -59,6 +59,7 @@ from typing import Any
 
 import numpy as np
 
+from ...attributes import ReadOnly
 from ...domains import Box
 from ...errors import (
     EPSILON_RANGE,
@@ -245,46 +246,22 @@ class LowDimSynthesizer(Summary):
         self._released: LowDimDistribution | None = None
 
     # ------------------------------------------------------------------ properties
-    @property
-    def domain(self) -> Box:
-        return self._domain
-
-    @property
-    def epsilon(self) -> float:
-        return self._epsilon
+    domain = ReadOnly[Box]("The public box of the data, in user units.")
+    epsilon = ReadOnly[float]("Total privacy budget ε (mean, covariance and the synthesizer).")
 
     @property
     def epsilon_parts(self) -> dict[str, float]:
         """Budget of each stage; the values sum to ``epsilon`` (sequential composition)."""
         return dict(self._parts)
 
-    @property
-    def method(self) -> str:
-        return self._method
-
-    @property
-    def phase(self) -> str:
-        """``"accumulate"`` (sums), ``"synthesize"`` (subspace fixed) or ``"released"``."""
-        return self._phase
-
-    @property
-    def target_dim(self) -> int | None:
-        """d' (``None`` until chosen when it is chosen privately)."""
-        return self._target_dim
-
-    @property
-    def pca_rows(self) -> int | None:
-        return self._pca_rows
-
-    @property
-    def n_pca(self) -> int:
-        """Records in the covariance and mean (public under the chapter's model)."""
-        return self._n_pca
-
-    @property
-    def n_synth(self) -> int:
-        """Records counted by the synthesis stage (exact; not private)."""
-        return self._n_synth
+    method = ReadOnly[str]('``"pmm"`` or ``"psmm"``: the synthesizer in the projected space.')
+    phase = ReadOnly[str](
+        '``"accumulate"`` (sums), ``"synthesize"`` (subspace fixed) or ``"released"``.'
+    )
+    target_dim = ReadOnly[int | None]("d' (``None`` until chosen when it is chosen privately).")
+    pca_rows = ReadOnly[int | None]("Rows used for the private PCA (``None``: every row).")
+    n_pca = ReadOnly[int]("Records in the covariance and mean (public under the chapter's model).")
+    n_synth = ReadOnly[int]("Records counted by the synthesis stage (exact; not private).")
 
     @property
     def covariance_noise(self) -> private_pca.GridNoise:
@@ -355,10 +332,9 @@ class LowDimSynthesizer(Summary):
         return int(base)
 
     # ------------------------------------------------------------------ input
-    @property
-    def lineage(self) -> Lineage:
-        """The identity of this summary's noise, shared by its copies (one release guard)."""
-        return self._lineage
+    lineage = ReadOnly[Lineage](
+        "The identity of this summary's noise, shared by its copies (one release guard)."
+    )
 
     def _check_open(self) -> None:
         self._lineage.check_open(_KIND)

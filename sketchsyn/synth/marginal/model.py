@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from ...attributes import ReadOnly
 from ...domains import Box
 from ...errors import ParameterError, SerializationError, check_int
 from ...io.serial import MetaReader
@@ -256,13 +257,8 @@ class MarginalDistribution(Summary):
         self._model: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ properties
-    @property
-    def domain(self) -> Box:
-        return self._domain
-
-    @property
-    def epsilon(self) -> float:
-        return self._epsilon
+    domain = ReadOnly[Box]("The public box of the table, in user units.")
+    epsilon = ReadOnly[float]("Total privacy budget ε of the release.")
 
     @property
     def mechanism(self) -> str:
@@ -272,15 +268,8 @@ class MarginalDistribution(Summary):
     def params(self) -> dict[str, Any]:
         return dict(self._params)
 
-    @property
-    def bits(self) -> int:
-        """Bits per column of each pair grid (``2**bits`` bins per column)."""
-        return self._bits
-
-    @property
-    def fine_bits(self) -> int:
-        """Bits of each single-column grid."""
-        return self._fine_bits
+    bits = ReadOnly[int]("Bits per column of each pair grid (``2**bits`` bins per column).")
+    fine_bits = ReadOnly[int]("Bits of each single-column grid.")
 
     @property
     def total(self) -> float:

@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from ...attributes import ReadOnly
 from ...domains import Box
 from ...errors import (
     EPSILON_RANGE,
@@ -279,19 +280,11 @@ class MarginalSynthesizer(LevelCounts):
         self._usage = UsageGuard()
 
     # ---------------------------------------------------------------- parameters
-    @property
-    def epsilon(self) -> float:
-        return self._epsilon
-
-    @property
-    def bits(self) -> int:
-        """Bits per column of each pair grid."""
-        return self._bits
-
-    @property
-    def fine_bits(self) -> int:
-        """Bits of each single-column grid."""
-        return self._fine_bits
+    epsilon = ReadOnly[float](
+        "Total privacy budget ε (split over the marginals: ``epsilon_parts``)."
+    )
+    bits = ReadOnly[int]("Bits per column of each pair grid.")
+    fine_bits = ReadOnly[int]("Bits of each single-column grid.")
 
     @property
     def pairs(self) -> list[tuple[int, int]]:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ...attributes import ReadOnly
 from ...errors import (
     IncompatibleError,
     InputError,
@@ -73,19 +74,11 @@ class LevelCounts(Summary):
         self._usage = UsageGuard()
 
     # ---------------------------------------------------------------- protocol
-    @property
-    def domain(self) -> Any:
-        return self._domain
-
-    @property
-    def n_seen(self) -> int:
-        """Rows counted (exact; not private; kept in memory, not in the bytes)."""
-        return self._n_seen
-
-    @property
-    def n_dropped(self) -> int:
+    domain = ReadOnly[Any]("The public domain of the counts.")
+    n_seen = ReadOnly[int]("Rows counted (exact; not private; kept in memory, not in the bytes).")
+    n_dropped = ReadOnly[int](
         """Rows dropped by the domain's ``"drop"`` policy (exact; not private)."""
-        return self._n_dropped
+    )
 
     @property
     def nbytes(self) -> int:
@@ -97,10 +90,7 @@ class LevelCounts(Summary):
         """True once this summary, or a copy of it, was released."""
         return self._lineage.released
 
-    @property
-    def lineage(self) -> Lineage:
-        """The identity shared by this summary's copies (one release guard)."""
-        return self._lineage
+    lineage = ReadOnly[Lineage]("The identity shared by this summary's copies (one release guard).")
 
     def _check_open(self) -> None:
         if self._frozen:

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ...attributes import ReadOnly
 from ...errors import ParameterError, check_choice, check_domain, check_epsilon, check_int
 from ...io.serial import MetaReader
 from ...privacy import accounting
@@ -91,9 +92,7 @@ class PMM(LevelCounts):
         super().__init__(domain, depth, rng, "PMM")
         self._scales = self.scales  # refuses a budget too small for the sampler, up front
 
-    @property
-    def epsilon(self) -> float:
-        return self._epsilon
+    epsilon = ReadOnly[float]("Privacy budget ε of the release.")
 
     @property
     def depth(self) -> int:

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from ...attributes import ReadOnly
 from ...errors import ParameterError, check_epsilon, check_int
 from ...io.serial import MetaReader
 from ...privacy.accounting import laplace_scale
@@ -109,9 +110,7 @@ class PSMM(LevelCounts):
             )
         super().__init__(domain, depth, rng, "PSMM")
 
-    @property
-    def epsilon(self) -> float:
-        return self._epsilon
+    epsilon = ReadOnly[float]("Privacy budget ε of the release.")
 
     def _params(self) -> dict[str, Any]:
         return super()._params() | {"epsilon": self._epsilon}

@@ -82,6 +82,7 @@ from typing import Any
 
 import numpy as np
 
+from ...attributes import ReadOnly
 from ...errors import (
     InputError,
     ParameterError,
@@ -239,20 +240,11 @@ class OnlineSynthesizer(Summary):
         self._usage = UsageGuard()
 
     # ------------------------------------------------------------------ read-only parameters
-    @property
-    def domain(self) -> Any:
-        """The public domain."""
-        return self._domain
-
-    @property
-    def epsilon(self) -> float:
-        """Budget ε of the whole sequence of releases (replace-one neighbours)."""
-        return self._epsilon
-
-    @property
-    def t(self) -> int:
-        """The current step: the number of records taken so far."""
-        return self._t
+    domain = ReadOnly[Any]("The public domain.")
+    epsilon = ReadOnly[float](
+        "Budget ε of the whole sequence of releases (replace-one neighbours)."
+    )
+    t = ReadOnly[int]("The current step: the number of records taken so far.")
 
     @property
     def depth(self) -> int:
@@ -264,20 +256,18 @@ class OnlineSynthesizer(Summary):
         """Cells with a counter: the ``2**j`` cells of every level ``j`` that has started."""
         return sum(b.size for b in self._banks if b is not None)
 
-    @property
-    def n_dropped(self) -> int:
+    n_dropped = ReadOnly[int](
         """Rows removed by the domain's ``"drop"`` policy (exact; not private)."""
-        return self._n_dropped
+    )
 
     @property
     def budgets(self) -> str:
         """The budget scheme: ``"full"`` or ``"paper"`` (see the ``budgets`` parameter)."""
         return self._scheme
 
-    @property
-    def lineage(self) -> Lineage:
-        """Identity of this object's noise (shared by its snapshots and loaded bytes)."""
-        return self._lineage
+    lineage = ReadOnly[Lineage](
+        "Identity of this object's noise (shared by its snapshots and loaded bytes)."
+    )
 
     @property
     def nbytes(self) -> int:

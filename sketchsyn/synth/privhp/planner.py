@@ -49,12 +49,12 @@ never on data being released; figures in docs/parameters.md):
 4. **Release.** ``release()`` prunes below the noise by default (``prune = 0.2``,
    :mod:`sketchsyn.synth.privhp.release`): after each consistent split a child below a threshold
    (in noise standard deviations, from a false-discovery test on the released values) gives its
-   count to its sibling. It reads only the noisy state, so it is post-processing and costs no budget. On the
-   flights sets it lowers W1 most where the noise is largest (ε = 0.1, and from 3 columns up;
-   docs/parameters.md), but it does not move the best depth: on the mixed family at d = 8 the best
-   is the same with and without it. What a deep plan loses on spread columns is in the levels it
-   shares with a shallow one (narrower sketches, a thinner budget per level), which no
-   post-processing recovers, so the depth rule is not refitted.
+   count to its sibling. It reads only the noisy state, so it is post-processing and costs no
+   budget. On the flights sets it lowers W1 most where the noise is largest (ε = 0.1, and from 3
+   columns up; docs/parameters.md), but it does not move the best depth: on the mixed family at
+   d = 8 the best is the same with and without it. What a deep plan loses on spread columns is
+   in the levels it shares with a shallow one (narrower sketches, a thinner budget per level),
+   which no post-processing recovers, so the depth rule is not refitted.
 5. **Warnings.** When ``ε·n`` is too small for the noise to leave any signal below the first
    ``d`` levels (one halving per coordinate) the release will be close to uniform, and the
    plan says so.

@@ -67,6 +67,7 @@ from typing import Any
 
 import numpy as np
 
+from ...attributes import ReadOnly
 from ...domains import domain_from_dict
 from ...errors import (
     IncompatibleError,
@@ -361,35 +362,14 @@ class PrivHP(LevelBank, Sizing, Summary):
         return accounting.fit_to_budget(out, self._epsilon)
 
     # ------------------------------------------------------------------ read-only parameters
-    @property
-    def domain(self) -> Any:
-        """The public domain."""
-        return self._domain
-
-    @property
-    def epsilon(self) -> float:
-        """The total privacy budget ε this summary spends (for the stated neighbours)."""
-        return self._epsilon
-
-    @property
-    def k(self) -> int:
-        """Pruning parameter."""
-        return self._k
-
-    @property
-    def width(self) -> int:
-        """Sketch width ``w``."""
-        return self._width
-
-    @property
-    def sketch_depth(self) -> int:
-        """Sketch rows ``j``."""
-        return self._sketch_depth
-
-    @property
-    def depth(self) -> int:
-        """Depth ``r`` of the hierarchy."""
-        return self._depth
+    domain = ReadOnly[Any]("The public domain.")
+    epsilon = ReadOnly[float](
+        "The total privacy budget ε this summary spends (for the stated neighbours)."
+    )
+    k = ReadOnly[int]("Pruning parameter.")
+    width = ReadOnly[int]("Sketch width ``w``.")
+    sketch_depth = ReadOnly[int]("Sketch rows ``j``.")
+    depth = ReadOnly[int]("Depth ``r`` of the hierarchy.")
 
     @property
     def L_k(self) -> int:  # noqa: N802 (the paper's name)
@@ -401,10 +381,9 @@ class PrivHP(LevelBank, Sizing, Summary):
         """Deepest level with exact counters, ``L_c`` (``L_k ≤ L_c ≤ r`` by default)."""
         return self._L_c
 
-    @property
-    def release_k(self) -> int:
-        """Cells expanded per level when ``release()`` grows the tree below ``L_c``."""
-        return self._release_k
+    release_k = ReadOnly[int](
+        "Cells expanded per level when ``release()`` grows the tree below ``L_c``."
+    )
 
     @property
     def sigmas(self) -> np.ndarray:
@@ -425,30 +404,22 @@ class PrivHP(LevelBank, Sizing, Summary):
         """The level sketches ``L_c+1 … r`` (read them, do not update them directly)."""
         return list(self._sketches)
 
-    @property
-    def n_seen(self) -> int:
-        """Rows inserted so far (exact; a diagnostic for the data holder, not private)."""
-        return self._n_seen
-
-    @property
-    def n_removed(self) -> int:
-        """Rows removed so far by :meth:`remove_many` (exact; not private)."""
-        return self._n_removed
-
-    @property
-    def n_dropped(self) -> int:
+    n_seen = ReadOnly[int](
+        "Rows inserted so far (exact; a diagnostic for the data holder, not private)."
+    )
+    n_removed = ReadOnly[int]("Rows removed so far by :meth:`remove_many` (exact; not private).")
+    n_dropped = ReadOnly[int](
         """Rows dropped by the domain's ``"drop"`` policy (exact; not private)."""
-        return self._n_dropped
+    )
 
     @property
     def released(self) -> bool:
         """True once this summary, or a copy sharing its noise draw, has been released."""
         return self._lineage.released
 
-    @property
-    def lineage(self) -> Lineage:
-        """The identity of the noise draw(s) this state holds (shared by its copies)."""
-        return self._lineage
+    lineage = ReadOnly[Lineage](
+        "The identity of the noise draw(s) this state holds (shared by its copies)."
+    )
 
     @property
     def partition_tree(self) -> Any:
@@ -632,10 +603,9 @@ class PrivHP(LevelBank, Sizing, Summary):
             self._flushed = True
         return private
 
-    @property
-    def raw(self) -> bool:
-        """True when the state holds exact counts (noise deferred to ``release()``)."""
-        return self._raw
+    raw = ReadOnly[bool](
+        "True when the state holds exact counts (noise deferred to ``release()``)."
+    )
 
     def snapshot(self) -> PrivHP:
         """An immutable copy of the (already noisy) state.
