@@ -19,7 +19,7 @@ import numpy as np
 
 from ..attributes import ReadOnly
 from ..errors import InputError, ParameterError, SerializationError, check_int
-from ..io.serial import MetaReader
+from ..io.serial import Arrays, MetaReader
 from ..privacy.lineage import Lineage
 from ..privacy.noise import discrete_gaussian_variance
 from ..privacy.rng import RNGLike, as_source
@@ -242,12 +242,7 @@ class SqrtFactorizationCounter(_Counter):
 
     @classmethod
     def _from_state(
-        cls,
-        fields: MetaReader,
-        arrays: dict[str, np.ndarray],
-        version: int,
-        blob: bytes,
-        rng: Any,
+        cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> SqrtFactorizationCounter:
         rho = fields.epsilon("rho")
         horizon = fields.int("horizon", 1, 2**20)

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..attributes import ReadOnly
 from ..errors import ParameterError, SerializationError, check_int
-from ..io.serial import MetaReader
+from ..io.serial import Arrays, MetaReader
 from ..privacy.lineage import Lineage
 from ..privacy.noise import laplace_sum
 from ..privacy.rng import RNGLike, as_source
@@ -477,12 +477,7 @@ class InhomogeneousSparseCounter(_InhomogeneousParams, _Counter):
 
     @classmethod
     def _from_state(
-        cls,
-        fields: MetaReader,
-        arrays: dict[str, np.ndarray],
-        version: int,
-        blob: bytes,
-        rng: Any,
+        cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> InhomogeneousSparseCounter:
         kind = cls._kind
         eps = fields.epsilon("epsilon")

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SerializationError, check_int, check_memory
-from ..io.serial import MetaReader
+from ..io.serial import Arrays, MetaReader
 from ..privacy.rng import RNGLike
 from .base import _bank_steps, _check_s, _check_total, _int_array
 from .karytree import (
@@ -188,12 +188,7 @@ class KaryTreeBank(KaryTreeCounter):
 
     @classmethod
     def _from_state(
-        cls,
-        fields: MetaReader,
-        arrays: dict[str, np.ndarray],
-        version: int,
-        blob: bytes,
-        rng: Any,
+        cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> KaryTreeBank:
         size = fields.int("size", 1, _MAX_SIZE)
         eps, horizon, k, sensitivity, t, levels = _read_tree_fields(fields, cls._kind)

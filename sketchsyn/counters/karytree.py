@@ -30,7 +30,7 @@ import numpy as np
 
 from ..attributes import ReadOnly
 from ..errors import InputError, ParameterError, SerializationError, check_int
-from ..io.serial import MetaReader
+from ..io.serial import Arrays, MetaReader
 from ..privacy.lineage import Lineage
 from ..privacy.rng import RandomSource, RNGLike, as_source
 from . import base as core
@@ -447,12 +447,7 @@ class KaryTreeCounter(_Counter):
 
     @classmethod
     def _from_state(
-        cls,
-        fields: MetaReader,
-        arrays: dict[str, np.ndarray],
-        version: int,
-        blob: bytes,
-        rng: Any,
+        cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> KaryTreeCounter:
         eps, horizon, k, sensitivity, t, levels = _read_tree_fields(fields, cls._kind)
         blocks = _int_array(fields, arrays, "blocks", (levels, k - 1))

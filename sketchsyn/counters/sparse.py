@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError, check_int
-from ..io.serial import MetaReader
+from ..io.serial import Arrays, MetaReader
 from ..privacy.exactexp import Real, exp_neg_bracket
 from ..privacy.lineage import Lineage
 from ..privacy.rng import RandomSource, RNGLike, as_source
@@ -445,12 +445,7 @@ class SparseCounter(_Counter):
 
     @classmethod
     def _from_state(
-        cls,
-        fields: MetaReader,
-        arrays: dict[str, np.ndarray],
-        version: int,
-        blob: bytes,
-        rng: Any,
+        cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> SparseCounter:
         eps = fields.epsilon("epsilon")
         horizon = fields.int("horizon", 1, 2**62 - 1)

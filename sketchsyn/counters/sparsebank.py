@@ -46,7 +46,7 @@ import numpy as np
 
 from ..attributes import ReadOnly
 from ..errors import InputError, SerializationError, check_int, check_memory
-from ..io.serial import MetaReader
+from ..io.serial import Arrays, MetaReader
 from ..privacy.lineage import Lineage
 from ..privacy.noise import laplace_sum
 from ..privacy.rng import RNGLike, as_source
@@ -652,12 +652,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
 
     @classmethod
     def _from_state(
-        cls,
-        fields: MetaReader,
-        arrays: dict[str, np.ndarray],
-        version: int,
-        blob: bytes,
-        rng: Any,
+        cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> InhomogeneousSparseBank:
         kind = cls._kind
         size = fields.int("size", 1, 2**31)

@@ -34,7 +34,7 @@ from ..errors import (
     check_int,
     check_memory,
 )
-from ..io.serial import MetaReader
+from ..io.serial import Arrays, MetaReader
 from ..privacy.lineage import Lineage
 from ..privacy.rng import RNGLike, as_source
 from . import base as core
@@ -452,12 +452,7 @@ class BinaryMechanism(_Counter):
 
     @classmethod
     def _from_state(
-        cls,
-        fields: MetaReader,
-        arrays: dict[str, np.ndarray],
-        version: int,
-        blob: bytes,
-        rng: Any,
+        cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> BinaryMechanism:
         kind = cls._kind
         m = cls._read_size(fields)

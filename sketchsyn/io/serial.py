@@ -58,6 +58,7 @@ import numpy as np
 from ..errors import EPSILON_RANGE, SerializationError
 
 __all__ = [
+    "Arrays",
     "Blob",
     "CONTAINER_VERSION",
     "STATES",
@@ -70,6 +71,9 @@ __all__ = [
     "read",
     "unpack",
 ]
+
+# The named arrays of a blob, as ``Summary._state`` returns them and ``_from_state`` reads them.
+Arrays = dict[str, np.ndarray]
 
 MAGIC = b"SKSY"
 CONTAINER_VERSION = 3

@@ -54,7 +54,7 @@ import numpy as np
 from ..errors import ParameterError, SerializationError
 from .checkpoint import load, save
 from .registry import add_discovery, register, registry
-from .serial import STATES, MetaReader, check_version, pack, read
+from .serial import STATES, Arrays, MetaReader, check_version, pack, read
 
 __all__ = ["STATES", "Summary", "add_discovery", "registry"]
 
@@ -107,12 +107,7 @@ class Summary(abc.ABC):
     @classmethod
     @abc.abstractmethod
     def _from_state(
-        cls,
-        fields: MetaReader,
-        arrays: dict[str, np.ndarray],
-        version: int,
-        blob: bytes,
-        rng: Any,
+        cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> Summary:
         """Rebuild an object from checked ``fields`` and ``arrays`` of a ``version`` blob.
 

@@ -56,7 +56,7 @@ from ..errors import (
     check_int,
     check_memory,
 )
-from ..io.serial import MetaReader
+from ..io.serial import Arrays, MetaReader
 from ..io.summary import Summary
 from ..privacy.accounting import laplace_scale
 from ..privacy.lineage import Lineage, UsageGuard
@@ -506,12 +506,7 @@ class _Sketch(Summary):
 
     @classmethod
     def _from_state(
-        cls,
-        fields: MetaReader,
-        arrays: dict[str, np.ndarray],
-        version: int,
-        blob: bytes,
-        rng: Any,
+        cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> _Sketch:
         """Schema versions 1 and 2; a version 1 blob (no lineage) gets a lineage derived from
         its bytes. Every field and the table are checked before anything is allocated."""

@@ -33,7 +33,7 @@ from ..errors import (
     check_epsilon,
     check_int,
 )
-from ..io.serial import MetaReader
+from ..io.serial import Arrays, MetaReader
 from ..io.summary import Summary
 from ..privacy.rng import RNGLike, as_source
 
@@ -522,12 +522,7 @@ class PrivateDistribution(Summary):
 
     @classmethod
     def _from_state(
-        cls,
-        fields: MetaReader,
-        arrays: dict[str, np.ndarray],
-        version: int,
-        blob: bytes,
-        rng: Any,
+        cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> PrivateDistribution:
 
         name = fields.str("domain_class", _DOMAIN_CLASSES)

@@ -62,7 +62,7 @@ from ...errors import (
     check_epsilon,
     check_int,
 )
-from ...io.serial import MetaReader
+from ...io.serial import Arrays, MetaReader
 from ...io.stream import consume, one_row
 from ...io.summary import Summary
 from ...privacy import accounting
@@ -618,12 +618,7 @@ class StreamingPrivTree(Summary):
 
     @classmethod
     def _from_state(
-        cls,
-        fields: MetaReader,
-        arrays: dict[str, np.ndarray],
-        version: int,
-        blob: bytes,
-        rng: Any,
+        cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> StreamingPrivTree:
         """Every field and array checked before the state is built (later noise comes from
         the OS CSPRNG)."""

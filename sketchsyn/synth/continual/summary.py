@@ -47,7 +47,7 @@ from ...errors import (
     check_int,
     check_memory,
 )
-from ...io.serial import MetaReader
+from ...io.serial import Arrays, MetaReader
 from ...io.stream import consume, one_row
 from ...io.summary import Summary
 from ...privacy import accounting
@@ -779,12 +779,7 @@ class ContinualPrivHP(Summary):
 
     @classmethod
     def _from_state(
-        cls,
-        fields: MetaReader,
-        arrays: dict[str, np.ndarray],
-        version: int,
-        blob: bytes,
-        rng: Any,
+        cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> ContinualPrivHP:
         """Check every field and every array against the parameters, then build (later noise
         comes from the OS CSPRNG). Version 1 blobs are the binary counter without a schedule."""

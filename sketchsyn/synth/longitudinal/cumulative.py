@@ -43,7 +43,7 @@ from ...errors import (
     check_int,
     check_memory,
 )
-from ...io.serial import MetaReader
+from ...io.serial import Arrays, MetaReader
 from ...privacy.accounting import zcdp_to_approx_dp
 from ...privacy.lineage import Lineage
 from ...privacy.rng import RNGLike, as_source
@@ -390,12 +390,7 @@ class CumulativeSynthesizer(_PanelCopies):
 
     @classmethod
     def _from_state(
-        cls,
-        fields: MetaReader,
-        arrays: dict[str, np.ndarray],
-        version: int,
-        blob: bytes,
-        rng: Any,
+        cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> CumulativeSynthesizer:
         """Check every field, array and counter against the parameters before anything is
         allocated from the header; ``rng`` drives the counters built later."""

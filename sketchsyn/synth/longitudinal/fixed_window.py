@@ -45,7 +45,7 @@ from ...errors import (
     check_int,
     check_memory,
 )
-from ...io.serial import MetaReader
+from ...io.serial import Arrays, MetaReader
 from ...io.summary import Summary
 from ...privacy.accounting import zcdp_to_approx_dp
 from ...privacy.lineage import Lineage
@@ -598,12 +598,7 @@ class FixedWindowSynthesizer(_PanelCopies):
 
     @classmethod
     def _from_state(
-        cls,
-        fields: MetaReader,
-        arrays: dict[str, np.ndarray],
-        version: int,
-        blob: bytes,
-        rng: Any,
+        cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> FixedWindowSynthesizer:
         """Check every field and array against the parameters, then build; ``rng`` drives the
         periods still to come."""

@@ -25,7 +25,7 @@ import numpy as np
 from ...attributes import ReadOnly
 from ...domains import Box
 from ...errors import SerializationError, check_int
-from ...io.serial import MetaReader
+from ...io.serial import Arrays, MetaReader
 from ...io.summary import Summary
 from ...privacy.rng import RNGLike, as_source
 from ..distribution import PrivateDistribution
@@ -175,12 +175,7 @@ class LowDimDistribution(Summary):
 
     @classmethod
     def _from_state(
-        cls,
-        fields: MetaReader,
-        arrays: dict[str, np.ndarray],
-        version: int,
-        blob: bytes,
-        rng: Any,
+        cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> LowDimDistribution:
         """Check the header and every array against the domain's dimension, then load."""
         domain = fields.domain()

@@ -74,7 +74,7 @@ from ...errors import (
     check_memory,
     check_positive,
 )
-from ...io.serial import MetaReader
+from ...io.serial import Arrays, MetaReader
 from ...io.stream import consume
 from ...io.summary import Summary
 from ...privacy import accounting
@@ -662,12 +662,7 @@ class LowDimSynthesizer(Summary):
 
     @classmethod
     def _from_state(
-        cls,
-        fields: MetaReader,
-        arrays: dict[str, np.ndarray],
-        version: int,
-        blob: bytes,
-        rng: Any,
+        cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> LowDimSynthesizer:
         """Every field is type- and range-checked and every array checked against the
         parameters before the object is built (the noise of a loaded object is the OS

@@ -46,7 +46,7 @@ import numpy as np
 from ...attributes import ReadOnly
 from ...domains import Box
 from ...errors import ParameterError, SerializationError, check_int
-from ...io.serial import MetaReader
+from ...io.serial import Arrays, MetaReader
 from ...io.summary import Summary
 from ...privacy.rng import RNGLike, as_source
 
@@ -445,12 +445,7 @@ class MarginalDistribution(Summary):
 
     @classmethod
     def _from_state(
-        cls,
-        fields: MetaReader,
-        arrays: dict[str, np.ndarray],
-        version: int,
-        blob: bytes,
-        rng: Any,
+        cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> MarginalDistribution:
         domain = fields.domain(kind="Box")
         d = domain.d

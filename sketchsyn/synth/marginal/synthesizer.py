@@ -62,7 +62,7 @@ from ...errors import (
     check_int,
     check_positive,
 )
-from ...io.serial import MetaReader
+from ...io.serial import Arrays, MetaReader
 from ...privacy import accounting
 from ...privacy.lineage import Lineage, UsageGuard
 from ...privacy.noise import discrete_laplace
@@ -444,12 +444,7 @@ class MarginalSynthesizer(LevelCounts):
     # ---------------------------------------------------------------- bytes
     @classmethod
     def _from_state(
-        cls,
-        fields: MetaReader,
-        arrays: dict[str, np.ndarray],
-        version: int,
-        blob: bytes,
-        rng: Any,
+        cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> MarginalSynthesizer:
         """Every field is checked and the counts' dtype and shape are validated before
         anything is built; ``rng`` seeds the noise of a later release."""

@@ -24,7 +24,7 @@ from ...errors import (
     check_int,
     check_memory,
 )
-from ...io.serial import MetaReader
+from ...io.serial import Arrays, MetaReader
 from ...io.stream import consume
 from ...io.summary import Summary
 from ...privacy.lineage import Lineage, UsageGuard, state_digest
@@ -229,12 +229,7 @@ class LevelCounts(Summary):
 
     @classmethod
     def _from_state(
-        cls,
-        fields: MetaReader,
-        arrays: dict[str, np.ndarray],
-        version: int,
-        blob: bytes,
-        rng: Any,
+        cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> LevelCounts:
         """The header and the counts' dtype and shape are validated before anything is built;
         ``rng`` seeds the noise of a later release (default: the OS CSPRNG)."""

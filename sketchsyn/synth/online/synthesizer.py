@@ -92,7 +92,7 @@ from ...errors import (
     check_domain,
     check_epsilon,
 )
-from ...io.serial import MetaReader
+from ...io.serial import Arrays, MetaReader
 from ...io.stream import consume
 from ...io.summary import Summary
 from ...privacy.lineage import Lineage, UsageGuard
@@ -565,12 +565,7 @@ class OnlineSynthesizer(Summary):
 
     @classmethod
     def _from_state(
-        cls,
-        fields: MetaReader,
-        arrays: dict[str, np.ndarray],
-        version: int,
-        blob: bytes,
-        rng: Any,
+        cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> OnlineSynthesizer:
         """Check the header and arrays, then load the banks (later noise: the OS CSPRNG).
 

@@ -81,7 +81,7 @@ from ...errors import (
     check_int,
     check_memory,
 )
-from ...io.serial import MetaReader
+from ...io.serial import Arrays, MetaReader
 from ...io.stream import consume
 from ...io.summary import Summary
 from ...privacy import accounting
@@ -702,12 +702,7 @@ class PrivHP(LevelBank, Sizing, Summary):
 
     @classmethod
     def _from_state(
-        cls,
-        fields: MetaReader,
-        arrays: dict[str, np.ndarray],
-        version: int,
-        blob: bytes,
-        rng: Any,
+        cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> PrivHP:
         """A state written by ``to_bytes`` (format versions 1 and 2; its noise is the saved one).
 
