@@ -53,6 +53,7 @@ _EXPORTS = {
     "Box": "domains.box",
     "Domain": "domains.base",
     "BitDomain": "domains.bitdomain",
+    "Schema": "domains.schema",
     "PrivateDistribution": "synth.distribution",
     "Leaves": "synth.distribution",
     "PartitionTree": "synth.tree",
