@@ -91,6 +91,7 @@ from ...privacy.rng import RNGLike, as_source
 from ...sketches.sketch import CountMinSketch, CountSketch
 from .. import tree
 from ..distribution import PrivateDistribution
+from ..offline.histogram import check_same_params
 from .bank import LevelBank
 from .release import least_squares_levels, noisy_state, release_once
 from .sizing import HEADER_BYTES, Sizing
@@ -541,13 +542,7 @@ class PrivHP(LevelBank, Sizing, Summary):
         self._check_open()
         if not isinstance(other, PrivHP):
             raise IncompatibleError(f"can only merge a PrivHP into a PrivHP, got {type(other)!r}")
-        mine, theirs = self._params(), other._params()
-        for key in mine:
-            if mine[key] != theirs[key]:
-                raise IncompatibleError(
-                    f"cannot merge PrivHP summaries with different {key!r}: "
-                    f"{mine[key]!r} != {theirs[key]!r}"
-                )
+        check_same_params(self._params(), other._params(), "PrivHP summaries")
         if other is self:
             raise IncompatibleError("cannot merge a PrivHP with itself (its noise would double)")
         if other.released:
