@@ -34,9 +34,7 @@ import numpy as np
 
 from ...attributes import ReadOnly
 from ...errors import (
-    InputError,
     ParameterError,
-    ReleasedError,
     SerializationError,
     check_choice,
     check_epsilon,
@@ -182,12 +180,7 @@ class CumulativeSynthesizer(_PanelCopies):
         self._horizon = check_int(horizon, "horizon", name, minimum=1, maximum=2**20)
         self._rho = check_epsilon(rho, name, "rho")
         self._counter = check_choice(counter, "counter", name, tuple(available_counters()))
-        if not isinstance(keep_history, bool):
-            raise ParameterError(
-                f"The 'keep_history' parameter of {name} must be a bool. "
-                f"Got {keep_history!r} instead."
-            )
-        self._keep_history = keep_history
+        self._keep_history = self._check_keep_history(keep_history)
         check_memory(
             2 * self._n * np.dtype(_weight_dtype(self._horizon)).itemsize,
             name,
@@ -285,12 +278,7 @@ class CumulativeSynthesizer(_PanelCopies):
         A refused column (wrong length, NaN, a value other than 0/1, past the horizon) leaves
         the state unchanged.
         """
-        if self._frozen:
-            raise ReleasedError(f"this {self._kind} is a snapshot; it is read-only")
-        if self._t >= self._horizon:
-            raise InputError(
-                f"{self._kind}: period {self._t + 1} is past the horizon T={self._horizon}"
-            )
+        self._check_next_period()
         x = as_column(column, self._n, 2, self._kind)
         t = self._t + 1
         # z_b^t for b = 1 … t: people with b − 1 ones so far and a one now.
@@ -316,19 +304,7 @@ class CumulativeSynthesizer(_PanelCopies):
 
     def update_many(self, columns: object) -> list[np.ndarray]:
         """Consume several periods; all columns are checked first (a bad one refuses all)."""
-        cols = list(columns)
-        if self._t + len(cols) > self._horizon:
-            raise InputError(
-                f"{self._kind}: {len(cols)} periods from period {self._t + 1} go past the "
-                f"horizon T={self._horizon}"
-            )
-        checked = []
-        for i, col in enumerate(cols):
-            try:
-                checked.append(as_column(col, self._n, 2, self._kind))
-            except InputError as exc:
-                raise InputError(f"in column {i} of the batch: {exc}") from exc
-        return [self.update(c) for c in checked]
+        return [self.update(c) for c in self._columns(columns, 2)]
 
     # ------------------------------------------------------------------ answers
     def query(self, b: int, proportion: bool = False) -> float:
@@ -350,11 +326,7 @@ class CumulativeSynthesizer(_PanelCopies):
 
     def history(self) -> np.ndarray:
         """The full synthetic panel ``(n, t)`` (only with ``keep_history=True``)."""
-        if not self._keep_history:
-            raise ParameterError(
-                f"{self._kind} keeps no history; build it with keep_history=True or store "
-                "each column returned by update()"
-            )
+        self._check_history()
         if not self._history:
             return np.zeros((self._n, 0), dtype=np.uint8)
         return np.column_stack(self._history)
