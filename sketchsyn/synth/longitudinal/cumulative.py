@@ -44,7 +44,7 @@ from ...errors import (
 from ...io.serial import Arrays, MetaReader
 from ...privacy.accounting import zcdp_to_approx_dp
 from ...privacy.lineage import Lineage
-from ...privacy.rng import RNGLike, as_source
+from ...privacy.rng import RNGLike
 from .assign import assign_within_groups
 from .fixed_window import _assignment_source, _PanelCopies, as_column
 
@@ -187,18 +187,14 @@ class CumulativeSynthesizer(_PanelCopies):
             f"the running counts of n={self._n} real and synthetic people",
         )
         self._budgets = counter_budgets(self._rho, self._horizon)
-        source = as_source(rng)
-        self._lineage = Lineage.new(source, self._kind, self._params())
+        source = self._open_stream(rng)
         self._sources = source.spawn(self._horizon + 1)
         self._assign_src = _assignment_source(self._sources[-1])
         self._counters: list[Any] = []  # counter b is built at period b
-        self._t = 0
         dtype = _weight_dtype(self._horizon)
         self._real = np.zeros(self._n, dtype=dtype)
         self._synth = np.zeros(self._n, dtype=dtype)
         self._s_hat = np.array([self._n], dtype=np.int64)  # Ŝ_0 … Ŝ_t
-        self._history: list[np.ndarray] = []
-        self._frozen = False
 
     def _params(self) -> dict[str, Any]:
         return {
@@ -343,22 +339,11 @@ class CumulativeSynthesizer(_PanelCopies):
         >>> CumulativeSynthesizer.from_bytes(s.to_bytes()) == s
         True
         """
-        meta = {
-            **self._params(),
-            "t": self._t,
-            "frozen": self._frozen,
-            "lineage": self._lineage.to_meta(),
-        }
-        arrays: dict[str, np.ndarray] = {
-            "real": self._real,
-            "synth": self._synth,
-            "s_hat": self._s_hat,
-        }
+        meta, history = self._copy_state()
+        arrays = {"real": self._real, "synth": self._synth, "s_hat": self._s_hat}
         for b, c in enumerate(self._counters):
             arrays[f"counter{b}"] = np.frombuffer(c.to_bytes(), dtype=np.uint8)
-        for i, h in enumerate(self._history):
-            arrays[f"history{i}"] = h
-        return meta, arrays
+        return meta, arrays | history
 
     @classmethod
     def _from_state(

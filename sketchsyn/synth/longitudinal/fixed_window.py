@@ -163,6 +163,27 @@ class _PanelCopies(Summary):
     def _params(self) -> dict[str, Any]:
         """The public parameters (what the constructor was given)."""
 
+    def _open_stream(self, rng: RNGLike) -> RandomSource:
+        """The noise source (after this object's lineage is drawn from it), at period 0 with no
+        history, writable."""
+        source = as_source(rng)
+        self._lineage = Lineage.new(source, self._kind, self._params())
+        self._t = 0
+        self._history: list[np.ndarray] = []
+        self._frozen = False
+        return source
+
+    def _copy_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The header fields and arrays every panel saves: parameters, period, read-only flag,
+        lineage and the history columns kept."""
+        meta = {
+            **self._params(),
+            "t": self._t,
+            "frozen": self._frozen,
+            "lineage": self._lineage.to_meta(),
+        }
+        return meta, {f"history{i}": h for i, h in enumerate(self._history)}
+
     def _check_keep_history(self, keep_history: object) -> bool:
         if not isinstance(keep_history, bool):
             raise ParameterError(
@@ -346,17 +367,13 @@ class FixedWindowSynthesizer(_PanelCopies):
             name,
             f"the last reports of n={self._n} people and {self._bins} bins",
         )
-        source = as_source(rng)
-        self._lineage = Lineage.new(source, self._kind, self._params())
+        source = self._open_stream(rng)
         self._noise_src, assign = source.spawn(2)
         self._assign_src = _assignment_source(assign)
-        self._t = 0
         self._real = np.zeros(self._n, dtype=self._dtype)
         self._synth = np.zeros(0, dtype=self._dtype)
         self._p = np.zeros(self._bins, dtype=np.int64)
         self._repairs = 0
-        self._history: list[np.ndarray] = []
-        self._frozen = False
 
     # ------------------------------------------------------------------ public parameters
     def _params(self) -> dict[str, Any]:
@@ -603,17 +620,9 @@ class FixedWindowSynthesizer(_PanelCopies):
         >>> FixedWindowSynthesizer.from_bytes(s.to_bytes()) == s
         True
         """
-        meta = {
-            **self._params(),
-            "t": self._t,
-            "repairs": self._repairs,
-            "frozen": self._frozen,
-            "lineage": self._lineage.to_meta(),
-        }
-        arrays = {"real": self._real, "synth": self._synth, "p": self._p}
-        for i, h in enumerate(self._history):
-            arrays[f"history{i}"] = h
-        return meta, arrays
+        meta, history = self._copy_state()
+        meta["repairs"] = self._repairs
+        return meta, {"real": self._real, "synth": self._synth, "p": self._p, **history}
 
     @classmethod
     def _from_state(
