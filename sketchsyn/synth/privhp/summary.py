@@ -372,10 +372,9 @@ class PrivHP(LevelBank, Sizing, Summary):
     sketch_depth = ReadOnly[int]("Sketch rows ``j``.")
     depth = ReadOnly[int]("Depth ``r`` of the hierarchy.")
 
-    @property
-    def L_k(self) -> int:  # noqa: N802 (the paper's name)
-        """The paper's ``L_k = min(floor(log2 k), r)``; the counters stop at ``counter_depth``."""
-        return self._L_k
+    L_k = ReadOnly[int](  # noqa: N815 (the paper's name)
+        "The paper's ``L_k = min(floor(log2 k), r)``; the counters stop at ``counter_depth``."
+    )
 
     @property
     def counter_depth(self) -> int:
