@@ -92,6 +92,7 @@ from ...privacy.rng import RNGLike, as_source
 from ...sketches.sketch import CountMinSketch, CountSketch
 from .. import tree
 from ..distribution import PrivateDistribution
+from ..offline.histogram import check_same_params
 from .bank import LevelBank
 from .release import least_squares_levels, noisy_state, release_once
 from .sizing import HEADER_BYTES, Sizing
@@ -381,10 +382,9 @@ class PrivHP(LevelBank, Sizing, Summary):
     sketch_depth = ReadOnly[int]("Sketch rows ``j``.")
     depth = ReadOnly[int]("Depth ``r`` of the hierarchy.")
 
-    @property
-    def L_k(self) -> int:  # noqa: N802 (the paper's name)
-        """The paper's ``L_k = min(floor(log2 k), r)``; the counters stop at ``counter_depth``."""
-        return self._L_k
+    L_k = ReadOnly[int](  # noqa: N815 (the paper's name)
+        "The paper's ``L_k = min(floor(log2 k), r)``; the counters stop at ``counter_depth``."
+    )
 
     @property
     def counter_depth(self) -> int:
@@ -558,13 +558,7 @@ class PrivHP(LevelBank, Sizing, Summary):
         self._check_open()
         if not isinstance(other, PrivHP):
             raise IncompatibleError(f"can only merge a PrivHP into a PrivHP, got {type(other)!r}")
-        mine, theirs = self._params(), other._params()
-        for key in mine:
-            if mine[key] != theirs[key]:
-                raise IncompatibleError(
-                    f"cannot merge PrivHP summaries with different {key!r}: "
-                    f"{mine[key]!r} != {theirs[key]!r}"
-                )
+        check_same_params(self._params(), other._params(), "PrivHP summaries")
         if other is self:
             raise IncompatibleError("cannot merge a PrivHP with itself (its noise would double)")
         if other.released:
