@@ -142,12 +142,7 @@ class Column(abc.ABC):
         return units
 
     def _apply_policy(
-        self,
-        raw: np.ndarray,
-        units: np.ndarray,
-        outside: np.ndarray,
-        adjusted: Adjusted,
-        offset: int,
+        self, raw: Any, units: np.ndarray, outside: np.ndarray, adjusted: Adjusted, offset: int
     ) -> np.ndarray:
         if self.policy == "drop":
             units = units.copy()
@@ -258,12 +253,7 @@ class _Ordered(Column):
         return units, outside
 
     def _apply_policy(
-        self,
-        raw: np.ndarray,
-        units: np.ndarray,
-        outside: np.ndarray,
-        adjusted: Adjusted,
-        offset: int,
+        self, raw: Any, units: np.ndarray, outside: np.ndarray, adjusted: Adjusted, offset: int
     ) -> np.ndarray:
         if self.policy == "clip":
             nan = np.isnan(units)
@@ -560,12 +550,7 @@ class CategoricalColumn(Column):
         return idx.astype(np.float64), outside
 
     def _apply_policy(
-        self,
-        raw: np.ndarray,
-        units: np.ndarray,
-        outside: np.ndarray,
-        adjusted: Adjusted,
-        offset: int,
+        self, raw: Any, units: np.ndarray, outside: np.ndarray, adjusted: Adjusted, offset: int
     ) -> np.ndarray:
         if self.policy == "other":
             tally(adjusted, self.name, "other", int(outside.sum()))
