@@ -10,7 +10,8 @@ The public names are re-exported here and loaded on first use, so ``import sketc
 from __future__ import annotations
 
 import importlib
-from typing import Any
+
+from .attributes import lazy_exports as _lazy_exports
 
 __version__ = "0.1.0"
 
@@ -53,6 +54,7 @@ _EXPORTS = {
     "Box": "domains.box",
     "Domain": "domains.base",
     "BitDomain": "domains.bitdomain",
+    "Schema": "domains.schema",
     "PrivateDistribution": "synth.distribution",
     "Leaves": "synth.distribution",
     "PartitionTree": "synth.tree",
@@ -99,13 +101,7 @@ def _import_summaries() -> None:
             load_all()
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'sketchsyn' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_exports(globals(), _EXPORTS)
 
 
 def __dir__() -> list[str]:

@@ -1,4 +1,4 @@
-"""Read-only public attributes, in one line each.
+"""Read-only public attributes, in one line each, and the lazily loaded names of a package.
 
 Constructor arguments are kept as public read-only attributes (``php.epsilon``, ``sketch.width``)
 and the state behind them stays private (``self._epsilon``). :class:`ReadOnly` is the one-line
@@ -24,13 +24,18 @@ A property that computes or copies something stays a ``@property``. The docs sit
 Traceback (most recent call last):
     ...
 AttributeError: Counter.horizon is read-only
+
+A package whose public names load on first use (``import sketchsyn`` stays cheap) sets its
+module ``__getattr__`` with :func:`lazy_exports`.
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar, overload
 
-__all__ = ["ReadOnly"]
+__all__ = ["ReadOnly", "lazy_exports"]
 
 T = TypeVar("T")
 
@@ -62,3 +67,34 @@ class ReadOnly(Generic[T]):
 
     def __delete__(self, obj: object) -> None:
         raise AttributeError(f"{self._name} is read-only")
+
+
+def lazy_exports(namespace: dict[str, Any], exports: Mapping[str, str]) -> Callable[[str], Any]:
+    """The module ``__getattr__`` of a package whose public names load on first use.
+
+    ``exports`` maps each name to the module of the package that defines it (dotted, relative
+    to the package); the first access imports that module and keeps the value in ``namespace``
+    (the package's ``globals()``), so later accesses are plain lookups. Any other name raises
+    :class:`AttributeError`. This module imports nothing heavy, so a package that uses it still
+    imports in a few milliseconds.
+
+    >>> namespace = {"__name__": "json"}
+    >>> get = lazy_exports(namespace, {"JSONDecoder": "decoder"})
+    >>> get("JSONDecoder").__name__, "JSONDecoder" in namespace
+    ('JSONDecoder', True)
+    >>> get("nothing")
+    Traceback (most recent call last):
+        ...
+    AttributeError: module 'json' has no attribute 'nothing'
+    """
+    package = namespace["__name__"]
+
+    def __getattr__(name: str) -> Any:
+        module = exports.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f".{module}", package), name)
+        namespace[name] = value
+        return value
+
+    return __getattr__

@@ -157,6 +157,58 @@ def _bad_bits(n: int) -> Callable[[], list[tuple[str, Any]]]:
     return bad
 
 
+# A table: every column kind, with unused code tails (3 categories, 12 months).
+TABLE_SCHEMA = {
+    "columns": [
+        {"name": "carrier", "kind": "categorical", "categories": ["9E", "AA", "AS"]},
+        {"name": "month", "kind": "integer", "low": 1, "high": 12},
+        {"name": "delay", "kind": "numeric", "low": -120, "high": 1440},
+        {"name": "when", "kind": "datetime", "low": "2013-01-01", "high": "2014-01-01"},
+        {"name": "client", "kind": "ipv4"},
+        {"name": "ok", "kind": "boolean"},
+    ]
+}
+
+
+def _schema() -> Any:
+    return _c("Schema").from_dict(TABLE_SCHEMA)
+
+
+def _table(n: int = 40, seed: int = 1) -> Any:
+    """A pandas DataFrame of ``n`` rows of :data:`TABLE_SCHEMA` (rows slice as ``df[:k]``)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    when = np.datetime64("2013-01-01") + rng.integers(0, 364 * 86400, n).astype("timedelta64[s]")
+    return pd.DataFrame(
+        {
+            "carrier": rng.choice(np.array(["9E", "AA", "AS"], dtype=object), n),
+            "month": rng.integers(1, 13, n),
+            "delay": rng.uniform(-120, 1440, n),
+            "when": when,
+            "client": rng.integers(0, 2**32, n),
+            "ok": rng.random(n) < 0.5,
+        }
+    )
+
+
+def _one_table_row() -> Any:
+    return _table(1, seed=9)
+
+
+def _bad_tables() -> list[tuple[str, Any]]:
+    unknown = _table()
+    unknown.loc[7, "carrier"] = "ZZ"
+    late = _table()
+    late.loc[3, "month"] = 13
+    missing = _table().drop(columns="ok")
+    return [("unknown-category", unknown), ("month-13", late), ("missing-column", missing)]
+
+
+def _table_rows(data: Any) -> list[dict[str, Any]]:
+    return data.to_dict("records")
+
+
 # ------------------------------------------------------------------ the examples
 def _c(name: str) -> Any:
     """The public sketchsyn name ``name``, imported when an example is built (a module that
@@ -202,6 +254,20 @@ def _examples() -> dict[str, Example]:
                 ),
             },
             merge_exact=("raw", "count-sketch-raw"),
+        ),
+        Example(
+            "PrivHP[schema]",
+            lambda s: _c("PrivHP")(_schema(), 1.0, k=4, width=16, depth=9, rng=s),
+            _table,
+            _one_table_row,
+            _bad_tables,
+            items=_table_rows,
+            variants={
+                "raw": lambda s: _c("PrivHP")(
+                    _schema(), 1.0, k=4, width=16, depth=9, rng=s, raw=True
+                ),
+            },
+            merge_exact=("raw",),
         ),
         Example("PMM", lambda s: _c("PMM")(_box(2), 1.0, depth=4, rng=s), **pts, merge_exact=("",)),
         Example(
@@ -408,6 +474,12 @@ def _examples() -> dict[str, Example]:
             p.update_many(data)
         return p.release()
 
+    def privhp_table_release(seed: int, data: Any) -> Any:
+        p = _c("PrivHP")(_schema(), 1.0, k=4, width=16, depth=9, rng=seed)
+        if data is not None:
+            p.update_many(data)
+        return p.release()
+
     def lowdim_release(seed: int, data: Any) -> Any:
         s = _c("LowDimSynthesizer")(_box(3), 2.0, target_dim=2, depth=4, rng=seed)
         return s.fit(data)
@@ -429,6 +501,16 @@ def _examples() -> dict[str, Example]:
             pts["one"],
             items=None,
             built=pmm_release,
+        )
+    )
+    out.append(
+        Example(
+            "PrivateDistribution[schema]",
+            None,  # type: ignore[arg-type]
+            _table,
+            _one_table_row,
+            items=None,
+            built=privhp_table_release,
         )
     )
     out.append(

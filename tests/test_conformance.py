@@ -405,7 +405,9 @@ def test_registry_is_consistent() -> None:
 @pytest.mark.parametrize("kind", sorted(set(_kinds())))
 def test_every_registered_class_has_an_example(kind: str) -> None:
     assert kind in EXAMPLES, f"{kind} is registered but has no example"
-    assert kind in registry(), f"{kind} has an example but is not a registered Summary"
+    # "PrivHP[schema]": more examples of a registered kind, on another domain
+    base = kind.split("[", 1)[0]
+    assert base in registry(), f"{kind} has an example but is not a registered Summary"
 
 
 def _public_stateful_classes() -> dict[str, type]:

@@ -31,7 +31,7 @@ from scipy import stats
 import sketchsyn.baselines.grid as baseline
 import sketchsyn.privacy.accounting as accounting
 import sketchsyn.sketches.sketch as sketches
-from sketchsyn import PMM, Box, CountMinSketch, CountSketch, GridHistogram, PrivHP
+from sketchsyn import PMM, Box, CountMinSketch, CountSketch, GridHistogram, PrivHP, Schema
 from sketchsyn.io.serial import unpack
 from sketchsyn.privacy.noise import discrete_laplace_pmf
 
@@ -168,6 +168,29 @@ def _privhp(neighbours: str, epsilon: float) -> Mechanism:
     return Mechanism(f"PrivHP-{neighbours}", epsilon, build, state, scales, (D, D2), trials)
 
 
+def _privhp_table(epsilon: float) -> Mechanism:
+    """PrivHP on a table (a categorical of 3 values and a boolean): neighbouring tables differ
+    in one row; the shipped state is audited as on a box."""
+    schema = Schema(
+        [
+            {"name": "c", "kind": "categorical", "categories": ["a", "b", "c"]},
+            {"name": "ok", "kind": "boolean"},
+        ]
+    )
+
+    def build(table, seed):
+        php = PrivHP(
+            schema, epsilon, k=2, width=8, sketch_depth=1, depth=3, rng=seed, raw=seed is None
+        )
+        php.update_many(table)
+        return php
+
+    base = _privhp("add-remove", epsilon)
+    D = {"c": ["a", "b", "b", "c"], "ok": [True, False, True, True]}
+    D2 = {"c": D["c"] + ["c"], "ok": D["ok"] + [False]}
+    return Mechanism("PrivHP-table", epsilon, build, base.state, base.scales, (D, D2))
+
+
 def _grid(epsilon: float) -> Mechanism:
     box = Box.unit(1)
 
@@ -201,6 +224,7 @@ MECHANISMS = [
     _sketch(CountSketch, 1.0),
     _privhp("add-remove", 1.0),
     _privhp("replace", 1.0),
+    _privhp_table(1.0),
     _grid(1.0),
 ]
 

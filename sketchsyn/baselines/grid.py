@@ -54,26 +54,16 @@ def _distribution(obj: Any, levels, prefixes, counts, mechanism: str) -> Private
         levels, prefixes, counts = np.array([0]), np.array([0], dtype=np.uint64), np.ones(1)
     else:
         levels, prefixes, counts = levels[keep], prefixes[keep], counts[keep]
-    return PrivateDistribution(
-        obj._domain,
-        levels,
-        prefixes,
-        counts,
-        epsilon=obj.epsilon,
-        mechanism=mechanism,
-        params={k: v for k, v in obj._params().items() if k != "domain"},
-    )
+    return obj._distribution(levels, prefixes, counts, mechanism)
 
 
 class GridHistogram(LevelCounts):
     """Flat DP histogram on a grid (Laplace per cell, clamped, renormalised).
 
+    Saved state: **trusted**: exact counts until ``release()`` (see :class:`LevelCounts`).
+
     Give exactly one of ``level`` (Morton level), ``cells_per_axis`` (a power of two, Box only)
     or ``memory_bytes`` (finest level whose state fits).
-
-    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): the exact counts of one level
-    until ``release()`` draws the noise; keep the bytes with the data holder. Once released,
-    the bytes also hold the release (public).
     """
 
     def __init__(
@@ -111,30 +101,13 @@ class GridHistogram(LevelCounts):
                     "instead."
                 )
         elif memory_bytes is not None:
-            mem = check_int(memory_bytes, "memory_bytes", "GridHistogram", minimum=8 * 2 + 64)
-            level = min(int(np.floor(np.log2((mem - 64) / 8))), limit)
+            level = min(_level_for_memory(memory_bytes, "GridHistogram"), limit)
             level_name = "memory_bytes"
         super().__init__(domain, level, rng, "GridHistogram", level_name=level_name)
 
+    _PARAMS = ("epsilon",)
     epsilon = ReadOnly[float]("Privacy budget ε of the release.")
     level = ReadOnly[int]("Morton level of the grid's cells (``2**level`` cells).")
-
-    def _params(self) -> dict[str, Any]:
-        return super()._params() | {"epsilon": self._epsilon}
-
-    @classmethod
-    def _from_params(cls, fields: MetaReader, rng: RNGLike) -> GridHistogram:
-
-        return cls(
-            fields.domain(),
-            fields.epsilon("epsilon"),
-            level=fields.int("depth", minimum=1),
-            rng=rng,
-        )
-
-    @classmethod
-    def _param_fields(cls) -> set[str]:
-        return super()._param_fields() | {"epsilon"}
 
     def _release_now(self) -> tuple[PrivateDistribution, dict[str, np.ndarray]]:
         """Add the noise once, clamp at zero, return the private distribution."""
@@ -143,15 +116,8 @@ class GridHistogram(LevelCounts):
         cells = np.flatnonzero(counts)
         if cells.size == 0:  # nothing survived the noise: all-zero grid, sampled uniformly
             cells = np.arange(counts.size)
-        dist = PrivateDistribution(
-            self._domain,
-            np.full(cells.size, self._level),
-            cells.astype(np.uint64),
-            counts[cells],
-            epsilon=self._epsilon,
-            mechanism="GridHistogram",
-            params={k: v for k, v in self._params().items() if k != "domain"},
-        )
+        levels = np.full(cells.size, self._level)
+        dist = self._distribution(levels, cells.astype(np.uint64), counts[cells], "GridHistogram")
         return dist, {}
 
 
@@ -175,9 +141,7 @@ class AdaptiveGrid(LevelCounts):
     state, as for every offline baseline here; see
     :class:`~sketchsyn.synth.offline.histogram.LevelCounts`).
 
-    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): the exact counts of one level
-    until ``release()`` draws the noise; keep the bytes with the data holder. Once released,
-    the bytes also hold the release (public).
+    Saved state: **trusted**: exact counts until ``release()`` (see :class:`LevelCounts`).
 
     Parameters
     ----------
@@ -228,6 +192,7 @@ class AdaptiveGrid(LevelCounts):
         b1 = int(np.clip(np.round(np.log2(m1)), 1, self._level // d))
         self._level1 = d * b1
 
+    _PARAMS = ("epsilon", "expected_n", "alpha", "c")
     epsilon = ReadOnly[float]("Privacy budget ε of the release (both levels together).")
     level = ReadOnly[int]("Morton level of the finest cells.")
     level1 = ReadOnly[int]("Morton level of the first grid (``d·log2 m1``).")
@@ -243,17 +208,8 @@ class AdaptiveGrid(LevelCounts):
             laplace_scale(1, float(parts[1]), "AdaptiveGrid"),
         )
 
-    def _params(self) -> dict[str, Any]:
-        return super()._params() | {
-            "epsilon": self._epsilon,
-            "expected_n": self._expected_n,
-            "alpha": self._alpha,
-            "c": self._c,
-        }
-
     @classmethod
     def _from_params(cls, fields: MetaReader, rng: RNGLike) -> AdaptiveGrid:
-
         return cls(
             fields.domain(),
             fields.epsilon("epsilon"),
@@ -263,10 +219,6 @@ class AdaptiveGrid(LevelCounts):
             c=fields.float("c", minimum=1e-12, maximum=1e12),
             rng=rng,
         )
-
-    @classmethod
-    def _param_fields(cls) -> set[str]:
-        return super()._param_fields() | {"epsilon", "expected_n", "alpha", "c"}
 
     def _release_now(self) -> tuple[PrivateDistribution, dict[str, np.ndarray]]:
         """Draw both levels' noise once, make them consistent, return the distribution."""
@@ -335,9 +287,7 @@ class PrivTree(LevelCounts):
     >>> pt.level, pt.beta, round(pt.lam, 6), round(pt.delta, 6), pt.leaf_scale
     (12, 4, 4.666667, 6.469374, 2.0)
 
-    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): the exact counts of one level
-    until ``release()`` draws the noise; keep the bytes with the data holder. Once released,
-    the bytes also hold the release (public).
+    Saved state: **trusted**: exact counts until ``release()`` (see :class:`LevelCounts`).
     """
 
     def __init__(
@@ -366,6 +316,7 @@ class PrivTree(LevelCounts):
         )
         self._delta = self._lam * float(np.log(self._beta))
 
+    _PARAMS = ("epsilon", "tree_fraction")
     epsilon = ReadOnly[float]("Privacy budget ε of the release (splits and leaf counts together).")
     level = ReadOnly[int]("Deepest Morton level a split may reach.")
     beta = ReadOnly[int]("Fan-out ``β = 2^d``.")
@@ -377,15 +328,8 @@ class PrivTree(LevelCounts):
         """Integer Laplace scale of the leaf counts, ``1/((1 − tree_fraction)·ε)``."""
         return laplace_scale(1, (1.0 - self._tree_fraction) * self._epsilon, "PrivTree")
 
-    def _params(self) -> dict[str, Any]:
-        return super()._params() | {
-            "epsilon": self._epsilon,
-            "tree_fraction": self._tree_fraction,
-        }
-
     @classmethod
     def _from_params(cls, fields: MetaReader, rng: RNGLike) -> PrivTree:
-
         return cls(
             fields.domain(),
             fields.epsilon("epsilon"),
@@ -393,10 +337,6 @@ class PrivTree(LevelCounts):
             tree_fraction=fields.float("tree_fraction", minimum=1e-9, maximum=1 - 1e-9),
             rng=rng,
         )
-
-    @classmethod
-    def _param_fields(cls) -> set[str]:
-        return super()._param_fields() | {"epsilon", "tree_fraction"}
 
     def _release_now(self) -> tuple[PrivateDistribution, dict[str, np.ndarray]]:
         """Grow the tree with noisy split decisions, add the leaf noise, return the release."""

@@ -10,10 +10,8 @@ sizes), atomic files, loading what ``sketchsyn fit`` wrote, and the evaluation r
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
-import tempfile
 from collections.abc import Collection
 from typing import Any
 
@@ -141,35 +139,13 @@ def _parse_bytes(text: str) -> int:
 
 
 def _write_atomic(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a crash leaves the old or the new file, never a torn one.
-
-    A temporary file in the same directory is written, flushed and fsync'ed, then renamed over
-    ``path`` (``os.replace`` is atomic on POSIX and Windows) and the directory is fsync'ed. Its
-    name carries the writer's pid: the temporary files of killed writers of the same ``path``
-    are removed by the next write.
+    """Write ``data`` to ``path`` so that a crash leaves the old or the new file, never a torn one
+    (:func:`sketchsyn.io.checkpoint.save`'s atomic write; the temporary file is
+    ``.sketchsyn-<name>.<pid>.<random>.tmp``, removed by the next write if its writer was killed).
     """
-    from ..io.checkpoint import _sweep
+    from ..io.checkpoint import _write_atomic as write
 
-    directory, name = os.path.split(os.path.abspath(path))
-    _sweep(directory, f"sketchsyn-{name}")
-    prefix = f".sketchsyn-{name}.{os.getpid()}."
-    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    if hasattr(os, "O_DIRECTORY"):
-        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+    write(path, data, prefix="sketchsyn-")
 
 
 def _blob_kind(blob: bytes) -> str | None:

@@ -153,33 +153,24 @@ def _info(args: argparse.Namespace) -> int:
     obj = _load(args.model, "MODEL")
     domain = obj.domain
     kind = type(obj).__name__
-    if kind == "PrivateDistribution":
-        params = obj.params
+    if kind in ("PrivateDistribution", "MarginalDistribution"):
         print(f"release of {obj.mechanism} ({args.model})")
-        print(f"  epsilon: {obj.epsilon} (pure differential privacy)")
-        print(f"  privacy unit: {_unit(params.get('neighbours', 'add-remove'))}")
-        print(f"  parameters: {json.dumps(params, sort_keys=True)}")
-        print(f"  leaves: {obj.n_leaves:,}; noisy total: {obj.total:,.1f}")
-        print(f"  bytes: {obj.nbytes:,} in memory, {os.path.getsize(args.model):,} on disk")
-    elif kind == "MarginalDistribution":
-        params = obj.params
-        print(f"release of {obj.mechanism} ({args.model})")
-        print(f"  epsilon: {obj.epsilon} (pure differential privacy)")
-        print(f"  privacy unit: {_unit(params.get('neighbours', 'add-remove'))}")
-        print(f"  parameters: {json.dumps(params, sort_keys=True, default=str)}")
-        print(f"  tree of column pairs: {obj.tree}; noisy total: {obj.total:,.1f}")
-        print(f"  bytes: {obj.nbytes:,} in memory, {os.path.getsize(args.model):,} on disk")
+        if kind == "PrivateDistribution":
+            _budget_lines(obj, obj.params)
+            print(f"  leaves: {obj.n_leaves:,}; noisy total: {obj.total:,.1f}")
+        else:
+            _budget_lines(obj, obj.params, default=str)
+            print(f"  tree of column pairs: {obj.tree}; noisy total: {obj.total:,.1f}")
+        _bytes_line(obj, args.model)
     else:
         params = obj._params()
         params.pop("domain", None)
         released = _is_released(obj)
         print(f"resumable {kind} state ({args.model}); released: {released}")
-        print(f"  epsilon: {obj.epsilon} (pure differential privacy)")
-        print(f"  privacy unit: {_unit(params.get('neighbours', 'add-remove'))}")
-        print(f"  parameters: {json.dumps(params, sort_keys=True)}")
+        _budget_lines(obj, params)
         if kind in ("PMM", "MarginalSynthesizer"):
             print(f"  note: a {kind} state holds EXACT counts (not private) until its release")
-        print(f"  bytes: {obj.nbytes:,} in memory, {os.path.getsize(args.model):,} on disk")
+        _bytes_line(obj, args.model)
         from .common import _load_run, _run_lines
 
         for line in _run_lines(_load_run(args.model)):
@@ -187,6 +178,17 @@ def _info(args: argparse.Namespace) -> int:
     print(f"  domain: {domain!r}")
     print(f"  columns: {list(domain.columns) if domain.columns else 'none'}")
     return 0
+
+
+def _budget_lines(obj: Any, params: dict[str, Any], default: Any = None) -> None:
+    """The epsilon, privacy unit and parameters lines of ``sketchsyn info``."""
+    print(f"  epsilon: {obj.epsilon} (pure differential privacy)")
+    print(f"  privacy unit: {_unit(params.get('neighbours', 'add-remove'))}")
+    print(f"  parameters: {json.dumps(params, sort_keys=True, default=default)}")
+
+
+def _bytes_line(obj: Any, path: str) -> None:
+    print(f"  bytes: {obj.nbytes:,} in memory, {os.path.getsize(path):,} on disk")
 
 
 def _unit(neighbours: str) -> str:

@@ -23,8 +23,35 @@ from .base import _noise_variance, _nu_sum
 __all__: list[str] = []
 
 
+# ------------------------------------------------------------------ what both engines share
+class _Engine:
+    """``levels`` levels of ``m`` counters (a bank steps several together; arrays are
+    ``(levels, m)``) at local step ``u``, with ``open_``, the noisy partial sum of each level's
+    open block: its noise is drawn at construction (zeros when ``src`` is None, for an engine
+    whose state is about to be loaded)."""
+
+    __slots__ = ("levels", "m", "open_", "u")
+
+    def __init__(
+        self, levels: int, kind: str, param: Fraction, src: RandomSource | None, m: int = 1
+    ) -> None:
+        self.levels = levels
+        self.m = m
+        self.u = 0
+        self.open_ = (
+            core._draw(kind, param, levels * m, src).reshape(levels, m)
+            if src is not None
+            else np.zeros((levels, m), np.int64)
+        )
+
+    def _at_bits(self, values: np.ndarray) -> np.ndarray:
+        """The rows of ``values`` at the set bits of ``u``, summed: ``(m,)``."""
+        rows = [j for j in range(self.levels) if self.u >> j & 1]
+        return values[rows].sum(axis=0)
+
+
 # ------------------------------------------------------------------ tree aggregation engine
-class _Tree:
+class _Tree(_Engine):
     """The binary mechanism over local steps ``u = 1 … 2**levels − 1`` (Chan–Shi–Song).
 
     Level ``j`` holds the p-sums of the dyadic blocks ``((k−1)·2^j, k·2^j]`` with ``k`` odd (the
@@ -36,28 +63,20 @@ class _Tree:
     increasing level), so batching does not change which noise goes where.
     """
 
-    __slots__ = ("closed", "levels", "m", "open_", "u")
+    __slots__ = ("closed",)
 
     def __init__(
         self, levels: int, kind: str, param: Fraction, src: RandomSource | None, m: int = 1
     ) -> None:
-        self.levels = levels
-        self.m = m  # counters stepped together (a bank); arrays are (levels, m)
-        self.u = 0
         self.closed = np.zeros((levels, m), dtype=np.int64)
-        self.open_ = (
-            core._draw(kind, param, levels * m, src).reshape(levels, m)
-            if src is not None
-            else np.zeros((levels, m), np.int64)
-        )
+        super().__init__(levels, kind, param, src, m)
 
     def mass(self) -> int:
         return int(np.abs(self.closed).sum(axis=0).max() + np.abs(self.open_).sum(axis=0).max())
 
     def release(self) -> np.ndarray:
         """The release at the current step from the closed p-sums, ``(m,)``."""
-        rows = [j for j in range(self.levels) if self.u >> j & 1]
-        return self.closed[rows].sum(axis=0)
+        return self._at_bits(self.closed)
 
     def advance(self, cum: np.ndarray, kind: str, param: Fraction, src: RandomSource) -> np.ndarray:
         """Take ``len(cum)`` steps (``cum``: ``(n, m)`` inclusive cumulative sums of their
@@ -146,7 +165,7 @@ class _Tree:
         self.u = t1
 
 
-class _HonakerTree:
+class _HonakerTree(_Engine):
     """The binary tree with every node released and Honaker's estimator (finite horizon).
 
     Every dyadic block ``((k−1)·2^j, k·2^j]`` of every level gets its own noise (drawn when it
@@ -163,25 +182,13 @@ class _HonakerTree:
     estimate per level, float64: post-processing of noisy values).
     """
 
-    __slots__ = ("est", "levels", "m", "open_", "u", "weights", "vj")
+    __slots__ = ("est", "weights", "vj")
 
     def __init__(
-        self,
-        levels: int,
-        kind: str,
-        param: Fraction,
-        src: RandomSource | None,
-        m: int = 1,
+        self, levels: int, kind: str, param: Fraction, src: RandomSource | None, m: int = 1
     ) -> None:
-        self.levels = levels
-        self.m = m
-        self.u = 0
         self.est = np.zeros((levels, m), dtype=np.float64)
-        self.open_ = (
-            core._draw(kind, param, levels * m, src).reshape(levels, m)
-            if src is not None
-            else np.zeros((levels, m), np.int64)
-        )
+        super().__init__(levels, kind, param, src, m)
         v = _noise_variance(kind, param)
         self.weights = [1.0]
         self.vj = [v]
@@ -194,8 +201,7 @@ class _HonakerTree:
         return int(np.abs(self.open_).sum(axis=0).max() + np.abs(self.est).sum(axis=0).max()) + 1
 
     def release(self) -> np.ndarray:
-        rows = [j for j in range(self.levels) if self.u >> j & 1]
-        return self.est[rows].sum(axis=0)
+        return self._at_bits(self.est)
 
     @staticmethod
     def _opened(a: Any) -> Any:

@@ -276,9 +276,8 @@ class InhomogeneousSparseCounter(_InhomogeneousParams, _Counter):
     sparse counter, ``ε_r/2`` in the level's total) and nothing at other levels: a record is
     charged only its own level's budget. :attr:`max_budget` reports the largest ``ε_r`` used.
 
-    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): an open block holds the data
-    seen so far next to the noise that later releases reuse, so a saved copy and a later
-    release differ by an exact count. The releases are private; the state is a curator's.
+    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): the exact count of the current
+    segment, as in :class:`SparseCounter` (see the notes below).
 
     Parameters
     ----------

@@ -48,9 +48,8 @@ class KaryTreeBank(KaryTreeCounter):
     counters). All counters share ``t`` and the draws are made level by level for all of them
     at once (``size`` values per block position), so a batch costs one Python call.
 
-    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): an open block holds the data
-    seen so far next to the noise that later releases reuse, so a saved copy and a later
-    release differ by an exact count. The releases are private; the state is a curator's.
+    Saved state: **trusted**, per counter as the single counter's: the blocks in use, each its
+    noise plus its data so far.
 
     Parameters
     ----------

@@ -236,9 +236,8 @@ class KaryTreeCounter(_Counter):
     """Continual counter on the ``k``-ary tree with negative digits (pure ε-DP; Andersson,
     Pagh and Torkamani, arXiv 2408.07021).
 
-    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): an open block holds the data
-    seen so far next to the noise that later releases reuse, so a saved copy and a later
-    release differ by an exact count. The releases are private; the state is a curator's.
+    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): the blocks in use, each its noise
+    plus its data so far (see **State** below).
 
     Parameters
     ----------
@@ -251,11 +250,8 @@ class KaryTreeCounter(_Counter):
         Branching factor, odd, ``3 ≤ k ≤ 63`` (balanced digits need an odd base). Default 19:
         the paper's choice; it also minimises the asymptotic mean variance
         ``(1 − 1/k²)·k/(2 ln³k)·ln³T/ε²`` over odd ``k``.
-    sensitivity : int
-        Neighbouring streams differ by at most this much in ℓ1 over all steps (default 1).
-    rng : None, int, SeedSequence, Generator or RandomSource
-        ``None`` (default): the OS CSPRNG. A seed is for tests only and not private against
-        whoever knows it.
+    sensitivity, rng
+        As for :class:`~sketchsyn.counters.tree.BinaryMechanism` (default 1 and the OS CSPRNG).
 
     Notes
     -----

@@ -240,13 +240,10 @@ class SparseCounter(_Counter):
     that closes at ``t`` is in ``t``'s release (the paper shows it from ``t + 1``: the same
     observable events, one step earlier).
 
-    **Trusted-curator state.** The algorithm compares the exact running count ``N`` of the
-    current segment with the noisy threshold, so ``N`` is part of the state (and of its bytes,
-    whose container header says ``state == "trusted"``). Keep the state with the curator.
-
-    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): an open block holds the data
-    seen so far next to the noise that later releases reuse, so a saved copy and a later
-    release differ by an exact count. The releases are private; the state is a curator's.
+    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``). The algorithm compares the exact
+    running count ``N`` of the current segment with the noisy threshold, so ``N`` is part of
+    the state (and of its bytes, whose container header says ``state == "trusted"``). Keep the
+    state with the curator.
 
     Parameters
     ----------

@@ -140,9 +140,8 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
     record that reaches several counters of one bank must be accounted for by the caller. The
     online synthesizer gives each record to one counter per bank (its cell of that level).
 
-    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): an open block holds the data
-    seen so far next to the noise that later releases reuse, so a saved copy and a later
-    release differ by an exact count. The releases are private; the state is a curator's.
+    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): each counter's exact count of its
+    current segment, as in the single counter.
 
     Parameters
     ----------

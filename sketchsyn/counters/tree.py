@@ -77,9 +77,8 @@ def _load_tree(levels: int, u: int, m: int, fields: MetaReader, arrays: dict, pr
 class BinaryMechanism(_Counter):
     """The binary mechanism (tree aggregation; Chan, Shi and Song 2011; Dwork et al. 2010).
 
-    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): an open block holds the data
-    seen so far next to the noise that later releases reuse, so a saved copy and a later
-    release differ by an exact count. The releases are private; the state is a curator's.
+    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): every open block's noise plus
+    the data so far (see the notes below).
 
     Parameters
     ----------
@@ -474,7 +473,9 @@ class BinaryMechanism(_Counter):
             lasts = _int_array(fields, arrays, "lasts", (m,))
         # Every array is now known to match the size; the parameters are checked, so the
         # constructor allocates no more than the blob holds.
-        obj = cls._blank(m, eps, horizon, rho, sensitivity, estimator, rng)
+        obj = cls._blank(
+            m, eps, horizon, rho=rho, sensitivity=sensitivity, estimator=estimator, rng=rng
+        )
         obj._restore_common(fields, last=None)
         obj._t = t
         obj._lasts = lasts
@@ -501,17 +502,9 @@ class BinaryMechanism(_Counter):
         return obj
 
     @classmethod
-    def _blank(
-        cls,
-        m: int,
-        eps: float | None,
-        horizon: int | None,
-        rho: float | None,
-        sensitivity: int,
-        estimator: str,
-        rng: RNGLike,
-    ) -> Any:
-        return cls(eps, horizon, rho=rho, sensitivity=sensitivity, estimator=estimator, rng=rng)
+    def _blank(cls, m: int, *args: Any, **kwargs: Any) -> Any:
+        """A new counter from the constructor's arguments (a bank takes its size ``m`` first)."""
+        return cls(*args, **kwargs)
 
     def __repr__(self) -> str:
         return (
@@ -527,18 +520,14 @@ class CounterBank(BinaryMechanism):
     Same parameters, noise and privacy as :class:`BinaryMechanism` (per counter: each counter
     is a binary mechanism over its own stream; a record that touches several counters must be
     accounted for by the caller, e.g. by ``sensitivity`` or parallel composition over disjoint
-    cells). All counters share ``t``. The state is ``(L, size)`` arrays of p-sums (noise plus
-    the data so far of the open blocks: a **trusted** state, as :class:`BinaryMechanism`'s).
+    cells). All counters share ``t``. Saved state: **trusted**, as :class:`BinaryMechanism`'s:
+    ``(L, size)`` arrays of p-sums, noise plus the data so far of the open blocks.
 
     ``update(x)`` takes one step with one non-negative integer per counter (shape
     ``(size,)``) and returns the ``size`` releases; ``update_many(xs)`` takes ``(n, size)`` and
     returns ``(n, size)``; ``skip(s)`` advances every counter ``s`` steps of 0 in ``O(log s)``
     vectorised draws; ``query()`` returns all current releases. ``nbytes = size·(16·L + 8) + 40``
     (finite) or ``size·(16·64 + 24) + 40`` (unbounded).
-
-    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): an open block holds the data
-    seen so far next to the noise that later releases reuse, so a saved copy and a later
-    release differ by an exact count. The releases are private; the state is a curator's.
 
     Examples
     --------
@@ -602,17 +591,8 @@ class CounterBank(BinaryMechanism):
         return fields.int("size", 1, 2**28)
 
     @classmethod
-    def _blank(
-        cls,
-        m: int,
-        eps: float | None,
-        horizon: int | None,
-        rho: float | None,
-        sensitivity: int,
-        estimator: str,
-        rng: RNGLike,
-    ) -> Any:
-        return cls(m, eps, horizon, rho=rho, sensitivity=sensitivity, estimator=estimator, rng=rng)
+    def _blank(cls, m: int, *args: Any, **kwargs: Any) -> Any:
+        return cls(m, *args, **kwargs)
 
     def __repr__(self) -> str:
         return (

@@ -5,7 +5,9 @@ in half at level ``l`` (round robin; level 1 cuts coordinate 0), so the prefix o
 is the top ``l`` bits of the Morton (bit-interleaved) code of the quantised point, and the prefix
 of a depth-``r`` code at level ``l`` is ``code >> (r − l)``. :class:`BitDomain` is the integer
 key space ``{0, …, 2**bits − 1}`` (IPv4 addresses: ``bits = 32``) whose level-``l`` cell is the
-``l``-bit prefix of the key (a ``/l`` network).
+``l``-bit prefix of the key (a ``/l`` network). :class:`Schema` describes a table (categorical,
+integer, numeric, datetime, IPv4 and boolean columns): each column's value becomes a code of
+public length and a record's cell code interleaves the columns' bits (:mod:`.schema`).
 
 Quantisation. At depth ``r`` coordinate ``i`` is cut ``b_i`` times (``b_i`` = the number of levels
 ``≤ r`` that cut it) and a point goes to cell ``q_i = floor((x_i − lo_i)/(hi_i − lo_i) · 2**b_i)``;
@@ -35,10 +37,12 @@ from __future__ import annotations
 from .base import Domain, domain_from_dict
 from .bitdomain import BitDomain
 from .box import Box
+from .schema import Schema
 
 __all__ = [
     "BitDomain",
     "Box",
     "Domain",
+    "Schema",
     "domain_from_dict",
 ]

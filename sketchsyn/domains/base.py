@@ -91,7 +91,7 @@ class Domain(abc.ABC):
         return self._out_of_bounds  # type: ignore[attr-defined]
 
     @abc.abstractmethod
-    def encode(self, X: Any, depth: int, return_dropped: bool = False) -> Any:
+    def encode(self, X: Any, depth: int, return_dropped: bool = False, adjusted: Any = None) -> Any:
         """Morton codes of a batch; see :meth:`Box.encode` and :meth:`BitDomain.encode`."""
 
     @abc.abstractmethod
@@ -274,7 +274,7 @@ class Domain(abc.ABC):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Domain:
-        """Rebuild a domain from :meth:`to_dict` output (``Domain.from_dict`` reads either kind).
+        """Rebuild a domain from :meth:`to_dict` output (``Domain.from_dict`` reads any kind).
 
         Examples
         --------
@@ -284,6 +284,8 @@ class Domain(abc.ABC):
         """
         kinds = Domain._KINDS
         kind = data.get("type") if isinstance(data, dict) else None
+        if kind is None and isinstance(data, dict) and isinstance(data.get("columns"), list):
+            kind = "Schema"  # a schema's dict form is its contract: {"columns": [...]}
         if kind not in kinds or (cls is not Domain and kinds[kind] is not cls):
             expected = " or ".join(sorted(kinds)) if cls is Domain else cls.__name__
             raise ParameterError(

@@ -182,7 +182,7 @@ class BitDomain(Domain):
             keys[i] = v if 0 <= v < top else 0
         return keys, low, high
 
-    def encode(self, X: Any, depth: int, return_dropped: bool = False) -> Any:
+    def encode(self, X: Any, depth: int, return_dropped: bool = False, adjusted: Any = None) -> Any:
         """Level-``depth`` prefixes (uint64) of the keys: ``key >> (bits − depth)``.
 
         Parameters

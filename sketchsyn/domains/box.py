@@ -194,7 +194,7 @@ class Box(Domain):
                 )
         raise InputError(f"{what} must be a numeric array of shape (n, {self.d})")
 
-    def encode(self, X: Any, depth: int, return_dropped: bool = False) -> Any:
+    def encode(self, X: Any, depth: int, return_dropped: bool = False, adjusted: Any = None) -> Any:
         """Morton codes (uint64) of the points' level-``depth`` cells.
 
         Parameters
@@ -206,6 +206,9 @@ class Box(Domain):
             ``1 ≤ depth ≤ 64``: the number of bits of each code.
         return_dropped : bool
             Also return how many rows the ``"drop"`` policy removed.
+        adjusted : dict, optional
+            Taken for the common interface (a :class:`~sketchsyn.domains.Schema` counts its
+            columns' policies there); nothing is counted for this domain.
 
         Returns
         -------

@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, ParameterError, check_choice, check_int
-from .batchreader import Position, read_ahead, record_bad
+from ..errors import InputError
+from .batchreader import Position, check_columns, check_options, read_ahead, record_bad
 from .csvarrow import float64_values
 
 __all__ = ["ArrowReader", "ParquetReader", "columnar_format"]
@@ -66,29 +66,25 @@ def _pyarrow(what: str) -> Any:
 
 
 class _ColumnarReader(abc.ABC):
-    """The common part: column checks, conversion, skipping, bad rows, positions."""
+    """The common part: the constructor, column checks, conversion, skipping, bad rows,
+    positions. A reader opens its ``source`` in :meth:`_open`."""
 
     kind = "table"
+    _THREADS = False  # the default of ``threads``
 
     def __init__(
         self,
+        source: Any,
         columns: Sequence[str],
-        batch_size: int,
-        on_bad: str,
-        skip_rows: int,
-        resume: Position | None,
+        *,
+        batch_size: int = 65536,
+        on_bad: str = "raise",
+        skip_rows: int = 0,
+        resume: Position | None = None,
+        threads: bool | None = None,
     ) -> None:
-        owner = type(self).__name__
-        self.batch_size = check_int(batch_size, "batch_size", owner, minimum=1)
-        self.on_bad = check_choice(on_bad, "on_bad", owner, ("raise", "skip"))
-        self.skip_rows = check_int(skip_rows, "skip_rows", owner, minimum=0)
-        columns = [columns] if isinstance(columns, str) else list(columns or [])
-        if not columns or not all(isinstance(c, str) and c for c in columns):
-            raise ParameterError(
-                f"The 'columns' parameter of {owner} must be non-empty strings. "
-                f"Got {columns!r} instead."
-            )
-        self.columns = columns
+        check_options(self, batch_size, on_bad, skip_rows)
+        self.columns = check_columns([] if columns is None else columns, type(self).__name__)
         self.resume = Position(*resume) if resume is not None else None
         self.n_rows = 0
         self.n_bad = 0
@@ -99,6 +95,12 @@ class _ColumnarReader(abc.ABC):
         self.line = 0
         self.fingerprint = ""  # digest of the schema and size: identifies the input
         self._total = 0  # rows met by _batches, skipped ones included
+        self._threads = self._THREADS if threads is None else bool(threads)
+        self._check_schema(self._open(source))
+
+    @abc.abstractmethod
+    def _open(self, source: Any) -> Any:
+        """Open ``source`` (setting ``name``) and return its schema."""
 
     def _check_schema(self, schema: Any) -> None:
         pa = _pyarrow(self.kind)
@@ -245,19 +247,9 @@ class ParquetReader(_ColumnarReader):
     """
 
     kind = "Parquet file"
+    _THREADS = True
 
-    def __init__(
-        self,
-        source: Any,
-        columns: Sequence[str],
-        *,
-        batch_size: int = 65536,
-        on_bad: str = "raise",
-        skip_rows: int = 0,
-        resume: Position | None = None,
-        threads: bool | None = None,
-    ) -> None:
-        super().__init__(columns, batch_size, on_bad, skip_rows, resume)
+    def _open(self, source: Any) -> Any:
         _pyarrow(self.kind)
         import pyarrow.parquet as pq
 
@@ -274,8 +266,7 @@ class ParquetReader(_ColumnarReader):
             raise InputError(f"cannot open {self.name!r}: {exc}") from None
         except Exception as exc:  # pyarrow's own errors for a file that is not Parquet
             raise InputError(f"{self.name} is not a Parquet file: {exc}") from None
-        self._threads = True if threads is None else bool(threads)
-        self._check_schema(self._file.schema_arrow)
+        return self._file.schema_arrow
 
     def _identity(self) -> str:
         meta = self._file.metadata
@@ -323,22 +314,9 @@ class ArrowReader(_ColumnarReader):
 
     kind = "Arrow IPC input"
 
-    def __init__(
-        self,
-        source: Any,
-        columns: Sequence[str],
-        *,
-        batch_size: int = 65536,
-        on_bad: str = "raise",
-        skip_rows: int = 0,
-        resume: Position | None = None,
-        threads: bool | None = None,
-    ) -> None:
-        super().__init__(columns, batch_size, on_bad, skip_rows, resume)
+    def _open(self, source: Any) -> Any:
         pa = _pyarrow(self.kind)
         import pyarrow.ipc as ipc
-
-        self._threads = bool(threads)
 
         self._owned: Any = None
         try:
@@ -364,8 +342,7 @@ class ArrowReader(_ColumnarReader):
                 self._owned.close()
             shown = getattr(self, "name", source)
             raise InputError(f"cannot read {shown!r} as Arrow IPC: {exc}") from None
-        schema = self._file.schema if self._file is not None else self._stream.schema
-        self._check_schema(schema)
+        return self._file.schema if self._file is not None else self._stream.schema
 
     def _identity(self) -> str:
         return "" if self._file is None else str(self._file.num_record_batches)

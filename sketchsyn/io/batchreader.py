@@ -46,6 +46,25 @@ _WINDOW = 4096  # bytes before a position whose digest identifies the input
 _PIECE = 1 << 23  # bytes read at a time when skipping
 
 
+def check_options(reader: Any, batch_size: int, on_bad: str, skip_rows: int) -> None:
+    """Check and set the options every reader takes (its class names it in the messages)."""
+    owner = type(reader).__name__
+    reader.batch_size = check_int(batch_size, "batch_size", owner, minimum=1)
+    reader.on_bad = check_choice(on_bad, "on_bad", owner, ("raise", "skip"))
+    reader.skip_rows = check_int(skip_rows, "skip_rows", owner, minimum=0)
+
+
+def check_columns(columns: Sequence[str] | str, owner: str) -> list[str]:
+    """The column names as a list (one name may be given as a string): non-empty strings."""
+    columns = [columns] if isinstance(columns, str) else list(columns)
+    if not columns or not all(isinstance(c, str) and c for c in columns):
+        raise ParameterError(
+            f"The 'columns' parameter of {owner} must be non-empty strings. "
+            f"Got {columns!r} instead."
+        )
+    return columns
+
+
 def record_bad(reader: Any, unit: str, number: int, why: str) -> None:
     """One bad ``unit`` (``"line"`` or ``"row"``) of ``reader``: refused with an
     :class:`InputError` under ``on_bad="raise"``, else counted in ``n_bad`` and its number kept
@@ -150,21 +169,11 @@ class BatchReader(abc.ABC):
         resume: Position | None = None,
         threads: bool | None = None,
     ) -> None:
-        owner = type(self).__name__
-        self.batch_size = check_int(batch_size, "batch_size", owner, minimum=1)
-        self.on_bad = check_choice(on_bad, "on_bad", owner, ("raise", "skip"))
-        self.skip_rows = check_int(skip_rows, "skip_rows", owner, minimum=0)
+        check_options(self, batch_size, on_bad, skip_rows)
         if resume is not None and not isinstance(resume, Position):
             resume = Position(*resume)
         self.resume = resume
-        if columns is not None:
-            columns = [columns] if isinstance(columns, str) else list(columns)
-            if not columns or not all(isinstance(c, str) and c for c in columns):
-                raise ParameterError(
-                    f"The 'columns' parameter of {owner} must be non-empty strings. "
-                    f"Got {columns!r} instead."
-                )
-        self.columns = columns
+        self.columns = None if columns is None else check_columns(columns, type(self).__name__)
         self._plain = isinstance(source, (str, os.PathLike)) or hasattr(source, "read")
         if self._plain:
             opened = open_bytes(source)

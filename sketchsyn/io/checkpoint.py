@@ -189,14 +189,23 @@ def save(obj: Any, path: str | os.PathLike[str], **options: Any) -> None:
         exact ``n_seen`` / ``n_dropped`` in the file. A collector that resumes from its
         checkpoint needs them; such a file must stay with the data holder.
     """
-    blob = obj.to_bytes(**options)
+    _write_atomic(path, obj.to_bytes(**options))
+
+
+def _write_atomic(path: str | os.PathLike[str], data: bytes, prefix: str = "") -> None:
+    """Write ``data`` to ``path`` so that a crash leaves the old file or the new one, never a
+    torn mix: a temporary ``.<prefix><name>.<pid>.<random>.tmp`` in the same directory is
+    written, flushed and fsync'ed, renamed over ``path`` (:func:`os.replace`, atomic on POSIX
+    and Windows), and the directory is fsync'ed. The temporary files that killed writers of the
+    same ``path`` left behind are removed first (:func:`_sweep`)."""
     target = os.path.abspath(os.fspath(path))
     directory, name = os.path.split(target)
-    _sweep(directory, name)
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.{os.getpid()}.", suffix=".tmp", dir=directory)
+    stem = prefix + name
+    _sweep(directory, stem)
+    fd, tmp = tempfile.mkstemp(prefix=f".{stem}.{os.getpid()}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(blob)
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)

@@ -600,6 +600,19 @@ class MetaReader:
             raise self._fail(name, "a record")
         return value
 
+    def counts(self, name: str, max_keys: int = 256) -> dict[str, int]:
+        """An optional record of named exact counts (``{"hour:clipped": 3}``): at most
+        ``max_keys`` string keys, each an int in ``[0, 2**63)``; absent gives ``{}``."""
+        value = self._get(name, {})
+        if not isinstance(value, dict) or len(value) > max_keys:
+            raise self._fail(name, f"a record of at most {max_keys} counts")
+        for key, n in value.items():
+            if not isinstance(key, str) or isinstance(n, bool) or not isinstance(n, int):
+                raise self._fail(name, "a record of str keys and int counts")
+            if not 0 <= n < 2**63:
+                raise self._fail(name, "a record of counts in [0, 2**63)")
+        return dict(value)
+
     def array(
         self,
         arrays: Mapping[str, np.ndarray],

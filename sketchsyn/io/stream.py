@@ -12,11 +12,12 @@ batch of one row for ``update(x)`` / ``remove(x)``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
+from ..domains.tables import is_table, table_rows, table_slice
 from ..errors import InputError, check_int
 
 __all__ = ["consume", "one_row"]
@@ -31,7 +32,8 @@ def consume(
 ) -> int:
     """Send rows (or 2-D arrays of rows) from ``iterable`` to ``update_many`` in batches.
 
-    Single rows are gathered into batches of ``batch_size``; 2-D arrays are cut into batches of
+    Single rows are gathered into batches of ``batch_size``; 2-D arrays and tables (DataFrames,
+    Arrow tables and record batches: whole batches of a table's rows) are cut into batches of
     at most ``batch_size`` rows. Memory stays bounded by one batch whatever the iterable's length.
     Each batch is atomic: a bad row refuses its batch (earlier batches stay counted) and the
     error names the batch's first row in the stream. If the source itself raises, the rows it
@@ -74,14 +76,16 @@ def consume(
                 "them were counted (resume the source after them)",
             )
             raise
-        if isinstance(item, np.ndarray) and item.ndim == 2 and (d > 1 or item.shape[1] == 1):
+        block = isinstance(item, np.ndarray) and item.ndim == 2 and (d > 1 or item.shape[1] == 1)
+        if block or is_table(item):
             if pending:
                 flush(pending, position - len(pending))
                 pending = []
-            for s in range(0, item.shape[0], batch_size):
-                chunk = item[s : s + batch_size]
+            rows = item.shape[0] if block else table_rows(item)
+            for s in range(0, rows, batch_size):
+                chunk = item[s : s + batch_size] if block else table_slice(item, s, batch_size)
                 flush(chunk, position)
-                position += chunk.shape[0]
+                position += min(batch_size, rows - s)
             continue
         pending.append(item)
         position += 1
@@ -99,11 +103,22 @@ def _note(exc: BaseException, text: str) -> None:
         exc.add_note(text)
 
 
-def one_row(x: Any, d: int, method: str) -> np.ndarray:
+def one_row(x: Any, d: int, method: str) -> Any:
     """One point ``x`` of dimension ``d`` as a batch of one row (``(1,)`` when ``d = 1``,
-    else ``(1, d)``); any other shape is refused, naming ``method`` and its batch form (an
-    input's shape is never reinterpreted)."""
+    else ``(1, d)``; a table's row given as a dict stays a dict, in a list of one); any other
+    shape is refused, naming ``method`` and its batch form (an input's shape is never
+    reinterpreted).
+
+    >>> one_row({"carrier": "AA", "month": 3}, 2, "update")
+    [{'carrier': 'AA', 'month': 3}]
+    >>> one_row(["AA", 3], 2, "update").tolist()
+    [['AA', 3]]
+    """
+    if isinstance(x, Mapping):
+        return [dict(x)]
     arr = np.asarray(x)
+    if arr.dtype.kind in "US":  # text among the values (a table's row): keep each value's type
+        arr = np.asarray(x, dtype=object)
     if d == 1 and arr.ndim == 0:
         return arr.reshape(1)
     if arr.ndim == 1 and d > 1:

@@ -29,8 +29,8 @@ synthesizer), as ``import sketchsyn`` does. The flat module paths of earlier ver
 from __future__ import annotations
 
 import importlib
-from typing import Any
 
+from ..attributes import lazy_exports as _lazy_exports
 from .moved import install as _install_moved
 
 _install_moved()
@@ -132,13 +132,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_exports(globals(), _EXPORTS)
 
 
 def __dir__() -> list[str]:

@@ -42,7 +42,7 @@ __all__ = ["Leaves", "PrivateDistribution"]
 _KIND = "PrivateDistribution"
 _U64 = np.uint64
 _ALL_ONES = np.iinfo(np.uint64).max
-_DOMAIN_CLASSES = ("Box", "BitDomain")
+_DOMAIN_CLASSES = ("Box", "BitDomain", "Schema")
 
 
 class Leaves(NamedTuple):
@@ -224,6 +224,9 @@ class PrivateDistribution(Summary):
         self._level = lv[order]
         self._prefix = px[order]
         self._count = ct.astype(np.float64)[order]
+        valid = getattr(domain, "valid", None)
+        if valid is not None:  # a table's cell naming no value of a column: no mass (public)
+            self._count[~valid(self._level, self._prefix)] = 0.0
         self._start, self._last = start, last
         self._cum = np.cumsum(self._count)
         self._total = float(self._cum[-1])
@@ -283,7 +286,7 @@ class PrivateDistribution(Summary):
         return np.ldexp(1.0, -self._level)
 
     # -------------------------------------------------------------------------------- queries
-    def sample(self, m: int, rng: RNGLike = None, *, as_frame: bool = False) -> Any:
+    def sample(self, m: int, rng: RNGLike = None, *, as_frame: bool | str | None = None) -> Any:
         """Draw ``m`` synthetic points: a leaf with probability count/total, then a uniform point.
 
         Parameters
@@ -293,15 +296,21 @@ class PrivateDistribution(Summary):
         rng : None, int, SeedSequence, Generator or RandomSource
             ``None`` is the OS CSPRNG. The draw is post-processing, so a seed here does not
             weaken the privacy of the release.
-        as_frame : bool, default False
-            Return a pandas DataFrame (pandas needed) whose columns are the domain's
+        as_frame : bool or str, optional
+            ``True`` (or ``"pandas"``): a pandas DataFrame whose columns are the domain's
             :attr:`~sketchsyn.domains.Domain.columns`, or ``x0, x1, …`` (``key`` for a
-            ``BitDomain``) when the domain has none.
+            ``BitDomain``) when the domain has none. ``"polars"`` or ``"pyarrow"``: a table of
+            that library (a :class:`~sketchsyn.domains.Schema` only). ``False``: an array. The
+            default is an array for a ``Box`` or ``BitDomain`` and a pandas DataFrame for a
+            ``Schema``.
 
         Returns
         -------
         ndarray or DataFrame
-            ``(m, d)`` points in user units (``(m,)`` int64 for a ``BitDomain``).
+            ``(m, d)`` points in user units (``(m,)`` int64 for a ``BitDomain``); for a
+            ``Schema`` a table with the schema's names and types (categories, int64, float64,
+            ``datetime64[us]``, IPv4 addresses as text, bool), or with ``as_frame=False`` the
+            ``(m, d)`` float64 units of :meth:`~sketchsyn.domains.Schema.to_frame`.
 
         Notes
         -----
@@ -323,7 +332,7 @@ class PrivateDistribution(Summary):
         src = as_source(rng)
         tables = self._sampling_tables()
         kind = tables[0]
-        if kind == "box":
+        if kind in ("box", "ranges"):
             out = np.empty((m, tables[2].shape[1]))
         elif kind == "keys":
             out = np.empty(m, dtype=_U64 if self._domain.bits == 64 else np.int64)
@@ -334,21 +343,25 @@ class PrivateDistribution(Summary):
         view = out.view(_U64) if kind == "keys" else out
         for start in range(0, m, _SAMPLE_CHUNK):
             self._sample_into(view[start : start + _SAMPLE_CHUNK], tables, src)
-        return _as_frame(out, self._domain) if as_frame else out
+        if kind == "ranges":
+            library = "pandas" if as_frame is None or as_frame is True else as_frame
+            return out if library is False else self._domain.to_frame(out, library)
+        return _as_frame(out, self._domain) if as_frame not in (None, False) else out
 
     def _sampling_tables(self) -> tuple[Any, ...]:
         """Each leaf's cell, computed once per distribution and kept (the cells are public).
 
         ``(kind, last_positive, *arrays)``: ``kind`` ``"box"`` with ``lower, width, upper``
         (``(n, d)`` float64 each) for a :class:`Box`, ``"keys"`` with ``first,
-        size_minus_one`` (uint64) for a :class:`BitDomain`, ``"cells"`` with ``level,
+        size_minus_one`` (uint64) for a :class:`BitDomain`, ``"ranges"`` with each column's
+        code range ``lo, hi`` (uint64 ``(n, d)``) for a :class:`Schema`, ``"cells"`` with ``level,
         prefix`` for another domain (its ``sample_cells`` is then called on the drawn leaves);
         ``last_positive`` is the last leaf with a positive count. When ``total == 0`` the one
         "leaf" is the whole domain (level 0).
         """
         if self._tables is not None:
             return self._tables
-        from ..domains import BitDomain, Box
+        from ..domains import BitDomain, Box, Schema
 
         if self._total > 0:
             lv, px = self._level, self._prefix
@@ -361,6 +374,8 @@ class PrivateDistribution(Summary):
             kind, arrays = "box", (lower, upper - lower, upper)
         elif isinstance(self._domain, BitDomain):
             kind, arrays = "keys", self._domain._spans(lv, px)
+        elif isinstance(self._domain, Schema):
+            kind, arrays = "ranges", self._domain.cell_ranges(lv, px)
         else:
             kind, arrays = "cells", (lv, px)
         for arr in arrays:
@@ -393,6 +408,11 @@ class PrivateDistribution(Summary):
             first, minus_one = tables[2:]
             np.bitwise_and(src.uint64(m), np.take(minus_one, idx), out=out)
             out += np.take(first, idx)
+        elif kind == "ranges":
+            lo, hi = tables[2:]
+            out[...] = self._domain.sample_ranges(
+                np.take(lo, idx, axis=0), np.take(hi, idx, axis=0), src
+            )
         else:
             out[...] = self._domain.sample_cells(tables[2][idx], tables[3][idx], rng=src)
 
@@ -418,11 +438,14 @@ class PrivateDistribution(Summary):
             self._masses(),
         )
 
-    def count(self, lower: Any, upper: Any) -> float:
-        """Estimated number of items in the box ``[lower, upper]`` (user units).
+    def count(self, lower: Any = None, upper: Any = None, *, where: Any = None) -> float:
+        """Estimated number of items in the box ``[lower, upper]`` (user units), or, on a
+        table, satisfying the per-column conditions ``where``.
 
-        Each leaf contributes its count times the fraction of its cell inside the box (uniform
-        within a leaf).
+        Each leaf contributes its count times the fraction of its cell inside the box or the
+        conditions (uniform within a leaf). On a :class:`~sketchsyn.domains.Schema`,
+        ``where`` is text such as ``'carrier == "AA" and dep_delay > 60'`` or a dict
+        (:mod:`sketchsyn.domains.where`); text as the first argument is taken as ``where``.
 
         Examples
         --------
@@ -432,7 +455,25 @@ class PrivateDistribution(Summary):
         >>> dist.count([0.0, 0.0], [1.0, 1.0]), dist.count([0.25, 0.0], [0.75, 1.0])
         (4.0, 2.0)
         """
-        frac = self._domain.volume_fraction(self._level, self._prefix, lower, upper)
+        if where is None and isinstance(lower, (str, dict)) and upper is None:
+            where, lower = lower, None
+        if where is not None:
+            fraction = getattr(self._domain, "where_fraction", None)
+            if fraction is None or lower is not None or upper is not None:
+                raise ParameterError(
+                    "The 'where' parameter of PrivateDistribution.count needs a Schema domain "
+                    "and no 'lower'/'upper'. Got a "
+                    f"{type(self._domain).__name__} instead."
+                    if fraction is None
+                    else "PrivateDistribution.count takes either 'where' or 'lower' and 'upper'."
+                )
+            frac = fraction(self._level, self._prefix, where)
+        else:
+            if lower is None or upper is None:
+                raise ParameterError(
+                    "PrivateDistribution.count needs 'lower' and 'upper' (or, on a table, 'where')."
+                )
+            frac = self._domain.volume_fraction(self._level, self._prefix, lower, upper)
         return float(np.dot(self._count, np.asarray(frac, dtype=np.float64)))
 
     def cell_mass(self, level: int, prefixes: Any) -> np.ndarray:

@@ -30,7 +30,7 @@ online synthesizer's releases).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -507,15 +507,21 @@ class PartitionTree:
         0.5
         """
         worst = 0.0
+        for _, gaps in self._gaps():
+            if gaps.size:
+                worst = max(worst, float(np.max(gaps)))
+        return worst
+
+    def _gaps(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Per level above the deepest: its expanded nodes' counts and their
+        ``|count(θ) − count(θ0) − count(θ1)|``."""
         for level in sorted(self._levels)[:-1]:
             prefixes, counts = self._levels[level]
             child_p, child_c = self._levels[level + 1]
             idx = np.searchsorted(prefixes, child_p >> _U64(1))
             sums = np.bincount(idx, weights=child_c, minlength=prefixes.size)
             expanded = self._expanded(level)
-            if expanded.any():
-                worst = max(worst, float(np.max(np.abs(sums - counts)[expanded])))
-        return worst
+            yield counts[expanded], np.abs(sums - counts)[expanded]
 
     def check_consistency(self, atol: float = 1e-6) -> bool:
         """True when the tree is a consistent, well-formed partition tree.
@@ -545,14 +551,8 @@ class PartitionTree:
                 return False
             if np.any(prefixes[1::2] != prefixes[0::2] + _U64(1)):
                 return False
-        for level in sorted(self._levels)[:-1]:
-            prefixes, counts = self._levels[level]
-            child_p, child_c = self._levels[level + 1]
-            idx = np.searchsorted(prefixes, child_p >> _U64(1))
-            sums = np.bincount(idx, weights=child_c, minlength=prefixes.size)
-            expanded = self._expanded(level)
-            err = np.abs(sums - counts)[expanded]
-            if np.any(err > atol * np.maximum(1.0, counts[expanded])):
+        for counts, gaps in self._gaps():
+            if np.any(gaps > atol * np.maximum(1.0, counts)):
                 return False
         return True
 

@@ -77,6 +77,7 @@ from ...counters.karytree import balanced_digits
 from ...errors import ParameterError, check_domain, check_epsilon, check_int
 from ...privacy import accounting
 from ...privacy.noise import discrete_laplace_variance
+from ..privhp.planner import layout_kwargs
 from .noise import _plan as _schedule_plan
 from .noise import check_schedule, memory_bytes
 
@@ -226,11 +227,7 @@ class ContinualPlan:
 
     def kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ``ContinualPrivHP(domain, epsilon, **plan.kwargs())``."""
-        return {
-            "k": self.k,
-            "width": self.width,
-            "sketch_depth": self.sketch_depth,
-            "depth": self.depth,
+        return layout_kwargs(self) | {
             "horizon": self.horizon,
             "counter": COUNTER,
             "releases": self.releases,

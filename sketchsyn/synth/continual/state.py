@@ -16,6 +16,7 @@ import numpy as np
 
 from ...errors import IncompatibleError, ParameterError, SerializationError
 from ...io.serial import MetaReader
+from ..offline.histogram import check_same_params
 
 __all__: list[str] = []
 
@@ -145,13 +146,7 @@ def check_mergeable(me: Any, other: Any) -> None:
         raise IncompatibleError(f"can only merge a ContinualPrivHP, got {type(other)!r}")
     if other is me:
         raise IncompatibleError("cannot merge a ContinualPrivHP with itself")
-    mine, theirs = me._params(), other._params()
-    for key in mine:
-        if mine[key] != theirs[key]:
-            raise IncompatibleError(
-                f"cannot merge ContinualPrivHP summaries with different {key!r}: "
-                f"{mine[key]!r} != {theirs[key]!r}"
-            )
+    check_same_params(me._params(), other._params(), "ContinualPrivHP summaries")
     if me._scheduled:
         raise IncompatibleError(
             "cannot merge ContinualPrivHP summaries with a release schedule: the epochs of "

@@ -287,11 +287,10 @@ class StreamingPrivTree(Summary):
         """Most leaves the partition can have (``cells >> refine``)."""
         return self._cap
 
-    @property
-    def lam(self) -> float:
-        """``λ``, the integer Laplace scale of the split decisions
-        (``(2β − 1)/((β − 1)·λ) ≤ ε_tree``)."""
-        return self._lam
+    lam = ReadOnly[float](
+        "``λ``, the integer Laplace scale of the split decisions "
+        "(``(2β − 1)/((β − 1)·λ) ≤ ε_tree``)."
+    )
 
     delta = ReadOnly[float]("``δ = λ·ln β``, the decay of the biased score per split.")
     fanout = ReadOnly[int]("``β``, the children of a split cell.")

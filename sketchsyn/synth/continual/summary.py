@@ -32,7 +32,7 @@ through the sketches, pruning the children whose count is below their level's no
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -82,6 +82,16 @@ _HEADER_BYTES = 64
 _PENDING = 1024
 _COUNTERS = ("kary", "binary", "honaker", "hybrid")
 _MAX_HONAKER_EPOCHS = 2**16
+T = TypeVar("T")
+
+
+class _ExactReadOnly(ReadOnly[T]):
+    """A read-only attribute that returns the exact PrivHP's attribute of the same name."""
+
+    def __get__(self, obj: object | None, objtype: type | None = None) -> Any:
+        if obj is None:
+            return self
+        return getattr(obj._exact, self._private[1:])  # type: ignore[attr-defined]
 
 
 class ContinualPrivHP(Summary):
@@ -294,41 +304,15 @@ class ContinualPrivHP(Summary):
         return _HonakerBank(self._offsets, self._h, self._scales, streams)
 
     # ------------------------------------------------------------------ parameters
-    @property
-    def domain(self) -> Any:
-        """The public domain."""
-        return self._exact.domain
-
-    @property
-    def epsilon(self) -> float:
-        """Total ε of all releases together (event level: one insertion or deletion)."""
-        return self._exact.epsilon
-
-    @property
-    def k(self) -> int:
-        """Pruning parameter."""
-        return self._exact.k
-
-    @property
-    def width(self) -> int:
-        """Sketch width ``w``."""
-        return self._exact.width
-
-    @property
-    def sketch_depth(self) -> int:
-        """Sketch rows ``j``."""
-        return self._exact.sketch_depth
-
-    @property
-    def depth(self) -> int:
-        """Depth ``r`` of the hierarchy."""
-        return self._exact.depth
-
-    @property
-    def L_k(self) -> int:  # noqa: N802 (the paper's name)
-        """Deepest level with counters."""
-        return self._exact.L_k
-
+    domain = _ExactReadOnly[Any]("The public domain.")
+    epsilon = _ExactReadOnly[float](
+        "Total ε of all releases together (event level: one insertion or deletion)."
+    )
+    k = _ExactReadOnly[int]("Pruning parameter.")
+    width = _ExactReadOnly[int]("Sketch width ``w``.")
+    sketch_depth = _ExactReadOnly[int]("Sketch rows ``j``.")
+    depth = _ExactReadOnly[int]("Depth ``r`` of the hierarchy.")
+    L_k = _ExactReadOnly[int]("Deepest level with counters.")  # noqa: N815 (the paper's name)
     horizon = ReadOnly[int]("Public horizon ``T`` (steps).")
     counter = ReadOnly[str]('The counter in every cell: "kary", "binary", "honaker" or "hybrid".')
     arity = ReadOnly[int | None](

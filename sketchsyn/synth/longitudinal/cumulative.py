@@ -34,9 +34,7 @@ import numpy as np
 
 from ...attributes import ReadOnly
 from ...errors import (
-    InputError,
     ParameterError,
-    ReleasedError,
     SerializationError,
     check_choice,
     check_epsilon,
@@ -46,7 +44,7 @@ from ...errors import (
 from ...io.serial import Arrays, MetaReader
 from ...privacy.accounting import zcdp_to_approx_dp
 from ...privacy.lineage import Lineage
-from ...privacy.rng import RNGLike, as_source
+from ...privacy.rng import RNGLike
 from .assign import assign_within_groups
 from .fixed_window import _assignment_source, _PanelCopies, as_column
 
@@ -182,30 +180,21 @@ class CumulativeSynthesizer(_PanelCopies):
         self._horizon = check_int(horizon, "horizon", name, minimum=1, maximum=2**20)
         self._rho = check_epsilon(rho, name, "rho")
         self._counter = check_choice(counter, "counter", name, tuple(available_counters()))
-        if not isinstance(keep_history, bool):
-            raise ParameterError(
-                f"The 'keep_history' parameter of {name} must be a bool. "
-                f"Got {keep_history!r} instead."
-            )
-        self._keep_history = keep_history
+        self._keep_history = self._check_keep_history(keep_history)
         check_memory(
             2 * self._n * np.dtype(_weight_dtype(self._horizon)).itemsize,
             name,
             f"the running counts of n={self._n} real and synthetic people",
         )
         self._budgets = counter_budgets(self._rho, self._horizon)
-        source = as_source(rng)
-        self._lineage = Lineage.new(source, self._kind, self._params())
+        source = self._open_stream(rng)
         self._sources = source.spawn(self._horizon + 1)
         self._assign_src = _assignment_source(self._sources[-1])
         self._counters: list[Any] = []  # counter b is built at period b
-        self._t = 0
         dtype = _weight_dtype(self._horizon)
         self._real = np.zeros(self._n, dtype=dtype)
         self._synth = np.zeros(self._n, dtype=dtype)
         self._s_hat = np.array([self._n], dtype=np.int64)  # Ŝ_0 … Ŝ_t
-        self._history: list[np.ndarray] = []
-        self._frozen = False
 
     def _params(self) -> dict[str, Any]:
         return {
@@ -285,12 +274,7 @@ class CumulativeSynthesizer(_PanelCopies):
         A refused column (wrong length, NaN, a value other than 0/1, past the horizon) leaves
         the state unchanged.
         """
-        if self._frozen:
-            raise ReleasedError(f"this {self._kind} is a snapshot; it is read-only")
-        if self._t >= self._horizon:
-            raise InputError(
-                f"{self._kind}: period {self._t + 1} is past the horizon T={self._horizon}"
-            )
+        self._check_next_period()
         x = as_column(column, self._n, 2, self._kind)
         t = self._t + 1
         # z_b^t for b = 1 … t: people with b − 1 ones so far and a one now.
@@ -316,19 +300,7 @@ class CumulativeSynthesizer(_PanelCopies):
 
     def update_many(self, columns: object) -> list[np.ndarray]:
         """Consume several periods; all columns are checked first (a bad one refuses all)."""
-        cols = list(columns)
-        if self._t + len(cols) > self._horizon:
-            raise InputError(
-                f"{self._kind}: {len(cols)} periods from period {self._t + 1} go past the "
-                f"horizon T={self._horizon}"
-            )
-        checked = []
-        for i, col in enumerate(cols):
-            try:
-                checked.append(as_column(col, self._n, 2, self._kind))
-            except InputError as exc:
-                raise InputError(f"in column {i} of the batch: {exc}") from exc
-        return [self.update(c) for c in checked]
+        return [self.update(c) for c in self._columns(columns, 2)]
 
     # ------------------------------------------------------------------ answers
     def query(self, b: int, proportion: bool = False) -> float:
@@ -350,11 +322,7 @@ class CumulativeSynthesizer(_PanelCopies):
 
     def history(self) -> np.ndarray:
         """The full synthetic panel ``(n, t)`` (only with ``keep_history=True``)."""
-        if not self._keep_history:
-            raise ParameterError(
-                f"{self._kind} keeps no history; build it with keep_history=True or store "
-                "each column returned by update()"
-            )
+        self._check_history()
         if not self._history:
             return np.zeros((self._n, 0), dtype=np.uint8)
         return np.column_stack(self._history)
@@ -371,22 +339,11 @@ class CumulativeSynthesizer(_PanelCopies):
         >>> CumulativeSynthesizer.from_bytes(s.to_bytes()) == s
         True
         """
-        meta = {
-            **self._params(),
-            "t": self._t,
-            "frozen": self._frozen,
-            "lineage": self._lineage.to_meta(),
-        }
-        arrays: dict[str, np.ndarray] = {
-            "real": self._real,
-            "synth": self._synth,
-            "s_hat": self._s_hat,
-        }
+        meta, history = self._copy_state()
+        arrays = {"real": self._real, "synth": self._synth, "s_hat": self._s_hat}
         for b, c in enumerate(self._counters):
             arrays[f"counter{b}"] = np.frombuffer(c.to_bytes(), dtype=np.uint8)
-        for i, h in enumerate(self._history):
-            arrays[f"history{i}"] = h
-        return meta, arrays
+        return meta, arrays | history
 
     @classmethod
     def _from_state(

@@ -152,12 +152,81 @@ class _PanelCopies(Summary):
     STATE_PRIVACY = "trusted"
     FORMAT_VERSION = 1
     TAKES_RNG = True
+    _kind: str
     _frozen: bool
     _t: int
+    _n: int
+    _horizon: int
+    _keep_history: bool
 
     @abc.abstractmethod
     def _params(self) -> dict[str, Any]:
         """The public parameters (what the constructor was given)."""
+
+    def _open_stream(self, rng: RNGLike) -> RandomSource:
+        """The noise source (after this object's lineage is drawn from it), at period 0 with no
+        history, writable."""
+        source = as_source(rng)
+        self._lineage = Lineage.new(source, self._kind, self._params())
+        self._t = 0
+        self._history: list[np.ndarray] = []
+        self._frozen = False
+        return source
+
+    def _copy_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The header fields and arrays every panel saves: parameters, period, read-only flag,
+        lineage and the history columns kept."""
+        meta = {
+            **self._params(),
+            "t": self._t,
+            "frozen": self._frozen,
+            "lineage": self._lineage.to_meta(),
+        }
+        return meta, {f"history{i}": h for i, h in enumerate(self._history)}
+
+    def _check_keep_history(self, keep_history: object) -> bool:
+        if not isinstance(keep_history, bool):
+            raise ParameterError(
+                f"The 'keep_history' parameter of {self._kind} must be a bool. "
+                f"Got {keep_history!r} instead."
+            )
+        return keep_history
+
+    def _check_writable(self) -> None:
+        if self._frozen:
+            raise ReleasedError(f"this {self._kind} is a snapshot; it is read-only")
+
+    def _check_next_period(self) -> None:
+        """Refuse a period on a snapshot or past the horizon."""
+        self._check_writable()
+        if self._t >= self._horizon:
+            raise InputError(
+                f"{self._kind}: period {self._t + 1} is past the horizon T={self._horizon}"
+            )
+
+    def _columns(self, columns: object, alphabet: int, dtype: type = np.int64) -> list[np.ndarray]:
+        """Every column of a batch checked (:func:`as_column`) before any is consumed, and the
+        batch within the horizon."""
+        cols = list(columns)
+        if self._t + len(cols) > self._horizon:
+            raise InputError(
+                f"{self._kind}: {len(cols)} periods from period {self._t + 1} go past the "
+                f"horizon T={self._horizon}"
+            )
+        checked = []
+        for i, col in enumerate(cols):
+            try:
+                checked.append(as_column(col, self._n, alphabet, self._kind, dtype))
+            except InputError as exc:
+                raise InputError(f"in column {i} of the batch: {exc}") from exc
+        return checked
+
+    def _check_history(self) -> None:
+        if not self._keep_history:
+            raise ParameterError(
+                f"{self._kind} keeps no history; build it with keep_history=True or store "
+                "each column returned by update()"
+            )
 
 
 class FixedWindowSynthesizer(_PanelCopies):
@@ -264,12 +333,7 @@ class FixedWindowSynthesizer(_PanelCopies):
                 f"Got {beta!r} instead."
             )
         self._beta = float(beta)
-        if not isinstance(keep_history, bool):
-            raise ParameterError(
-                f"The 'keep_history' parameter of {name} must be a bool. "
-                f"Got {keep_history!r} instead."
-            )
-        self._keep_history = keep_history
+        self._keep_history = self._check_keep_history(keep_history)
         self._max_synthetic = check_int(max_synthetic, "max_synthetic", name, minimum=1)
         q, k = self._alphabet, self._window
         bins = _bins(q, k)
@@ -303,17 +367,13 @@ class FixedWindowSynthesizer(_PanelCopies):
             name,
             f"the last reports of n={self._n} people and {self._bins} bins",
         )
-        source = as_source(rng)
-        self._lineage = Lineage.new(source, self._kind, self._params())
+        source = self._open_stream(rng)
         self._noise_src, assign = source.spawn(2)
         self._assign_src = _assignment_source(assign)
-        self._t = 0
         self._real = np.zeros(self._n, dtype=self._dtype)
         self._synth = np.zeros(0, dtype=self._dtype)
         self._p = np.zeros(self._bins, dtype=np.int64)
         self._repairs = 0
-        self._history: list[np.ndarray] = []
-        self._frozen = False
 
     # ------------------------------------------------------------------ public parameters
     def _params(self) -> dict[str, Any]:
@@ -391,11 +451,7 @@ class FixedWindowSynthesizer(_PanelCopies):
         A refused column (wrong length, NaN, value outside the alphabet, past the horizon)
         leaves the state unchanged.
         """
-        self._check_writable()
-        if self._t >= self._horizon:
-            raise InputError(
-                f"{self._kind}: period {self._t + 1} is past the horizon T={self._horizon}"
-            )
+        self._check_next_period()
         x = as_column(column, self._n, self._alphabet, self._kind, self._dtype)
         q, k = self._alphabet, self._window
         full = self._real * self._dtype(q) + x  # last min(t, k) reports, base q
@@ -423,19 +479,7 @@ class FixedWindowSynthesizer(_PanelCopies):
         unchanged. Returns the outputs of :meth:`update`, one per period.
         """
         self._check_writable()
-        cols = list(columns) if not isinstance(columns, np.ndarray) else list(columns)
-        if self._t + len(cols) > self._horizon:
-            raise InputError(
-                f"{self._kind}: {len(cols)} periods from period {self._t + 1} go past the "
-                f"horizon T={self._horizon}"
-            )
-        checked = []
-        for i, col in enumerate(cols):
-            try:
-                checked.append(as_column(col, self._n, self._alphabet, self._kind, self._dtype))
-            except InputError as exc:
-                raise InputError(f"in column {i} of the batch: {exc}") from exc
-        return [self.update(c) for c in checked]
+        return [self.update(c) for c in self._columns(columns, self._alphabet, self._dtype)]
 
     def _start(self, noisy: np.ndarray) -> np.ndarray:
         """Period ``k``: ``n*`` people, ``p_s`` with pattern ``s``, in random order."""
@@ -493,10 +537,6 @@ class FixedWindowSynthesizer(_PanelCopies):
         q, g = self._dtype(self._alphabet), self._dtype(self._groups)
         self._synth = (self._synth * q + values.astype(self._dtype, copy=False)) % g
         return values
-
-    def _check_writable(self) -> None:
-        if self._frozen:
-            raise ReleasedError(f"this {self._kind} is a snapshot; it is read-only")
 
     # ------------------------------------------------------------------ answers
     def _require_release(self) -> None:
@@ -564,11 +604,7 @@ class FixedWindowSynthesizer(_PanelCopies):
 
     def history(self) -> np.ndarray:
         """The full synthetic panel so far, ``(n*, t)`` (only with ``keep_history=True``)."""
-        if not self._keep_history:
-            raise ParameterError(
-                f"{self._kind} keeps no history; build it with keep_history=True or store "
-                "each column returned by update()"
-            )
+        self._check_history()
         self._require_release()
         return np.column_stack(self._history)
 
@@ -584,17 +620,9 @@ class FixedWindowSynthesizer(_PanelCopies):
         >>> FixedWindowSynthesizer.from_bytes(s.to_bytes()) == s
         True
         """
-        meta = {
-            **self._params(),
-            "t": self._t,
-            "repairs": self._repairs,
-            "frozen": self._frozen,
-            "lineage": self._lineage.to_meta(),
-        }
-        arrays = {"real": self._real, "synth": self._synth, "p": self._p}
-        for i, h in enumerate(self._history):
-            arrays[f"history{i}"] = h
-        return meta, arrays
+        meta, history = self._copy_state()
+        meta["repairs"] = self._repairs
+        return meta, {"real": self._real, "synth": self._synth, "p": self._p, **history}
 
     @classmethod
     def _from_state(

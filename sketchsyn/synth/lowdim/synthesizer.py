@@ -80,6 +80,7 @@ from ...io.summary import Summary
 from ...privacy import accounting
 from ...privacy.lineage import Lineage, state_digest
 from ...privacy.rng import RNGLike, as_source
+from ..offline.histogram import check_same_params
 from ..offline.pmm import PMM
 from ..offline.psmm import MAX_CELLS, PSMM
 from . import private_pca
@@ -580,12 +581,7 @@ class LowDimSynthesizer(Summary):
             raise IncompatibleError(
                 f"cannot merge a summary in phase {other._phase!r} into one in {self._phase!r}"
             )
-        mine, theirs = self._params(), other._params()
-        for key in mine:
-            if mine[key] != theirs[key]:
-                raise IncompatibleError(
-                    f"cannot merge with different {key!r}: {mine[key]!r} != {theirs[key]!r}"
-                )
+        check_same_params(self._params(), other._params())
         if self._phase == "accumulate":
             n = self._n_pca + other._n_pca
             if self._pca_rows is not None and n > self._pca_rows:

@@ -64,9 +64,8 @@ from ...errors import (
 )
 from ...io.serial import Arrays, MetaReader
 from ...privacy import accounting
-from ...privacy.lineage import Lineage, UsageGuard
 from ...privacy.noise import discrete_laplace
-from ...privacy.rng import RNGLike, as_source
+from ...privacy.rng import RNGLike
 from ..offline.histogram import LevelCounts
 from ..tree import consistent_levels_integer
 from .model import (
@@ -271,13 +270,7 @@ class MarginalSynthesizer(LevelCounts):
         self._cells2 = 4**self._bits
         self._cells1 = 2**self._fine_bits
         self._level = 2 * self._bits
-        self._counts = np.zeros(P * self._cells2 + d * self._cells1, dtype=np.int64)
-        self._source = as_source(rng)
-        self._n_seen = 0
-        self._n_dropped = 0
-        self._frozen = False
-        self._lineage = Lineage.new(as_source(None), self.kind, {})
-        self._usage = UsageGuard()
+        self._start(P * self._cells2 + d * self._cells1, rng)
 
     # ---------------------------------------------------------------- parameters
     epsilon = ReadOnly[float](
@@ -429,7 +422,7 @@ class MarginalSynthesizer(LevelCounts):
             np.asarray(leaves[P:], dtype=np.int64),
             self._pair_eps,
             self._single_eps,
-            params={k: v for k, v in self._params().items() if k != "domain"},
+            params=self._release_params(),
         )
         return dist, {}
 
@@ -460,31 +453,14 @@ class MarginalSynthesizer(LevelCounts):
             )
         size = len(pair_list(domain.d)) * 4**bits + domain.d * 2**fine
         counts = fields.array(arrays, "counts", np.int64, (size,))
-        frozen, released = fields.bool("frozen"), fields.bool("released")
-        lineage = fields.lineage()
-        n_seen = n_dropped = 0
-        if fields.has("diagnostics"):
-            diag = MetaReader(fields.dict("diagnostics"), cls.kind)
-            n_seen = diag.int("n_seen", minimum=0, maximum=2**63 - 1)
-            n_dropped = diag.int("n_dropped", minimum=0, maximum=2**63 - 1)
-        release = None
-        if released and "release" in arrays:
-            release = fields.nested(arrays, "release", MarginalDistribution)
+        copy = cls._read_copy(fields, arrays, MarginalDistribution)
         for name in arrays:
             if name not in ("counts", "release"):
                 raise SerializationError(f"{cls.kind} blob has an unexpected array {name!r}")
         if counts.size and counts.min() < 0:
             raise SerializationError(f"{cls.kind} blob array 'counts' holds negative counts")
         obj = cls._from_params(fields, rng)
-        obj._counts[...] = counts
-        obj._frozen = frozen
-        obj._lineage = lineage
-        obj._n_seen, obj._n_dropped = n_seen, n_dropped
-        if released and not lineage.released:
-            if release is not None:
-                lineage.record(obj._digest(), (release, {}))
-            else:  # released at another state: this copy may never be released
-                lineage.record(b"", (None, {}))
+        obj._load_copy(counts, copy, {})
         return obj
 
     def __repr__(self) -> str:

@@ -8,8 +8,9 @@ private**: keep it with the data holder.
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -31,27 +32,66 @@ from ...privacy.lineage import Lineage, UsageGuard, state_digest
 from ...privacy.rng import RNGLike, as_source
 from ..distribution import PrivateDistribution
 
-__all__ = ["LevelCounts"]
+__all__ = ["LevelCounts", "check_same_params"]
 
 _MAX_LEVEL = 30  # 2**30 int64 counters = 8 GiB: beyond that no machine here holds the state
 _STATE_FIELDS = ("frozen", "lineage", "released", "diagnostics")
 
 
+def check_same_params(mine: Mapping[str, Any], theirs: Mapping[str, Any], what: str = "") -> None:
+    """Refuse a merge of two summaries whose public parameters differ, naming the first one.
+
+    ``what`` names the summaries in the message (``"PrivHP summaries"``; default: nothing).
+
+    >>> check_same_params({"depth": 4}, {"depth": 5}, "PMM summaries")
+    Traceback (most recent call last):
+    ...
+    sketchsyn.errors.IncompatibleError: cannot merge PMM summaries with different 'depth': 4 != 5
+    """
+    for key in mine:
+        if mine[key] != theirs[key]:
+            raise IncompatibleError(
+                f"cannot merge {what + ' ' if what else ''}with different {key!r}: "
+                f"{mine[key]!r} != {theirs[key]!r}"
+            )
+
+
+@dataclass(frozen=True)
+class _Copy:
+    """What a blob says about the copy it holds besides its counts: read-only flag, lineage,
+    diagnostics and, once released, the release."""
+
+    frozen: bool
+    released: bool
+    lineage: Lineage
+    n_seen: int
+    n_dropped: int
+    release: Any
+
+
 class LevelCounts(Summary):
     """Base class: exact counts of the ``2**level`` cells of one level of ``domain``.
 
-    Subclasses give :meth:`_release_now` (draw the noise, return the release),
-    :meth:`_from_params` (rebuild from a blob's header) and :meth:`_param_fields`. The base
-    class owns the state, the protocol and the release guard: a summary is released once;
-    every copy of it (snapshot, deepcopy, pickle, bytes) shares its lineage, so in one process
-    a copy of the released state returns the same release and any other copy refuses; a
-    released blob carries the release.
+    Subclasses give :meth:`_release_now` (draw the noise, return the release), ``_PARAMS``
+    (the header fields they add, each kept as ``self._<name>``; ε as ``self._epsilon``) and,
+    when their constructor does not take ``(domain, epsilon, depth)`` first,
+    :meth:`_from_params`. The base class owns the state, the protocol and the release guard: a
+    summary is released once; every copy of it (snapshot, deepcopy, pickle, bytes) shares its
+    lineage, so in one process a copy of the released state returns the same release and any
+    other copy refuses; a released blob carries the release.
+
+    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): the exact counts of one level
+    until ``release()`` draws the noise; keep the bytes with the data holder. Once released,
+    the bytes also hold the release (public).
     """
 
     STATE_PRIVACY = "trusted"  # exact counts until the release (and after it)
     FORMAT_VERSION = 2  # 2: lineage, released flag and the release in the blob
     READS = (1, 2)
     TAKES_RNG = True
+    # The header fields a subclass adds to domain and depth, each kept as ``self._<name>``.
+    _PARAMS: ClassVar[tuple[str, ...]] = ()
+    _epsilon: float
 
     def __init__(
         self, domain: Any, level: int, rng: RNGLike, owner: str, level_name: str = "depth"
@@ -64,7 +104,11 @@ class LevelCounts(Summary):
             owner,
             f"2**{self._level} exact int64 counters and their noisy copy at release",
         )
-        self._counts = np.zeros(2**self._level, dtype=np.int64)
+        self._start(2**self._level, rng)
+
+    def _start(self, size: int, rng: RNGLike) -> None:
+        """``size`` zero counts, the noise source, an open copy of its own."""
+        self._counts = np.zeros(size, dtype=np.int64)
         self._source = as_source(rng)
         self._n_seen = 0
         self._n_dropped = 0
@@ -120,7 +164,8 @@ class LevelCounts(Summary):
         return consume(self.update_many, iterable, batch_size, self._domain.d)
 
     def _params(self) -> dict[str, Any]:
-        return {"domain": self._domain.to_dict(), "depth": self._level}
+        params = {"domain": self._domain.to_dict(), "depth": self._level}
+        return params | {name: getattr(self, f"_{name}") for name in self._PARAMS}
 
     def merge(self, other: LevelCounts) -> None:
         """Add the exact counts of another summary with the same parameters (before release).
@@ -134,12 +179,7 @@ class LevelCounts(Summary):
             raise IncompatibleError(
                 f"cannot merge a {type(other).__name__} into a {type(self).__name__}"
             )
-        mine, theirs = self._params(), other._params()
-        for key in mine:
-            if mine[key] != theirs[key]:
-                raise IncompatibleError(
-                    f"cannot merge with different {key!r}: {mine[key]!r} != {theirs[key]!r}"
-                )
+        check_same_params(self._params(), other._params())
         if other is self:
             raise IncompatibleError("cannot merge a summary with itself")
         if other.released:
@@ -196,6 +236,24 @@ class LevelCounts(Summary):
     def _release_now(self) -> tuple[PrivateDistribution, dict[str, np.ndarray]]:
         """Draw the noise and build the release; extra arrays are kept (and saved) with it."""
 
+    def _release_params(self) -> dict[str, Any]:
+        """The parameters a release states (all but the domain, which it holds)."""
+        return {k: v for k, v in self._params().items() if k != "domain"}
+
+    def _distribution(
+        self, levels: Any, prefixes: Any, counts: Any, mechanism: str
+    ) -> PrivateDistribution:
+        """The release over these leaves, with this summary's ε and parameters."""
+        return PrivateDistribution(
+            self._domain,
+            levels,
+            prefixes,
+            counts,
+            epsilon=self._epsilon,
+            mechanism=mechanism,
+            params=self._release_params(),
+        )
+
     # ---------------------------------------------------------------- bytes (Summary hooks)
     def _state(
         self, include_diagnostics: bool = False
@@ -223,9 +281,12 @@ class LevelCounts(Summary):
         return meta, arrays
 
     @classmethod
-    @abc.abstractmethod
     def _from_params(cls, fields: MetaReader, rng: RNGLike) -> LevelCounts:
-        """Rebuild an empty summary from a blob's header, every field read through ``fields``."""
+        """Rebuild an empty summary from a blob's header, every field read through ``fields``:
+        ``cls(domain, epsilon, depth, rng=rng)`` unless a subclass reads more."""
+        return cls(
+            fields.domain(), fields.epsilon("epsilon"), fields.int("depth", minimum=1), rng=rng
+        )
 
     @classmethod
     def _from_state(
@@ -247,6 +308,23 @@ class LevelCounts(Summary):
             raise SerializationError(f"{cls.kind} blob header has unknown fields {sorted(unknown)}")
         depth = fields.int("depth", minimum=1, maximum=_MAX_LEVEL)
         counts = fields.array(arrays, "counts", np.int64, (2**depth,))
+        copy = cls._read_copy(fields, arrays, PrivateDistribution)
+        obj = cls._from_params(fields, rng)
+        if obj._level != depth:
+            raise SerializationError(f"{cls.kind} blob counts do not match its depth")
+        extra = {}
+        shapes = obj._extra_shapes() if copy.release is not None else {}
+        for name in arrays:
+            if name.startswith("extra."):
+                if name[6:] not in shapes:
+                    raise SerializationError(f"{cls.kind} blob has an unexpected array {name!r}")
+                extra[name[6:]] = fields.array(arrays, name, *shapes[name[6:]])
+        obj._load_copy(counts, copy, extra)
+        return obj
+
+    @classmethod
+    def _read_copy(cls, fields: MetaReader, arrays: Arrays, release_class: type) -> _Copy:
+        """A blob's copy fields and its release (a ``release_class`` blob), checked."""
         frozen, released = fields.bool("frozen"), fields.bool("released")
         lineage = fields.lineage()
         n_seen = n_dropped = 0
@@ -256,32 +334,25 @@ class LevelCounts(Summary):
             n_dropped = diag.int("n_dropped", minimum=0, maximum=2**63 - 1)
         release = None
         if released and "release" in arrays:
-            release = fields.nested(arrays, "release", PrivateDistribution)
-        obj = cls._from_params(fields, rng)
-        if obj._level != depth:
-            raise SerializationError(f"{cls.kind} blob counts do not match its depth")
-        extra = {}
-        shapes = obj._extra_shapes() if release is not None else {}
-        for name in arrays:
-            if name.startswith("extra."):
-                if name[6:] not in shapes:
-                    raise SerializationError(f"{cls.kind} blob has an unexpected array {name!r}")
-                extra[name[6:]] = fields.array(arrays, name, *shapes[name[6:]])
-        obj._counts[...] = counts
-        obj._frozen = frozen
-        obj._lineage = lineage
-        obj._n_seen, obj._n_dropped = n_seen, n_dropped
-        if released and not lineage.released:
-            if release is not None:
-                lineage.record(obj._digest(), (release, extra))
+            release = fields.nested(arrays, "release", release_class)
+        return _Copy(frozen, released, lineage, n_seen, n_dropped, release)
+
+    def _load_copy(self, counts: np.ndarray, copy: _Copy, extra: dict[str, np.ndarray]) -> None:
+        """Take a loaded blob's checked counts and copy fields (and its release, if any)."""
+        self._counts[...] = counts
+        self._frozen = copy.frozen
+        self._lineage = lineage = copy.lineage
+        self._n_seen, self._n_dropped = copy.n_seen, copy.n_dropped
+        if copy.released and not lineage.released:
+            if copy.release is not None:
+                lineage.record(self._digest(), (copy.release, extra))
             else:  # released at another state: this copy may never be released
                 lineage.record(b"", (None, {}))
-        return obj
 
     @classmethod
     def _param_fields(cls) -> set[str]:
         """The header fields :meth:`_from_params` reads."""
-        return {"domain", "depth"}
+        return {"domain", "depth", *cls._PARAMS}
 
     def _extra_shapes(self) -> dict[str, tuple[Any, tuple[int, ...]]]:
         """Dtype and shape of each extra array the release keeps (checked on load)."""

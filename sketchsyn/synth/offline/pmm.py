@@ -42,9 +42,7 @@ __all__ = ["PMM"]
 class PMM(LevelCounts):
     """Private Measure Mechanism: full tree, optimal per-level integer Laplace noise.
 
-    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): the exact counts of one level
-    until ``release()`` draws the noise; keep the bytes with the data holder. Once released,
-    the bytes also hold the release (public).
+    Saved state: **trusted**: exact counts until ``release()`` (see :class:`LevelCounts`).
 
     Parameters
     ----------
@@ -92,6 +90,7 @@ class PMM(LevelCounts):
         super().__init__(domain, depth, rng, "PMM")
         self._scales = self.scales  # refuses a budget too small for the sampler, up front
 
+    _PARAMS = ("epsilon", "consistency")
     epsilon = ReadOnly[float]("Privacy budget ε of the release.")
 
     @property
@@ -104,12 +103,8 @@ class PMM(LevelCounts):
         gammas = [self._domain.gamma(level) for level in range(-1, self._level + 1)]
         return accounting.pmm_scales(self._epsilon, self._level, gammas=gammas)
 
-    def _params(self) -> dict[str, Any]:
-        return super()._params() | {"epsilon": self._epsilon, "consistency": self._consistency}
-
     @classmethod
     def _from_params(cls, fields: MetaReader, rng: RNGLike) -> PMM:
-
         return cls(
             fields.domain(),
             fields.epsilon("epsilon"),
@@ -117,10 +112,6 @@ class PMM(LevelCounts):
             consistency=fields.str("consistency", ("uniform", "proportional")),
             rng=rng,
         )
-
-    @classmethod
-    def _param_fields(cls) -> set[str]:
-        return super()._param_fields() | {"epsilon", "consistency"}
 
     def _extra_shapes(self) -> dict[str, tuple[Any, tuple[int, ...]]]:
         return {"synthetic_counts": (np.int64, (2**self._level,))}
@@ -141,15 +132,7 @@ class PMM(LevelCounts):
         if not keep.any():  # nothing survived the noise: release the (all-zero) full level,
             keep[:] = True  # which PrivateDistribution treats as "no information" (uniform)
         synthetic_counts = np.asarray(consistent[-1], dtype=np.int64)
-        dist = PrivateDistribution(
-            self._domain,
-            levels[keep],
-            prefixes[keep],
-            counts[keep],
-            epsilon=self._epsilon,
-            mechanism="PMM",
-            params={k: v for k, v in self._params().items() if k != "domain"},
-        )
+        dist = self._distribution(levels[keep], prefixes[keep], counts[keep], "PMM")
         return dist, {"synthetic_counts": synthetic_counts}
 
     @property

@@ -37,7 +37,6 @@ import numpy as np
 
 from ...attributes import ReadOnly
 from ...errors import ParameterError, check_epsilon, check_int
-from ...io.serial import MetaReader
 from ...privacy.accounting import laplace_scale
 from ...privacy.noise import discrete_laplace
 from ...privacy.rng import RNGLike
@@ -84,9 +83,7 @@ def closest_probability_measure(nu: np.ndarray, dist: np.ndarray) -> np.ndarray:
 class PSMM(LevelCounts):
     """Private Signed Measure Mechanism on the ``2**depth`` cells of one level.
 
-    Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): the exact counts of one level
-    until ``release()`` draws the noise; keep the bytes with the data holder. Once released,
-    the bytes also hold the release (public).
+    Saved state: **trusted**: exact counts until ``release()`` (see :class:`LevelCounts`).
 
     Parameters
     ----------
@@ -110,24 +107,8 @@ class PSMM(LevelCounts):
             )
         super().__init__(domain, depth, rng, "PSMM")
 
+    _PARAMS = ("epsilon",)
     epsilon = ReadOnly[float]("Privacy budget ε of the release.")
-
-    def _params(self) -> dict[str, Any]:
-        return super()._params() | {"epsilon": self._epsilon}
-
-    @classmethod
-    def _from_params(cls, fields: MetaReader, rng: RNGLike) -> PSMM:
-
-        return cls(
-            fields.domain(),
-            fields.epsilon("epsilon"),
-            fields.int("depth", minimum=1),
-            rng=rng,
-        )
-
-    @classmethod
-    def _param_fields(cls) -> set[str]:
-        return super()._param_fields() | {"epsilon"}
 
     def _release_now(self) -> tuple[PrivateDistribution, dict[str, np.ndarray]]:
         """Add the noise once, solve the LP, return the private distribution."""
@@ -138,13 +119,4 @@ class PSMM(LevelCounts):
         centres = self._domain.normalize(self._domain.decode(cells, self._level))
         dist = np.abs(centres[:, None, :] - centres[None, :, :]).max(axis=-1)
         tau = closest_probability_measure(noisy / total, dist)
-        dist = PrivateDistribution(
-            self._domain,
-            np.full(m, self._level),
-            cells,
-            tau * total,
-            epsilon=self._epsilon,
-            mechanism="PSMM",
-            params={k: v for k, v in self._params().items() if k != "domain"},
-        )
-        return dist, {}
+        return self._distribution(np.full(m, self._level), cells, tau * total, "PSMM"), {}

@@ -111,7 +111,8 @@ class LevelBank:
 
     The host sets ``_sketches``, ``_sketch``, ``_width``, ``_sketch_depth``, ``_depth``,
     ``_L_c`` and ``_tree`` before calling :meth:`_bind_bank`, and ``_domain``, ``_raw``,
-    ``_flushed``, ``_usage``, the diagnostics ``_n_seen``, ``_n_removed``, ``_n_dropped`` and a
+    ``_flushed``, ``_usage``, the diagnostics ``_n_seen``, ``_n_removed``, ``_n_dropped``,
+    ``_adjusted`` (a table's values changed or dropped by a policy, per column) and a
     ``_check_open()`` method before counting rows (:meth:`_count_rows`).
     """
 
@@ -133,6 +134,7 @@ class LevelBank:
     _n_seen: int
     _n_removed: int
     _n_dropped: int
+    _adjusted: dict[str, int]
     _check_open: Callable[[], None]
 
     def _one_row(self, x: Any, method: str) -> np.ndarray:
@@ -147,7 +149,10 @@ class LevelBank:
         """
         self._check_open()
         with self._usage.enter("PrivHP"):
-            codes, dropped = self._domain.encode(X, self._depth, return_dropped=True)
+            adjusted: dict[str, int] = {}
+            codes, dropped = self._domain.encode(
+                X, self._depth, return_dropped=True, adjusted=adjusted
+            )
             codes = np.asarray(codes, dtype=np.uint64)
             tree_counts, bank_counts = self._level_counts(codes)
             if sign > 0:
@@ -161,6 +166,8 @@ class LevelBank:
                 self._bank -= bank_counts
                 self._n_removed += int(codes.size)
             self._n_dropped += int(dropped)
+            for key, n in adjusted.items():
+                self._adjusted[key] = self._adjusted.get(key, 0) + n
 
     def _check_removable(self, tree_counts: np.ndarray) -> None:
         """Refuse a removal that would take an exact counter cell below zero.

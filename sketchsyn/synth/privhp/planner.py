@@ -84,6 +84,7 @@ __all__ = [
     "Plan",
     "RELEASE_FACTOR",
     "RELEASE_MIN_D",
+    "layout_kwargs",
     "plan",
     "target_depth",
 ]
@@ -173,6 +174,17 @@ def useful_width(epsilon: float, n: int, depth: int) -> int:
     return max(1, math.ceil(4.0 * epsilon * n / (SKETCH_DEPTH * (depth + 1))))
 
 
+def layout_kwargs(plan: Any) -> dict[str, Any]:
+    """A plan's sketch layout as constructor keywords (``k``, ``width``, ``sketch_depth``,
+    ``depth``): what a PrivHP plan and a ContinualPrivHP plan both choose."""
+    return {
+        "k": plan.k,
+        "width": plan.width,
+        "sketch_depth": plan.sketch_depth,
+        "depth": plan.depth,
+    }
+
+
 @dataclass(frozen=True)
 class Plan:
     """PrivHP parameters for a byte budget, with the reasons (:func:`plan`, ``PrivHP.plan``).
@@ -201,11 +213,7 @@ class Plan:
 
     def kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ``PrivHP(domain, epsilon, **plan.kwargs())``."""
-        return {
-            "k": self.k,
-            "width": self.width,
-            "sketch_depth": self.sketch_depth,
-            "depth": self.depth,
+        return layout_kwargs(self) | {
             "counter_depth": self.counter_depth,
             "release_k": self.release_k,
             "expected_n": self.expected_n,

@@ -249,6 +249,19 @@ def noisy_state(php: Any) -> tuple[np.ndarray, list]:
     return tree_counts, sketches
 
 
+def _masked(domain: Any, level: int, counts: Any, prefixes: np.ndarray | None = None) -> np.ndarray:
+    """``counts`` (float64) with 0 for the cells that hold no value of a table's column (their
+    true count is 0: public knowledge of the schema, so post-processing); ``prefixes`` default
+    to the whole level."""
+    out = np.asarray(counts, dtype=np.float64)
+    valid = getattr(domain, "valid", None)
+    if valid is None:
+        return out
+    if prefixes is None:
+        prefixes = np.arange(out.size, dtype=_U64)
+    return np.where(valid(np.full(prefixes.size, level), prefixes), out, 0.0)
+
+
 def grow_release(php: Any, prune: float = 0.0) -> tuple[PrivateDistribution, tree.PartitionTree]:
     """Algorithms 3–4 on ``php``'s noisy state: the consistent top, grown through the sketches.
 
@@ -258,7 +271,7 @@ def grow_release(php: Any, prune: float = 0.0) -> tuple[PrivateDistribution, tre
     """
     tree_counts, sketches = noisy_state(php)
     levels = [
-        tree_counts[2**level - 1 : 2 ** (level + 1) - 1].astype(np.float64)
+        _masked(php._domain, level, tree_counts[2**level - 1 : 2 ** (level + 1) - 1])
         for level in range(php._L_c + 1)
     ]
     # Hay et al.'s least squares on the counter levels (measured 3–5% lower W1 than the
@@ -271,7 +284,8 @@ def grow_release(php: Any, prune: float = 0.0) -> tuple[PrivateDistribution, tre
         def values(level: int, prefixes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             rows = sketches[level - L - 1]._row_values(prefixes).astype(np.float64)
             median = np.median(rows, axis=0)
-            return (median if sketches[level - L - 1]._signed else rows.min(axis=0)), median
+            estimate = median if sketches[level - L - 1]._signed else rows.min(axis=0)
+            return _masked(php._domain, level, estimate, prefixes), median
 
         def level_sd(level: int) -> float:
             return float(discrete_laplace_variance(float(php._scales[level]))) ** 0.5
@@ -284,7 +298,8 @@ def grow_release(php: Any, prune: float = 0.0) -> tuple[PrivateDistribution, tre
         top = tree.consistent_levels(least_squares_levels(levels, variances))
 
         def query(level: int, prefixes: np.ndarray) -> np.ndarray:
-            return np.asarray(sketches[level - L - 1].query_many(prefixes), dtype=np.float64)
+            estimate = sketches[level - L - 1].query_many(prefixes)
+            return _masked(php._domain, level, estimate, prefixes)
 
         grown = tree.grow_partition(top, query, php._release_k, php._depth, prune_top=True)
     leaf_levels, leaf_prefixes, leaf_counts = grown.leaves()

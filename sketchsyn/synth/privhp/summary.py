@@ -36,7 +36,8 @@ row of weight −1. The release clamps negative cells to zero (the consistency s
 
 Public parameters (not protected): the domain bounds, ``k``, ``width``, ``sketch_depth``, ``depth``,
 the hash ``seed`` and the allocation. The number of rows dropped by an out-of-bounds policy of
-``"drop"`` (``n_dropped``), ``n_seen`` and ``n_removed`` are exact, non-private diagnostics:
+``"drop"`` (``n_dropped``), a table's values changed by a column policy (``adjusted``),
+``n_seen`` and ``n_removed`` are exact, non-private diagnostics:
 they stay in memory, are not part of the release, and are left out of ``to_bytes`` (and pickle)
 unless asked for by name (``to_bytes(include_diagnostics=True)``, a local checkpoint).
 
@@ -91,6 +92,7 @@ from ...privacy.rng import RNGLike, as_source
 from ...sketches.sketch import CountMinSketch, CountSketch
 from .. import tree
 from ..distribution import PrivateDistribution
+from ..offline.histogram import check_same_params
 from .bank import LevelBank
 from .release import least_squares_levels, noisy_state, release_once
 from .sizing import HEADER_BYTES, Sizing
@@ -143,8 +145,16 @@ class PrivHP(LevelBank, Sizing, Summary):
 
     Parameters
     ----------
-    domain : Box or BitDomain
-        Public domain; its ``encode`` turns points into Morton codes.
+    domain : Box, BitDomain or Schema
+        Public domain; its ``encode`` turns points into Morton codes. On a table
+        (:class:`~sketchsyn.domains.Schema`) each level of the tree halves one column's codes,
+        round robin over the columns that still have bits: a categorical column is split into
+        halves of its category list (by index, 2 categories of 3 on one side), an integer
+        column into halves of its range, a numeric or datetime column at the middle of its
+        interval, a boolean once (false, true), an IPv4 column by address prefix (a ``/l``
+        network); a cell holding no value of a column (unused codes past the last category
+        or integer) gets no mass in the release. ``update_many`` then takes DataFrames and
+        the release samples typed tables. Same guarantee and memory as on a box.
     epsilon : float
         Total privacy budget ε > 0; split over the levels as ``σ_0 … σ_r`` (``sigmas``).
     k : int
@@ -326,6 +336,7 @@ class PrivHP(LevelBank, Sizing, Summary):
             )
         self._bind_bank()
         self._n_seen = self._n_removed = self._n_dropped = 0
+        self._adjusted: dict[str, int] = {}
         self._flushed = False  # a flushed raw summary no longer holds its whole stream
         self._frozen = False
         # A raw state holds no noise yet: its identity is random even with a seed, so raw
@@ -371,10 +382,9 @@ class PrivHP(LevelBank, Sizing, Summary):
     sketch_depth = ReadOnly[int]("Sketch rows ``j``.")
     depth = ReadOnly[int]("Depth ``r`` of the hierarchy.")
 
-    @property
-    def L_k(self) -> int:  # noqa: N802 (the paper's name)
-        """The paper's ``L_k = min(floor(log2 k), r)``; the counters stop at ``counter_depth``."""
-        return self._L_k
+    L_k = ReadOnly[int](  # noqa: N815 (the paper's name)
+        "The paper's ``L_k = min(floor(log2 k), r)``; the counters stop at ``counter_depth``."
+    )
 
     @property
     def counter_depth(self) -> int:
@@ -411,6 +421,13 @@ class PrivHP(LevelBank, Sizing, Summary):
     n_dropped = ReadOnly[int](
         """Rows dropped by the domain's ``"drop"`` policy (exact; not private)."""
     )
+
+    @property
+    def adjusted(self) -> dict[str, int]:
+        """On a table (:class:`~sketchsyn.domains.Schema`): values a column's policy clipped,
+        mapped to "other" or dropped, as ``{"<column>:<action>": count}`` (exact; not
+        private; a copy)."""
+        return dict(self._adjusted)
 
     @property
     def released(self) -> bool:
@@ -541,13 +558,7 @@ class PrivHP(LevelBank, Sizing, Summary):
         self._check_open()
         if not isinstance(other, PrivHP):
             raise IncompatibleError(f"can only merge a PrivHP into a PrivHP, got {type(other)!r}")
-        mine, theirs = self._params(), other._params()
-        for key in mine:
-            if mine[key] != theirs[key]:
-                raise IncompatibleError(
-                    f"cannot merge PrivHP summaries with different {key!r}: "
-                    f"{mine[key]!r} != {theirs[key]!r}"
-                )
+        check_same_params(self._params(), other._params(), "PrivHP summaries")
         if other is self:
             raise IncompatibleError("cannot merge a PrivHP with itself (its noise would double)")
         if other.released:
@@ -561,6 +572,8 @@ class PrivHP(LevelBank, Sizing, Summary):
             self._n_seen += other._n_seen
             self._n_removed += other._n_removed
             self._n_dropped += other._n_dropped
+            for key, n in other._adjusted.items():
+                self._adjusted[key] = self._adjusted.get(key, 0) + n
             self._raw = self._raw and other._raw
             self._flushed = self._flushed or other._flushed
             self._lineage = lineage
@@ -596,10 +609,11 @@ class PrivHP(LevelBank, Sizing, Summary):
             private._tree += self._tree
             private._bank += self._bank
             private._n_seen, private._n_removed = self._n_seen, self._n_removed
-            private._n_dropped = self._n_dropped
+            private._n_dropped, private._adjusted = self._n_dropped, self._adjusted
             self._tree[...] = 0
             self._bank[...] = 0
             self._n_seen = self._n_removed = self._n_dropped = 0
+            self._adjusted = {}
             self._flushed = True
         return private
 
@@ -684,6 +698,8 @@ class PrivHP(LevelBank, Sizing, Summary):
                 "n_removed": self._n_removed,
                 "n_dropped": self._n_dropped,
             }
+            if self._adjusted:
+                meta["diagnostics"]["adjusted"] = dict(self._adjusted)
         if self._flushed:
             meta["flushed"] = True
         return meta, arrays
@@ -733,11 +749,13 @@ class PrivHP(LevelBank, Sizing, Summary):
         lineage = fields.lineage()
         flushed = fields.bool("flushed", default=False)
         n_seen = n_removed = n_dropped = 0
+        adjusted: dict[str, int] = {}
         if fields.has("diagnostics"):
             diag = MetaReader(fields.dict("diagnostics"), _KIND)
             n_seen = diag.int("n_seen", minimum=0, maximum=2**63 - 1)
             n_removed = diag.int("n_removed", minimum=0, maximum=2**63 - 1, default=0)
             n_dropped = diag.int("n_dropped", minimum=0, maximum=2**63 - 1)
+            adjusted = diag.counts("adjusted")
         # Sizes are checked against the blob before anything large is allocated.
         n_tree, bank_shape = cls._state_shape(params)
         tree_arr = fields.array(arrays, "tree", np.int64, (n_tree,))
@@ -753,6 +771,7 @@ class PrivHP(LevelBank, Sizing, Summary):
         obj._frozen = frozen
         obj._lineage = lineage
         obj._n_seen, obj._n_removed, obj._n_dropped = n_seen, n_removed, n_dropped
+        obj._adjusted = adjusted
         obj._flushed = flushed
         # A loaded object draws any later noise (raw release) from rng (default: the OS CSPRNG).
         obj._release_stream = as_source(rng)
@@ -769,8 +788,17 @@ class PrivHP(LevelBank, Sizing, Summary):
         if L_c is None:
             L_c = PrivHP.auto_counter_depth(int(params["k"]), width, j, depth)
         L_c = int(L_c)
-        check_memory(8 * (2 ** (L_c + 1) - 1), "PrivHP", f"2**{L_c + 1} counters")
-        check_memory(16 * width * j * (depth - L_c), "PrivHP", "its sketch bank")
+        check_memory(
+            8 * (2 ** (L_c + 1) - 1),
+            "PrivHP",
+            f"2**{L_c + 1} counters (header field 'counter_depth')",
+        )
+        check_memory(
+            16 * width * j * (depth - L_c),
+            "PrivHP",
+            f"its sketch bank (header fields 'width' = {width}, 'sketch_depth' = {j}, 'depth' = "
+            f"{depth}, 'counter_depth' = {L_c})",
+        )
         return 2 ** (L_c + 1) - 1, (depth - L_c, j, width)
 
     # ------------------------------------------------------------------ release

@@ -1,0 +1,781 @@
+"""The columns of a table :class:`~sketchsyn.domains.schema.Schema`, one class per kind.
+
+Each column maps its values to **units** (one float64 per value: the number itself for a
+numeric or integer column, microseconds since 1970 for a datetime, the category's index for a
+categorical, 0/1 for a boolean, the 32-bit address for an IPv4 column) and its units to a
+**code** of ``bits`` bits, the column's share of a record's cell code. Codes
+``0 … n_codes − 1`` name values; a code at or above ``n_codes`` (a categorical's or an integer's
+unused tail up to the next power of two) names none, and a release gives such cells no mass.
+
+Everything here is public metadata given by the user: nothing is read from the data.
+
+>>> col = CategoricalColumn("carrier", ["9E", "AA", "AS"])
+>>> col.bits, col.n_codes
+(2, 3)
+>>> col.units(np.array(["AA", "9E"], dtype=object), Adjusted()).tolist()
+[1.0, 0.0]
+>>> IntegerColumn("month", 1, 12).codes(np.array([1.0, 12.0])).tolist()
+[0, 11]
+"""
+
+from __future__ import annotations
+
+import abc
+import datetime as _dt
+import math
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import InputError, ParameterError
+from .base import _row_text
+from .ipv4 import _parse_ipv4
+from .tables import item, to_numpy_1d
+from .where import Condition
+
+__all__ = [
+    "Adjusted",
+    "BooleanColumn",
+    "CategoricalColumn",
+    "Column",
+    "DatetimeColumn",
+    "IPv4Column",
+    "IntegerColumn",
+    "NumericColumn",
+    "column_from_dict",
+    "ipv4_text",
+    "tally",
+]
+
+_U64 = np.uint64
+_EPOCH = np.datetime64(0, "us")
+CONTINUOUS_BITS = 32  # code bits of a numeric or datetime column
+MAX_INTEGER_SPAN = 2**53  # integers stay exact in float64 units
+
+
+class Adjusted(dict):
+    """Per-column counts of values a policy changed or dropped in one batch (exact, not private).
+
+    Keys are ``"<column>:<action>"`` (``clipped``, ``other``, ``dropped``).
+
+    >>> a = Adjusted(); a.add("hour", "clipped", 2); dict(a)
+    {'hour:clipped': 2}
+    """
+
+    def add(self, column: str, action: str, n: int) -> None:
+        tally(self, column, action, n)
+
+
+def tally(counts: dict[str, int], column: str, action: str, n: int) -> None:
+    """Add ``n`` to ``counts["<column>:<action>"]`` (nothing when ``n`` is 0)."""
+    if n:
+        key = f"{column}:{action}"
+        counts[key] = counts.get(key, 0) + int(n)
+
+
+class Column(abc.ABC):
+    """One column of a schema: its name, kind, out-of-schema policy, units and codes."""
+
+    kind: ClassVar[str]
+    POLICIES: ClassVar[tuple[str, ...]] = ("raise", "drop")
+
+    def __init__(self, name: str, policy: str = "raise") -> None:
+        if not isinstance(name, str) or not name:
+            raise ParameterError(
+                f"The 'name' of a {self.kind} column must be a non-empty str. Got {name!r} instead."
+            )
+        self.name = name
+        if policy not in self.POLICIES:
+            raise ParameterError(
+                f"The 'policy' of column {name!r} ({self.kind}) must be one of "
+                f"{list(self.POLICIES)}. Got {policy!r} instead."
+            )
+        self.policy = policy
+
+    # ------------------------------------------------------------------ what a kind supplies
+    @property
+    @abc.abstractmethod
+    def bits(self) -> int:
+        """Bits of the column's code."""
+
+    @property
+    @abc.abstractmethod
+    def n_codes(self) -> int:
+        """Codes ``0 … n_codes − 1`` name values; higher codes name none."""
+
+    @abc.abstractmethod
+    def _to_units(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Units of a 1-D array of raw values, and a mask of values outside the column (NaN
+        units for values that could not be read at all)."""
+
+    @abc.abstractmethod
+    def codes(self, units: np.ndarray) -> np.ndarray:
+        """Codes (uint64) of valid units."""
+
+    @abc.abstractmethod
+    def output(self, units: np.ndarray, library: str) -> Any:
+        """The units as a column of the right type for ``library`` (``numpy``, ``pandas``,
+        ``polars``, ``pyarrow``)."""
+
+    @abc.abstractmethod
+    def value_units(self, value: Any) -> float:
+        """The units of one value written in a condition (``"AA"``, ``60``, ``"2013-06-01"``)."""
+
+    @abc.abstractmethod
+    def to_dict(self) -> dict[str, Any]:
+        """The column's entry of the schema's dict form."""
+
+    # ------------------------------------------------------------------ shared behaviour
+    @property
+    def discrete(self) -> bool:
+        """True when every code names one value (all kinds but numeric and datetime)."""
+        return True
+
+    def units(self, values: Any, adjusted: Adjusted, offset: int = 0) -> np.ndarray:
+        """Checked units of a batch of raw values (a column of any library; NaN where the
+        ``"drop"`` policy drops a row); the policy applied to out-of-schema values, counted in
+        ``adjusted``. ``offset`` is the batch's first row, for error messages."""
+        units, outside = self._to_units(values)
+        if outside.any():
+            units = self._apply_policy(values, units, outside, adjusted, offset)
+        return units
+
+    def _apply_policy(
+        self, raw: Any, units: np.ndarray, outside: np.ndarray, adjusted: Adjusted, offset: int
+    ) -> np.ndarray:
+        if self.policy == "drop":
+            units = units.copy()
+            units[outside] = np.nan
+            tally(adjusted, self.name, "dropped", int(outside.sum()))
+            return units
+        i = int(np.flatnonzero(outside)[0])
+        raise InputError(
+            f"row {offset + i}: column {self.name!r} = {_row_text(item(raw, i))} "
+            f"{self._outside_text()} "
+            f"(policy {self.policy!r}; set the column's policy to "
+            f"{' or '.join(repr(p) for p in self.POLICIES if p != 'raise')} to accept such values)"
+        )
+
+    def _outside_text(self) -> str:
+        return f"is not a {self.kind} value of the schema"
+
+    def valid_range(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The codes of ``[lo, hi)`` that name values: ``[lo, min(hi, n_codes))`` (uint64;
+        empty where ``lo ≥ n_codes``)."""
+        return lo, np.minimum(hi, _U64(self.n_codes))
+
+    def sample(self, lo: np.ndarray, hi: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Units uniform over the valid codes of ``[lo, hi)`` (``u`` uniform in [0, 1)); a range
+        with no valid code gives the last valid code."""
+        lo, hi = self.valid_range(lo, hi)
+        hi = np.maximum(hi, np.minimum(lo, _U64(self.n_codes - 1)) + _U64(1))
+        lo = np.minimum(lo, hi - _U64(1))
+        span = (hi - lo).astype(np.float64)
+        code = lo + np.minimum(np.floor(u * span), span - 1).astype(_U64)
+        return self._code_units(code)
+
+    def _code_units(self, code: np.ndarray) -> np.ndarray:
+        return code.astype(np.float64)
+
+    def valid_count(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """How many codes of ``[lo, hi)`` name values (float64)."""
+        lo, hi = self.valid_range(lo, hi)
+        return np.where(hi > lo, (hi - lo).astype(np.float64), 0.0)
+
+    def fraction(self, lo: np.ndarray, hi: np.ndarray, cond: Condition) -> np.ndarray:
+        """Share of the valid values of code range ``[lo, hi)`` inside ``cond`` (uniform)."""
+        vlo, vhi = self.valid_range(lo, hi)
+        a = self._code_units(vlo)
+        b = self._code_units(np.maximum(vhi, vlo + _U64(1)) - _U64(1))  # last valid value
+        total = np.maximum(vhi.astype(np.float64) - vlo.astype(np.float64), 0.0)
+        hit = np.zeros(lo.shape, dtype=np.float64)
+        for low, high, low_open, high_open in cond.intervals:
+            first = np.floor(low) + 1 if low_open and low == np.floor(low) else np.ceil(low)
+            last = np.ceil(high) - 1 if high_open and high == np.ceil(high) else np.floor(high)
+            hit += np.clip(np.minimum(b, last) - np.maximum(a, first) + 1, 0.0, None)
+        return np.where(total > 0, np.minimum(hit, total) / np.where(total > 0, total, 1), 0.0)
+
+    def range_units(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """First and last value (units) of the valid codes of ``[lo, hi)``."""
+        vlo, vhi = self.valid_range(lo, hi)
+        last = np.maximum(vhi, vlo + _U64(1)) - _U64(1)
+        return self._code_units(vlo), self._code_units(last)
+
+    def normalize(self, units: np.ndarray) -> np.ndarray:
+        """Units → ``[0, 1]`` (code position), for distances between records."""
+        return self.codes(units).astype(np.float64) / max(self.n_codes - 1, 1)
+
+    def _dict(self, **fields: Any) -> dict[str, Any]:
+        out = {"name": self.name, "kind": self.kind, **fields}
+        if self.policy != "raise":
+            out["policy"] = self.policy
+        return out
+
+
+def _bits_for(n: int) -> int:
+    return max(1, (n - 1).bit_length())
+
+
+def _float_values(values: np.ndarray) -> np.ndarray:
+    """A float64 view of numbers (numbers written as text too); NaN where unreadable."""
+    if values.dtype.kind in "fiu":
+        return values.astype(np.float64, copy=False)
+    out = np.full(values.shape[0], np.nan)
+    if values.dtype.kind == "b":
+        return out
+    for i, v in enumerate(values):
+        if isinstance(v, (bool, np.bool_)) or v is None:
+            continue
+        try:
+            out[i] = float(v)
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+class _Ordered(Column):
+    """Numeric, integer and datetime columns: ``[low, high]`` with a clip policy."""
+
+    POLICIES = ("raise", "clip", "drop")
+
+    def _check_bounds(self, low: float, high: float, raw: tuple[Any, Any]) -> None:
+        if not (math.isfinite(low) and math.isfinite(high)) or not low < high:
+            raise ParameterError(
+                f"The 'low' and 'high' of column {self.name!r} ({self.kind}) must be finite "
+                f"with low < high. Got low={raw[0]!r}, high={raw[1]!r} instead."
+            )
+        self.low, self.high = low, high
+
+    def _bounded(self, units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        with np.errstate(invalid="ignore"):
+            outside = ~((units >= self.low) & (units <= self.high))
+        return units, outside
+
+    def _apply_policy(
+        self, raw: Any, units: np.ndarray, outside: np.ndarray, adjusted: Adjusted, offset: int
+    ) -> np.ndarray:
+        if self.policy == "clip":
+            nan = np.isnan(units)
+            if nan.any():
+                i = int(np.flatnonzero(nan)[0])
+                raise InputError(
+                    f"row {offset + i}: column {self.name!r} = {_row_text(item(raw, i))} is not a "
+                    f"{self.kind} value (missing or unreadable; the 'clip' policy clips only "
+                    "values outside [low, high])"
+                )
+            tally(adjusted, self.name, "clipped", int(outside.sum()))
+            return np.clip(units, self.low, self.high)
+        return super()._apply_policy(raw, units, outside, adjusted, offset)
+
+    def _outside_text(self) -> str:
+        return f"is outside [{self._show(self.low)}, {self._show(self.high)}] or missing"
+
+    def _show(self, u: float) -> str:
+        return repr(u)
+
+
+class NumericColumn(_Ordered):
+    """Real numbers in ``[low, high]``; the code is the value's position on ``2**32`` cells.
+
+    >>> c = NumericColumn("dep_delay", -120, 1440)
+    >>> c.codes(np.array([-120.0, 1440.0])).tolist() == [0, 2**32 - 1]
+    True
+    """
+
+    kind = "numeric"
+
+    def __init__(self, name: str, low: float, high: float, policy: str = "raise") -> None:
+        super().__init__(name, policy)
+        self._raw = (low, high)
+        try:
+            lo, hi = float(low), float(high)
+        except (TypeError, ValueError):
+            lo = hi = math.nan
+        if isinstance(low, bool) or isinstance(high, bool):
+            lo = math.nan
+        self._check_bounds(lo, hi, (low, high))
+        self._span = hi - lo
+
+    bits = property(lambda self: CONTINUOUS_BITS, doc="32: the value's position on 2**32 cells.")
+    n_codes = property(lambda self: 2**CONTINUOUS_BITS, doc="Every code names values.")
+
+    @property
+    def discrete(self) -> bool:
+        return False
+
+    def _to_units(self, values: Any) -> tuple[np.ndarray, np.ndarray]:
+        return self._bounded(_float_values(to_numpy_1d(values)))
+
+    def codes(self, units: np.ndarray) -> np.ndarray:
+        t = (units - self.low) / self._span * 2.0**self.bits
+        return np.clip(t, 0.0, 2.0**self.bits - 1).astype(_U64)
+
+    def _edge(self, code: np.ndarray) -> np.ndarray:
+        return np.minimum(
+            self.low + np.ldexp(code.astype(np.float64), -self.bits) * self._span, self.high
+        )
+
+    def sample(self, lo: np.ndarray, hi: np.ndarray, u: np.ndarray) -> np.ndarray:
+        a, b = self._edge(lo), self._edge(hi)
+        return np.minimum(a + u * (b - a), b)
+
+    def fraction(self, lo: np.ndarray, hi: np.ndarray, cond: Condition) -> np.ndarray:
+        a, b = self._edge(lo), self._edge(hi)
+        width = b - a
+        hit = np.zeros(lo.shape, dtype=np.float64)
+        for low, high, _low_open, _high_open in cond.intervals:
+            overlap = np.minimum(b, high) - np.maximum(a, low)
+            point = (width == 0) & (a >= low) & (a <= high)
+            hit += np.where(
+                width > 0, np.clip(overlap, 0.0, None) / np.where(width > 0, width, 1), point
+            )
+        return np.minimum(hit, 1.0)
+
+    def range_units(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self._edge(lo), self._edge(hi)
+
+    def normalize(self, units: np.ndarray) -> np.ndarray:
+        return (units - self.low) / self._span
+
+    def output(self, units: np.ndarray, library: str) -> Any:
+        return units.astype(np.float64, copy=False)
+
+    def value_units(self, value: Any) -> float:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+            raise ParameterError(
+                f"column {self.name!r} is numeric: compare it with a number, not {value!r}"
+            )
+        return float(value)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self._dict(low=self._raw[0], high=self._raw[1])
+
+
+class IntegerColumn(_Ordered):
+    """Whole numbers ``low … high`` (inclusive); the code is ``value − low``.
+
+    >>> IntegerColumn("hour", 0, 23).bits
+    5
+    """
+
+    kind = "integer"
+
+    def __init__(self, name: str, low: int, high: int, policy: str = "raise") -> None:
+        super().__init__(name, policy)
+        ok = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (low, high))
+        if not ok or not low < high or high - low >= MAX_INTEGER_SPAN:
+            raise ParameterError(
+                f"The 'low' and 'high' of column {name!r} (integer) must be ints with low < high "
+                f"and high − low < 2**53. Got low={low!r}, high={high!r} instead."
+            )
+        self.low, self.high = int(low), int(high)
+        self._n = self.high - self.low + 1
+
+    bits = property(lambda self: _bits_for(self._n), doc="``ceil(log2(high − low + 1))``.")
+    n_codes = property(lambda self: self._n, doc="``high − low + 1``.")
+
+    def _to_units(self, values: Any) -> tuple[np.ndarray, np.ndarray]:
+        units, outside = self._bounded(_float_values(to_numpy_1d(values)))
+        with np.errstate(invalid="ignore"):
+            fractional = units != np.floor(units)
+        return units, outside | fractional
+
+    def _apply_policy(
+        self, raw: Any, units: np.ndarray, outside: np.ndarray, adjusted: Adjusted, offset: int
+    ) -> np.ndarray:
+        with np.errstate(invalid="ignore"):
+            fractional = ~np.isnan(units) & (units != np.floor(units))
+        if self.policy == "clip" and fractional.any():
+            i = int(np.flatnonzero(fractional)[0])
+            raise InputError(
+                f"row {offset + i}: column {self.name!r} = {_row_text(item(raw, i))} is not a "
+                "whole number (the 'clip' policy clips only whole numbers outside [low, high])"
+            )
+        return super()._apply_policy(raw, units, outside, adjusted, offset)
+
+    def codes(self, units: np.ndarray) -> np.ndarray:
+        return (units - self.low).astype(np.int64).view(_U64)
+
+    def _code_units(self, code: np.ndarray) -> np.ndarray:
+        return code.astype(np.float64) + self.low
+
+    def output(self, units: np.ndarray, library: str) -> Any:
+        return units.astype(np.int64)
+
+    def value_units(self, value: Any) -> float:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+            raise ParameterError(
+                f"column {self.name!r} is integer: compare it with a number, not {value!r}"
+            )
+        return float(value)
+
+    def normalize(self, units: np.ndarray) -> np.ndarray:
+        return (units - self.low) / (self.high - self.low)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self._dict(low=self.low, high=self.high)
+
+
+def _datetime_us(value: Any) -> float:
+    """Microseconds since 1970 of one date or time (ISO text, ``datetime``, ``datetime64``)."""
+    if isinstance(value, (bool, np.bool_, int, float, np.number)):
+        raise ValueError(f"{value!r} is not a date or time")
+    if isinstance(value, _dt.datetime) and value.tzinfo is not None:
+        value = value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+    if hasattr(value, "to_datetime64"):  # pandas Timestamp
+        value = value.to_datetime64()
+    stamp = np.datetime64(value, "us")
+    if np.isnat(stamp):
+        raise ValueError(f"{value!r} is not a date or time")
+    return float((stamp - _EPOCH).astype(np.int64))
+
+
+class DatetimeColumn(NumericColumn):
+    """Dates and times in ``[low, high]`` (ISO text in the schema), to the microsecond; the
+    code is the time's position on ``2**32`` cells (7.3 ms over a year).
+
+    >>> c = DatetimeColumn("when", "2013-01-01", "2014-01-01")
+    >>> c.output(c.units(np.array(["2013-07-02T12:00"], dtype=object), Adjusted()), "numpy")
+    array(['2013-07-02T12:00:00.000000'], dtype='datetime64[us]')
+    """
+
+    kind = "datetime"
+
+    def __init__(self, name: str, low: Any, high: Any, policy: str = "raise") -> None:
+        Column.__init__(self, name, policy)
+        self._raw = (low, high)
+        try:
+            lo, hi = _datetime_us(low), _datetime_us(high)
+        except (TypeError, ValueError, OverflowError):
+            lo = hi = math.nan
+        self._check_bounds(lo, hi, (low, high))
+        self._span = hi - lo
+
+    def _to_units(self, values: Any) -> tuple[np.ndarray, np.ndarray]:
+        values = to_numpy_1d(values)
+        if values.dtype.kind == "M":
+            stamps = values.astype("datetime64[us]")
+            units = (stamps - _EPOCH).astype(np.int64).astype(np.float64)
+            units[np.isnat(stamps)] = np.nan
+        else:
+            units = np.full(values.shape[0], np.nan)
+            for i, v in enumerate(values):
+                try:
+                    units[i] = _datetime_us(v) if v is not None else np.nan
+                except (TypeError, ValueError, OverflowError):
+                    continue
+        return self._bounded(units)
+
+    def sample(self, lo: np.ndarray, hi: np.ndarray, u: np.ndarray) -> np.ndarray:
+        return np.clip(np.floor(super().sample(lo, hi, u)), self.low, self.high)
+
+    def _show(self, u: float) -> str:
+        return str(_EPOCH + np.timedelta64(int(u), "us"))
+
+    def output(self, units: np.ndarray, library: str) -> Any:
+        return _EPOCH + units.astype(np.int64).astype("timedelta64[us]")
+
+    def value_units(self, value: Any) -> float:
+        try:
+            return _datetime_us(value)
+        except (TypeError, ValueError, OverflowError):
+            raise ParameterError(
+                f"column {self.name!r} is a datetime: compare it with a date or time such as "
+                f"'2013-06-01', not {value!r}"
+            ) from None
+
+
+class CategoricalColumn(Column):
+    """One of a public list of categories (text); the code is the category's index.
+
+    With ``policy="other"`` a value outside the list becomes one more category, ``other_label``
+    (default ``"other"``), the last code.
+
+    >>> c = CategoricalColumn("origin", ["EWR", "JFK", "LGA"], policy="other")
+    >>> c.units(np.array(["JFK", "BOS"], dtype=object), Adjusted()).tolist(), c.labels
+    ([1.0, 3.0], ['EWR', 'JFK', 'LGA', 'other'])
+    """
+
+    kind = "categorical"
+    POLICIES = ("raise", "other", "drop")
+
+    def __init__(
+        self,
+        name: str,
+        categories: Sequence[Any],
+        policy: str = "raise",
+        other_label: str | None = None,
+    ) -> None:
+        super().__init__(name, policy)
+        if isinstance(categories, (str, bytes)) or not isinstance(categories, Sequence):
+            raise ParameterError(
+                f"The 'categories' of column {name!r} must be a list of str. Got "
+                f"{_row_text(categories)} instead."
+            )
+        cats = list(categories)
+        bad = [c for c in cats if not isinstance(c, str)]
+        if not cats or bad:
+            what = "an empty list" if not cats else f"{bad[0]!r} (a {type(bad[0]).__name__})"
+            raise ParameterError(
+                f"The 'categories' of column {name!r} must be a non-empty list of str. Got "
+                f"{what} instead."
+            )
+        if len(set(cats)) != len(cats):
+            dup = next(c for c in cats if cats.count(c) > 1)
+            raise ParameterError(
+                f"The 'categories' of column {name!r} must be distinct. Got {dup!r} twice."
+            )
+        if other_label is not None and policy != "other":
+            raise ParameterError(
+                f"Column {name!r} has an 'other_label' but its policy is {policy!r}, not 'other'."
+            )
+        label = "other" if other_label is None else other_label
+        if policy == "other" and (not isinstance(label, str) or label in cats):
+            raise ParameterError(
+                f"The 'other_label' of column {name!r} must be a str that is not a category. "
+                f"Got {label!r} instead (name another with 'other_label')."
+            )
+        self.categories = cats
+        self._other_label = other_label
+        self.labels = cats + ([label] if policy == "other" else [])
+        self._index = {c: i for i, c in enumerate(cats)}
+
+    bits = property(lambda self: _bits_for(len(self.labels)), doc="``ceil(log2(codes))``.")
+    n_codes = property(lambda self: len(self.labels), doc="The categories (and 'other').")
+
+    def _to_units(self, values: Any) -> tuple[np.ndarray, np.ndarray]:
+        idx = _category_index(values, self.categories, self._index)
+        outside = idx < 0
+        return idx.astype(np.float64), outside
+
+    def _apply_policy(
+        self, raw: Any, units: np.ndarray, outside: np.ndarray, adjusted: Adjusted, offset: int
+    ) -> np.ndarray:
+        if self.policy == "other":
+            tally(adjusted, self.name, "other", int(outside.sum()))
+            return np.where(outside, float(len(self.categories)), units)
+        return super()._apply_policy(raw, units, outside, adjusted, offset)
+
+    def _outside_text(self) -> str:
+        shown = self.categories[:5] + (["..."] if len(self.categories) > 5 else [])
+        return f"is not one of the column's categories {shown}"
+
+    def codes(self, units: np.ndarray) -> np.ndarray:
+        return units.astype(np.int64).view(_U64)
+
+    def output(self, units: np.ndarray, library: str) -> Any:
+        return units.astype(np.int64)  # the frame builder turns codes into categories
+
+    def value_units(self, value: Any) -> float:
+        if value in self._index:
+            return float(self._index[value])
+        if self.policy == "other" and value == self.labels[-1]:
+            return float(len(self.categories))
+        raise ParameterError(
+            f"column {self.name!r} has no category {value!r} (categories: {self.labels[:8]}"
+            f"{'...' if len(self.labels) > 8 else ''})"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self._dict(categories=list(self.categories))
+        if self._other_label is not None:
+            out["other_label"] = self._other_label
+        return out
+
+
+def _category_index(values: Any, categories: list[str], index: dict[str, int]) -> np.ndarray:
+    """Index of each value in ``categories`` (−1 where absent or missing): Arrow's
+    ``index_in`` for Arrow and polars columns, pandas' hash table for the others when pandas is
+    there (``Index.get_indexer``), else a sort of the distinct values."""
+    module = type(values).__module__.split(".", 1)[0]
+    if module in ("pyarrow", "polars"):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        col = values.to_arrow() if module == "polars" else values
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
+        if pa.types.is_dictionary(col.type):
+            col = col.dictionary_decode()
+        if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+            col = col.cast(pa.string())
+        found = pc.index_in(col, value_set=pa.array(categories, pa.string()))
+        return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    arr = to_numpy_1d(values)
+    if arr.dtype.kind not in "OUS":
+        arr = arr.astype(str).astype(object)
+    try:
+        import pandas as pd
+    except ImportError:
+        pd = None
+    if pd is not None:
+        return np.asarray(pd.Index(categories).get_indexer(arr), dtype=np.int64)
+    present = np.array([v is not None and v == v for v in arr.tolist()], dtype=bool)
+    uniq, inverse = np.unique(np.where(present, arr, "").astype(str), return_inverse=True)
+    mapped = np.array([index.get(u, -1) for u in uniq.tolist()], dtype=np.int64)
+    return np.where(present, mapped[inverse], -1)
+
+
+class BooleanColumn(Column):
+    """True or false (``True``/``False``, 0/1, or the text ``true``/``false``); code 0/1.
+
+    >>> BooleanColumn("ok").units(np.array(["true", 0], dtype=object), Adjusted()).tolist()
+    [1.0, 0.0]
+    """
+
+    kind = "boolean"
+
+    bits = property(lambda self: 1, doc="One bit.")
+    n_codes = property(lambda self: 2, doc="False and true.")
+
+    def _to_units(self, values: Any) -> tuple[np.ndarray, np.ndarray]:
+        values = to_numpy_1d(values)
+        if values.dtype.kind == "b":
+            return values.astype(np.float64), np.zeros(values.shape, dtype=bool)
+        units = np.full(values.shape[0], np.nan)
+        names = {"true": 1.0, "false": 0.0, "1": 1.0, "0": 0.0}
+        for i, v in enumerate(values):
+            if isinstance(v, (bool, np.bool_)) or (
+                isinstance(v, (int, np.integer)) and v in (0, 1)
+            ):
+                units[i] = float(v)
+            elif isinstance(v, float) and v in (0.0, 1.0):
+                units[i] = v
+            elif isinstance(v, str):
+                units[i] = names.get(v.strip().lower(), np.nan)
+        return units, np.isnan(units)
+
+    def codes(self, units: np.ndarray) -> np.ndarray:
+        return units.astype(_U64)
+
+    def output(self, units: np.ndarray, library: str) -> Any:
+        return units > 0.5
+
+    def value_units(self, value: Any) -> float:
+        if not isinstance(value, (bool, np.bool_)):
+            raise ParameterError(f"column {self.name!r} is boolean: compare it with True or False")
+        return float(value)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self._dict()
+
+
+class IPv4Column(Column):
+    """An IPv4 address (dotted text or its 32-bit integer); the code is the address.
+
+    >>> c = IPv4Column("client")
+    >>> c.output(c.units(np.array(["10.0.0.1"], dtype=object), Adjusted()), "numpy").tolist()
+    ['10.0.0.1']
+    """
+
+    kind = "ipv4"
+
+    bits = property(lambda self: 32, doc="32 bits.")
+    n_codes = property(lambda self: 2**32, doc="Every address.")
+
+    def _to_units(self, values: Any) -> tuple[np.ndarray, np.ndarray]:
+        values = to_numpy_1d(values)
+        if values.dtype.kind in "iu":
+            units = values.astype(np.float64)
+            return units, (units < 0) | (units >= 2.0**32)
+        text = np.array([v if isinstance(v, str) else "" for v in values.tolist()], dtype=str)
+        keys = np.zeros(values.shape[0], dtype=np.float64)
+        outside = np.zeros(values.shape[0], dtype=bool)
+        try:
+            keys = _parse_ipv4(text).astype(np.float64)
+        except InputError:  # find every bad row, so that the policy sees them all
+            for i, t in enumerate(text.tolist()):
+                try:
+                    keys[i] = float(_parse_ipv4(np.array([t]))[0])
+                except InputError:
+                    outside[i] = True
+        return keys, outside
+
+    def codes(self, units: np.ndarray) -> np.ndarray:
+        return units.astype(_U64)
+
+    def output(self, units: np.ndarray, library: str) -> Any:
+        return ipv4_text(units)
+
+    def value_units(self, value: Any) -> float:
+        if isinstance(value, str):
+            try:
+                return float(_parse_ipv4(np.array([value]))[0])
+            except InputError:
+                pass
+        raise ParameterError(
+            f"column {self.name!r} is ipv4: compare it with an address such as '10.0.0.1', "
+            f"not {value!r}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return self._dict()
+
+
+def ipv4_text(units: np.ndarray) -> np.ndarray:
+    """Dotted quads (an object array of str) of 32-bit addresses.
+
+    >>> ipv4_text(np.array([167772161.0])).tolist()
+    ['10.0.0.1']
+    """
+    k = units.astype(np.int64)
+    octets = [np.char.mod("%d", (k >> s) & 255) for s in (24, 16, 8, 0)]
+    out = octets[0]
+    for octet in octets[1:]:
+        out = np.char.add(np.char.add(out, "."), octet)
+    return out.astype(object)
+
+
+_KINDS: dict[str, type[Column]] = {
+    c.kind: c
+    for c in (
+        NumericColumn,
+        IntegerColumn,
+        DatetimeColumn,
+        CategoricalColumn,
+        BooleanColumn,
+        IPv4Column,
+    )
+}
+_KEYS = {
+    "numeric": ({"low", "high"}, set()),
+    "integer": ({"low", "high"}, set()),
+    "datetime": ({"low", "high"}, set()),
+    "categorical": ({"categories"}, {"other_label"}),
+    "boolean": (set(), set()),
+    "ipv4": (set(), set()),
+}
+
+
+def column_from_dict(entry: Any, position: int) -> Column:
+    """One column from its dict form (``{"name", "kind", ...}``), every key checked.
+
+    >>> column_from_dict({"name": "ok", "kind": "boolean"}, 0).to_dict()
+    {'name': 'ok', 'kind': 'boolean'}
+    """
+    if not isinstance(entry, dict):
+        raise ParameterError(
+            f"Column {position} of the schema must be a dict with 'name' and 'kind'. Got "
+            f"{_row_text(entry)} instead."
+        )
+    name = entry.get("name", f"#{position}")
+    kind = entry.get("kind")
+    if kind not in _KINDS:
+        raise ParameterError(f"Column {name!r} has kind {kind!r}; the kinds are {sorted(_KINDS)}.")
+    required, optional = _KEYS[kind]
+    allowed = required | optional | {"name", "kind", "policy"}
+    missing = sorted(required - set(entry))
+    extra = sorted(set(entry) - allowed)
+    if missing or extra or "name" not in entry:
+        what = (
+            f"missing {missing or ['name']}"
+            if missing or "name" not in entry
+            else f"unknown {extra}"
+        )
+        raise ParameterError(
+            f"Column {name!r} ({kind}) has keys {sorted(entry)}: {what} (a {kind} column takes "
+            f"{sorted(allowed)})."
+        )
+    fields = {k: v for k, v in entry.items() if k not in ("name", "kind")}
+    return _KINDS[kind](entry["name"], **fields)
