@@ -365,6 +365,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-ingest", action="store_true", help="skip the ingest-speed lines")
     ap.add_argument("--write-docs", action="store_true", help=f"write {DOCS_TABLE.name}")
     ap.add_argument("--out", default=None, help="CSV (default results/tables.csv)")
+    ap.add_argument(
+        "--tables-from",
+        default=None,
+        help="comma-separated CSVs of earlier runs: print (and with --write-docs write) their "
+        "rows as one table, without running anything",
+    )
     opts = ap.parse_args(argv)
     name = "tables_quick.csv" if opts.quick else "tables.csv"
     opts.out = opts.out or str(ROOT / "benchmarks" / "results" / name)
@@ -388,6 +394,11 @@ def main(argv: list[str] | None = None) -> None:
 
     frame, schema, set_name = realdata.flights_table()
     n = len(frame)
+    if opts.tables_from:
+        rows = _read_rows(opts.tables_from.split(","))
+        eps_list = sorted({r["epsilon"] for r in rows})
+        _finish(rows, eps_list, schema, n, opts)
+        return
     real_codes = table_metrics.codes(frame, schema)
     print(f"## {set_name}: n = {n:,}, columns {', '.join(frame.columns)}", flush=True)
     if not opts.no_ingest and any(m in SKETCHSYN for m in methods):
@@ -417,13 +428,38 @@ def main(argv: list[str] | None = None) -> None:
                     flush=True,
                 )
             rows.append(_row(eps, method, schema, got_all, status))
-    print(f"\n(sweep {time.perf_counter() - started:.0f} s)")
-    _write(rows, Path(opts.out))
-    text = _tables(rows, eps_list, schema, n, seeds, opts)
+            _write(rows, Path(opts.out))  # after every row: a stopped sweep keeps what finished
+    print(f"\n(sweep {time.perf_counter() - started:.0f} s; wrote {opts.out})")
+    _finish(rows, eps_list, schema, n, opts)
+
+
+def _finish(rows, eps_list, schema, n, opts) -> None:
+    text = _tables(rows, eps_list, schema, n, opts)
     print("\n" + text)
     if opts.write_docs:
         DOCS_TABLE.write_text(text)
         print(f"wrote {DOCS_TABLE}")
+
+
+def _read_rows(paths: list[str]) -> list[dict]:
+    """Rows of earlier runs' CSVs, numbers parsed; one floor row per ε (the first one read),
+    ordered by ε and then as :data:`METHODS`."""
+    rows, seen = [], set()
+    for path in paths:
+        with open(path, newline="") as fh:
+            for raw in csv.DictReader(fh):
+                row: dict = {}
+                for k, v in raw.items():
+                    try:
+                        row[k] = int(v) if k in ("seeds", "peak_bytes", "state_bytes") else float(v)
+                    except ValueError:
+                        row[k] = v
+                key = (row["epsilon"], row["method"])
+                if key not in seen:
+                    seen.add(key)
+                    rows.append(row)
+    order = ["floor", *METHODS]
+    return sorted(rows, key=lambda r: (r["epsilon"], order.index(r["method"])))
 
 
 def _row(eps, method, schema, got_all, status) -> dict:
@@ -465,30 +501,29 @@ def _write(rows: list[dict], path: Path) -> None:
         w = csv.DictWriter(fh, fieldnames=fields)
         w.writeheader()
         w.writerows(rows)
-    print(f"wrote {path}")
 
 
-def _tables(rows: list[dict], eps_list, schema, n: int, seeds: int, opts) -> str:
+def _tables(rows: list[dict], eps_list, schema, n: int, opts) -> str:
     numeric = [c["name"] for c in schema["columns"] if c["kind"] == "numeric"]
     out = [
-        f"nycflights13 mixed ({n:,} rows, 9 columns); mean over {seeds} seed(s); TVD on the "
-        f"public 16-bin grid, W1 divided by the bound width (mean of {len(numeric)} numeric "
-        "columns); sketchsyn at "
-        f"{_size(opts.memory)}, peers on {opts.peer_bins} bins per numeric column.",
+        f"nycflights13 mixed ({n:,} rows, 9 columns); means over the seeds; TVD on the public "
+        f"16-bin grid, W1 divided by the bound width (mean of {len(numeric)} numeric columns); "
+        f"sketchsyn at {_size(opts.memory)}, peers on {opts.peer_bins} bins per numeric column.",
         "",
-        "| method | ε | 1-way TVD | 2-way TVD | W1 / width | fit s | peak MB | state bytes |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| method | ε | seeds | 1-way TVD | 2-way TVD | W1 / width | fit s | peak MB "
+        "| state bytes |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for eps in eps_list:
         for r in (r for r in rows if r["epsilon"] == eps):
             if r["status"] != "ok":
-                out.append(f"| {r['method']} | {eps:g} | {r['status']} | | | | | |")
+                out.append(f"| {r['method']} | {eps:g} | {r['seeds']} | {r['status']} | | | | | |")
                 continue
             peak = "" if r["method"] == "floor" else f"{r['peak_bytes'] / 2**20:.1f}"
             fit = "" if r["method"] == "floor" else f"{r['fit_s']:.2f}"
             state = {0: "", -1: "n/a"}.get(r["state_bytes"], f"{r['state_bytes']:,}")
             out.append(
-                f"| {r['method']} | {eps:g} | {r['tvd1']:.4f} | {r['tvd2']:.4f} | "
+                f"| {r['method']} | {eps:g} | {r['seeds']} | {r['tvd1']:.4f} | {r['tvd2']:.4f} | "
                 f"{r['w1_norm']:.4f} | {fit} | {peak} | {state} |"
             )
     out += [
