@@ -508,7 +508,9 @@ def _tables(rows: list[dict], eps_list, schema, n: int, opts) -> str:
     out = [
         f"nycflights13 mixed ({n:,} rows, 9 columns); means over the seeds; TVD on the public "
         f"16-bin grid, W1 divided by the bound width (mean of {len(numeric)} numeric columns); "
-        f"sketchsyn at {_size(opts.memory)}, peers on {opts.peer_bins} bins per numeric column.",
+        f"sketchsyn at {_size(opts.memory)}, peers on {opts.peer_bins} bins per numeric column "
+        f"(`python benchmarks/bench_tables.py {' '.join(sys.argv[1:])}`; raw rows: "
+        "`benchmarks/results/tables*.csv`).",
         "",
         "| method | ε | seeds | 1-way TVD | 2-way TVD | W1 / width | fit s | peak MB "
         "| state bytes |",
