@@ -476,8 +476,13 @@ def _config(method: str, opts) -> str:
 
 
 def _label(row: dict) -> str:
-    config = row.get("config") or ""
-    return f"{row['method']} ({config})" if config else row["method"]
+    """The method, its non-default settings, and how a sweep cut short ended (the seeds that
+    finished are still shown)."""
+    notes = [row.get("config") or ""]
+    if row["status"] != "ok":
+        notes.append(f"then {row['status']}")
+    notes = [t for t in notes if t]
+    return f"{row['method']} ({'; '.join(notes)})" if notes else row["method"]
 
 
 def _row(eps, method, schema, got_all, status, config="") -> dict:
@@ -537,7 +542,7 @@ def _tables(rows: list[dict], eps_list, schema, n: int, opts) -> str:
     ]
     for eps in eps_list:
         for r in (r for r in rows if r["epsilon"] == eps):
-            if r["status"] != "ok":
+            if not r["seeds"]:
                 out.append(f"| {_label(r)} | {eps:g} | {r['seeds']} | {r['status']} | | | | | |")
                 continue
             peak = "" if r["method"] == "floor" else f"{r['peak_bytes'] / 2**20:.1f}"
@@ -555,7 +560,7 @@ def _tables(rows: list[dict], eps_list, schema, n: int, opts) -> str:
         "| --- | ---: |" + " ---: |" * len(numeric),
     ]
     for r in rows:
-        if r["status"] == "ok":
+        if r["seeds"]:
             cells = " | ".join(f"{r[f'w1_{c}']:.2f}" for c in numeric)
             out.append(f"| {_label(r)} | {r['epsilon']:g} | {cells} |")
     out += ["", *_goals(rows)]
