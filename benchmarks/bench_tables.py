@@ -479,7 +479,7 @@ def _label(row: dict) -> str:
     """The method, its non-default settings, and how a sweep cut short ended (the seeds that
     finished are still shown)."""
     notes = [row.get("config") or ""]
-    if row["status"] != "ok":
+    if row["status"] != "ok" and row["seeds"]:
         notes.append(f"then {row['status']}")
     notes = [t for t in notes if t]
     return f"{row['method']} ({'; '.join(notes)})" if notes else row["method"]
