@@ -213,6 +213,9 @@ def summarize(
 ) -> Any:
     """The merged summary of ``data`` as a lazy Dask object (call ``.compute()`` on it).
 
+    The partition summaries travel as bytes and ``.compute()`` loads the merged bytes on the
+    caller (in trusted mode they keep ``n_seen``: the merged summary's is the number of rows).
+
     Parameters
     ----------
     data : dask.dataframe.DataFrame, dask.bag.Bag or dask.array.Array

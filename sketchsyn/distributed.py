@@ -21,7 +21,7 @@ summary once. This module holds that protocol; the two faces only map it onto th
 >>> from sketchsyn import Box, PrivHP
 >>> make = functools.partial(PrivHP, Box.unit(2), 1.0, 16, 256, depth=10, raw=True)
 >>> X = np.random.default_rng(0).random((3_000, 2))
->>> parts = [summarize_items(make, "trusted", [X[i::3]], 1_000) for i in range(3)]
+>>> parts = [summarize_items(make, "trusted", [X[i::3]], 1_000, "here") for i in range(3)]
 >>> merged = from_wire(merge_wire([to_wire(p, "trusted") for p in parts], PrivHP, "trusted"))
 >>> one = make()
 >>> one.update_many(X)
@@ -199,12 +199,12 @@ def file_list(paths: Any, where: str) -> list[str]:
 
 # ---------------------------------------------------------------------------- one partition
 def summarize_items(
-    make: Callable[[], Any], mode: str, items: Iterable[Any], batch_size: int, where: str = ""
+    make: Callable[[], Any], mode: str, items: Iterable[Any], batch_size: int, where: str
 ) -> Any:
     """A fresh summary from ``make()`` fed with ``items``: rows or 2-D arrays of rows (a
     summary of a domain), keys or arrays of keys (a sketch)."""
     summary = make()
-    check_summary(summary, mode, where or "sketchsyn.distributed")
+    check_summary(summary, mode, where)
     with roomy_malloc():
         _feed(summary, items, batch_size)
     return summary

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _with_root_on_path() -> dict[str, str | None]:
     """Put this checkout first on PYTHONPATH (worker processes import this sketchsyn); returns
     the saved values of the variables the fixtures change."""
-    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "PYSPARK_PYTHON")}
+    saved = {"PYTHONPATH": os.environ.get("PYTHONPATH")}
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), saved["PYTHONPATH"]]))
     return saved
 
@@ -81,13 +81,15 @@ class _Shared:
 
 
 def _start_dask() -> tuple[Any, Any]:
+    import dask
     from distributed import Client, LocalCluster
 
     saved = _with_root_on_path()
     before = set(threading.enumerate())
-    # The nanny sets these for its workers in this process's environment too: put them back.
-    spawn_env = ("MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-    saved |= {k: os.environ.get(k) for k in (*spawn_env, "OPENBLAS_NUM_THREADS")}
+    # The nanny sets these for its workers in this process's environment too (from its event
+    # loop's thread): they are put back once the cluster and its threads are gone.
+    spawn_env = dask.config.get("distributed.nanny.pre-spawn-environ")
+    saved |= {k: os.environ.get(k) for k in spawn_env}
     cluster = LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
     )
@@ -137,7 +139,7 @@ def java_missing() -> bool:
 def _start_spark() -> tuple[Any, Any]:
     from pyspark.sql import SparkSession
 
-    saved = _with_root_on_path()
+    saved = _with_root_on_path() | {"PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON")}
     # The executors' Python workers run this interpreter (and import this checkout).
     os.environ["PYSPARK_PYTHON"] = sys.executable
     session = (
@@ -214,9 +216,12 @@ def no_rdds(monkeypatch) -> None:
     """Every entry point of pyspark's RDD API raises in this process while the test runs:
     ``DataFrame.rdd``, any RDD object, and the SparkContext methods that make one (Spark
     Connect and serverless sessions have none of them)."""
-    from pyspark import SparkContext
-    from pyspark.core.rdd import RDD
-    from pyspark.sql.classic.dataframe import DataFrame
+    from pyspark import RDD, SparkContext
+
+    try:  # pyspark 4: the classic DataFrame, beside Spark Connect's
+        from pyspark.sql.classic.dataframe import DataFrame
+    except ImportError:  # pyspark 3.5
+        from pyspark.sql import DataFrame
 
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("the RDD API was used")
