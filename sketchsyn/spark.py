@@ -2,7 +2,7 @@
 
 Needs the ``spark`` extra (``pip install "sketchsyn[spark]"``, pyspark on a Java 17 or newer) and
 sketchsyn installed where the executors run Python. Two paths, both with DataFrame operations
-only (no RDD: classic, Spark Connect and serverless sessions alike):
+only (no RDD, which Spark Connect and serverless Spark do not offer):
 
 * :func:`fit` on a Spark DataFrame: each partition is read as Arrow record batches
   (:meth:`pyspark.sql.DataFrame.mapInArrow`, no row-by-row Python) and summarised by a fresh
@@ -250,8 +250,7 @@ def _merge_tree(frame: Any, parts: int, cls: type, mode: str, split_every: int) 
     """The bytes of the merge of every summary in ``frame`` (rows of ``part`` and ``summary``,
     ``part`` from 0 to about ``parts``), merged up a tree of DataFrame stages: at each level the
     rows whose ``part // split_every`` agree meet in one partition (``repartition``) and merge
-    there (``mapInArrow``); the driver merges the last few. No RDD: a Spark Connect session
-    runs it as it is."""
+    there (``mapInArrow``); the driver merges the last few. No RDD API is used."""
     from pyspark.sql import functions as F
 
     merge = _MergeStep(cls, mode)
@@ -336,7 +335,7 @@ def fit(
     """Summarise every partition of ``data`` and merge the summaries; return the merged
     summary (not yet released), on the driver.
 
-    DataFrame operations only (no RDD, so Spark Connect and serverless sessions run it too): a
+    DataFrame operations only (no RDD, which Spark Connect and serverless Spark lack): a
     query that reads no column first counts the partitions that hold rows, to size the tree;
     then one ``mapInArrow`` stage summarises the partitions, and each level of the tree brings
     up to ``split_every`` summaries together (``repartition``) and merges them
