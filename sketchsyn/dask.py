@@ -59,6 +59,7 @@ from .distributed import (
     from_wire,
     merge_wire,
     missing_columns,
+    reads_tables,
     summarize_items,
     to_wire,
 )
@@ -147,8 +148,15 @@ def _reduce(
     return _summary_item()(item.dask, item.key, make)
 
 
-def _frame_rows(frame: Any, columns: Sequence[str] | None) -> list[np.ndarray]:
-    """A pandas partition as one 2-D array of the chosen columns (a list, for dask.bag)."""
+def _frame_rows(frame: Any, columns: Sequence[str] | None, table: bool = False) -> list[Any]:
+    """A pandas partition as one 2-D array of the chosen columns (a list, for dask.bag); for
+    a summary of a table (``table``), the partition's frame itself (its columns are matched
+    by name, so the chosen ones are selected and nothing is converted)."""
+    if table:
+        if columns is not None:
+            missing_columns(columns, list(frame.columns), _WHERE)
+            frame = frame[list(columns)]
+        return [frame]
     if columns is not None:
         missing_columns(columns, list(frame.columns), _WHERE)
         if list(columns) != list(frame.columns):  # one copy into rows × columns, not two
@@ -170,7 +178,7 @@ def _block_rows(block: np.ndarray) -> list[np.ndarray]:
     return [arr]
 
 
-def _as_bag(data: Any, columns: Sequence[str] | None) -> Any:
+def _as_bag(data: Any, columns: Sequence[str] | None, table: bool = False) -> Any:
     """A dask.bag.Bag whose partitions are iterables of rows or of 2-D row arrays."""
     import dask
     import dask.array as da
@@ -195,7 +203,7 @@ def _as_bag(data: Any, columns: Sequence[str] | None) -> Any:
     if hasattr(data, "to_delayed") and hasattr(data, "columns"):  # a Dask DataFrame
         parts = data.to_delayed()
         cols = None if columns is None else list(columns)
-        return db.from_delayed([dask.delayed(_frame_rows)(p, cols) for p in parts])
+        return db.from_delayed([dask.delayed(_frame_rows)(p, cols, table) for p in parts])
     raise ParameterError(
         f"The 'data' parameter of sketchsyn.dask must be a Dask DataFrame, Bag or Array. "
         f"Got a {type(data).__name__} instead."
@@ -237,7 +245,7 @@ def summarize(
         Rows per ``update_many`` call inside a partition.
     """
     mode, split_every, batch_size, probe = check_call(_WHERE, make, mode, split_every, batch_size)
-    bag = _as_bag(data, columns)
+    bag = _as_bag(data, columns, table=reads_tables(probe))
     step = _Summarize(make, mode, batch_size)
     return _reduce(bag, step, type(probe), make, mode, split_every, "sketchsyn-summary")
 

@@ -57,6 +57,7 @@ __all__ = [
     "is_raw",
     "merge_wire",
     "missing_columns",
+    "reads_tables",
     "roomy_malloc",
     "summarize_arrow_batches",
     "summarize_items",
@@ -239,13 +240,28 @@ def _arrow_block(batch: Any) -> np.ndarray:
     return columns[0] if len(columns) == 1 else np.column_stack(columns)
 
 
-def _gathered(batches: Iterable[Any], batch_size: int, keys: bool, where: str) -> Iterator[Any]:
-    """Arrow batches as numpy blocks of at least ``batch_size`` rows (the last one fewer): 2-D
-    rows for a summary of a domain, 1-D keys for a sketch."""
-    pending: list[np.ndarray] = []
+def reads_tables(summary: Any) -> bool:
+    """True for a summary of a table (its domain a :class:`~sketchsyn.domains.Schema`): it is
+    fed whole tables, its columns matched by name, not numeric row blocks."""
+    return hasattr(getattr(summary, "domain", None), "to_frame")
+
+
+def _gathered(
+    batches: Iterable[Any], batch_size: int, keys: bool, where: str, table: bool = False
+) -> Iterator[Any]:
+    """Arrow batches as blocks of at least ``batch_size`` rows (the last one fewer): 2-D numpy
+    rows for a summary of a domain, 1-D keys for a sketch, an Arrow table for a summary of a
+    table (``table``)."""
+    pending: list[Any] = []
     rows = 0
 
-    def block() -> np.ndarray:
+    def block() -> Any:
+        if table:
+            import pyarrow as pa
+
+            out = pa.Table.from_batches(list(pending))
+            pending.clear()
+            return out
         out = pending[0] if len(pending) == 1 else np.concatenate(pending)
         pending.clear()
         if keys and out.ndim != 1:
@@ -258,7 +274,7 @@ def _gathered(batches: Iterable[Any], batch_size: int, keys: bool, where: str) -
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        pending.append(_arrow_block(batch))
+        pending.append(batch if table else _arrow_block(batch))
         rows += batch.num_rows
         if rows >= batch_size:
             yield block()
@@ -271,12 +287,14 @@ def summarize_arrow_batches(
     make: Callable[[], Any], mode: str, batches: Iterable[Any], batch_size: int, where: str
 ) -> Any:
     """A fresh summary from ``make()`` fed with Arrow record batches (small ones gathered up to
-    ``batch_size`` rows); their columns are the domain's coordinates, or one column of keys."""
+    ``batch_size`` rows); their columns are the domain's coordinates, or one column of keys, or
+    a table's columns (matched by name) for a summary of a table."""
     summary = make()
     check_summary(summary, mode, where)
     keys = not hasattr(summary, "consume")
+    blocks = _gathered(batches, batch_size, keys, where, table=reads_tables(summary))
     with roomy_malloc():
-        _feed(summary, _gathered(batches, batch_size, keys, where), batch_size)
+        _feed(summary, blocks, batch_size)
     return summary
 
 
