@@ -64,7 +64,7 @@ def float64_values(col: Any) -> np.ndarray:
 class _Lines:
     """Byte offsets of the lines of a block, computed on first use (only where a break needs it)."""
 
-    def __init__(self, buf: bytes) -> None:
+    def __init__(self, buf: bytes | memoryview) -> None:
         self.buf = buf
         self._ends: np.ndarray | None = None
 
@@ -80,11 +80,11 @@ class _Lines:
     def line(self, k: int) -> bytes:
         ends = self.ends()
         stop = int(ends[k]) if k < ends.size else len(self.buf)
-        return self.buf[self.start(k) : stop]
+        return bytes(self.buf[self.start(k) : stop])
 
 
 def parse_block(
-    buf: bytes,
+    buf: bytes | memoryview,
     first: int,
     ncols: int,
     idx: list[int],
@@ -210,7 +210,7 @@ def parse_block(
             end_line = start_line
             break
         if breaks >= _MAX_BREAKS:  # a block full of odd values: the rest line by line
-            rest = buf[start_byte:].split(b"\n")
+            rest = bytes(buf[start_byte:]).split(b"\n")
             if rest and rest[-1] == b"":
                 rest.pop()
             _take(slow(rest, first + start_line), pieces, numbers)
