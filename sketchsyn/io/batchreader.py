@@ -2,8 +2,9 @@
 the input position a resumable run records, and the reader thread that parses ahead.
 
 A reader turns its input into *blocks* of complete lines (files and pipes are read in large
-pieces and cut at the last newline: no line objects), parses each block into a numpy batch and
-yields it in pieces of at most ``batch_size`` rows. Where a core is free the parsing runs on a
+pieces into one buffer that is reused, and cut at the last newline: no line objects, no new
+memory per block), parses each block into a numpy batch and yields it in pieces of at most
+``batch_size`` rows. Where a core is free the parsing runs on a
 reader thread one block ahead of the caller (``threads=True``, the default for files and pipes):
 pyarrow and numpy release the GIL, so parsing overlaps with the caller's own work.
 
