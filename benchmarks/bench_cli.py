@@ -16,8 +16,8 @@ fresh Python process, in paired rounds (``--repeat``: each round runs every comm
 - the sketchsyn reader alone (``open_reader``, batch by batch, no summary), so that the cost of
   reading and the cost of PrivHP show separately;
 - ``sketchsyn fit FILE --columns lon,lat --bounds … --epsilon 1 --memory 256KB -o MODEL``:
-  reading the file in bounded memory, PrivHP's updates and the release (and the same with the
-  sizes given with ``--fit-batch-sizes``).
+  reading the file in bounded memory, PrivHP's updates and the release (and the same with
+  ``--batch-size 524288``, or the sizes given with ``--fit-batch-sizes``).
 
 It prints wall time, CPU time (user + system, all threads) and peak resident memory of each
 (the median of the rounds), then the ratios the speed goals name, each the median of its
@@ -26,7 +26,7 @@ on Parquet over ``polars.read_parquet``'s. Interpreter start-up and imports are 
 timing. On a shared machine wall times are noisy (the CPU ratio is the steadier figure).
 
     python benchmarks/bench_cli.py                                  # 10**7 rows
-    python benchmarks/bench_cli.py --rows 1e8 --data /tmp/rides8 --repeat 2
+    python benchmarks/bench_cli.py --rows 1e8 --data /tmp/rides8 --repeat 2 --fit-batch-sizes ""
     python benchmarks/bench_cli.py --rows 1e6                       # a quick run
 """
 
@@ -420,8 +420,8 @@ def main() -> None:
     )
     parser.add_argument(
         "--fit-batch-sizes",
-        default="",
-        help="comma-separated --batch-size values for extra fit runs (none by default)",
+        default="524288",
+        help="comma-separated --batch-size values for extra fit runs ('' for none)",
     )
     parser.add_argument("--make-data", metavar="DIR", help=argparse.SUPPRESS)
     args = parser.parse_args()
