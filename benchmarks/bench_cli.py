@@ -1,26 +1,33 @@
 """``sketchsyn fit`` against pandas, pyarrow and polars reading the same CSV and Parquet file.
 
-Generates ``--rows`` rows (lon, lat, fare; default 10**7, about 0.3 GB of CSV) in a temporary
-directory, writes the same table as Parquet, then runs each of these in a fresh Python process,
-side by side in one run:
+Generates ``--rows`` rows (lon, lat, fare; default 10**7, 266 MB of CSV) once, in ``--data DIR``
+(kept, reused by later runs) or a temporary directory, writes the same table as Parquet, reads
+each file once (so that every command finds it in the page cache), then runs each of these in a
+fresh Python process, in paired rounds (``--repeat``: each round runs every command once):
 
-- ``pandas.read_csv`` / ``pandas.read_parquet``, ``pyarrow.csv.read_csv`` /
-  ``pyarrow.parquet.read_table``, ``polars.read_csv`` / ``polars.read_parquet``: just reading
-  the two columns lon, lat into memory (the plain readers; a missing library is skipped);
+- the plain streaming readers of the CSV, bounded memory like fit: ``pyarrow.csv.open_csv``
+  batch by batch, ``pandas.read_csv(chunksize=262144)`` (the C engine) and polars'
+  ``scan_csv(...).collect_batches()``, each iterating over the columns lon, lat and doing
+  nothing with them;
+- the whole-table readers (``--whole``, on by default): ``pandas.read_csv`` /
+  ``pandas.read_parquet``, ``pyarrow.csv.read_csv`` / ``pyarrow.parquet.read_table``,
+  ``polars.read_csv`` / ``polars.read_parquet``: the two columns into memory (a missing library
+  is skipped; ``polars.read_parquet`` always runs, it is the Parquet goal's yardstick);
 - the sketchsyn reader alone (``open_reader``, batch by batch, no summary), so that the cost of
   reading and the cost of PrivHP show separately;
 - ``sketchsyn fit FILE --columns lon,lat --bounds … --epsilon 1 --memory 256KB -o MODEL``:
   reading the file in bounded memory, PrivHP's updates and the release (and the same with
-  ``--batch-size`` 524,288, or the sizes given with ``--fit-batch-sizes``).
+  ``--batch-size 524288``, or the sizes given with ``--fit-batch-sizes``).
 
-It prints wall time, CPU time (user + system, all threads) and peak resident memory of each,
-then fit's ratios to every plain reader and to the fastest one: wall and CPU ratios (below 1:
-fit is faster) and the peak-memory ratio. Interpreter start-up and imports are inside every
-timing. On a shared machine wall times are noisy (the CPU ratio is the steadier figure): run it
-more than once, or with ``--repeat``, before trusting a digit.
+It prints wall time, CPU time (user + system, all threads) and peak resident memory of each
+(the median of the rounds), then the ratios the speed goals name, each the median of its
+per-round ratios: fit's CPU and wall time on the CSV over the cheapest plain streaming reader's,
+on Parquet over ``polars.read_parquet``'s. Interpreter start-up and imports are inside every
+timing. On a shared machine wall times are noisy (the CPU ratio is the steadier figure).
 
-    python benchmarks/bench_cli.py              # 10**7 rows
-    python benchmarks/bench_cli.py --rows 1e6   # a quick run
+    python benchmarks/bench_cli.py                                  # 10**7 rows
+    python benchmarks/bench_cli.py --rows 1e8 --data /tmp/rides8 --repeat 2 --fit-batch-sizes ""
+    python benchmarks/bench_cli.py --rows 1e6                       # a quick run
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -47,8 +55,8 @@ def make_data(csv_path: Path, parquet_path: Path, rows: int, chunk: int = 1_000_
 
     rng = np.random.default_rng(0)
     writer = None
-    with open(csv_path, "w", newline="") as fh:
-        fh.write("lon,lat,fare\n")
+    with open(csv_path, "wb") as fh:
+        fh.write(b"lon,lat,fare\n")
         for start in range(0, rows, chunk):
             m = min(chunk, rows - start)
             hot = rng.random(m) < 0.6
@@ -59,13 +67,39 @@ def make_data(csv_path: Path, parquet_path: Path, rows: int, chunk: int = 1_000_
                 np.round(np.clip(lat, 40.6, 40.9), 6),
                 np.round(rng.gamma(2.0, 7.0, m), 2),
             ]
-            np.savetxt(fh, np.column_stack(cols), fmt=["%.6f", "%.6f", "%.2f"], delimiter=",")
+            fh.write(_lines(cols, (6, 6, 2)))
             table = pa.table({"lon": cols[0], "lat": cols[1], "fare": cols[2]})
             if writer is None:
                 writer = pq.ParquetWriter(parquet_path, table.schema)
             writer.write_table(table, row_group_size=1 << 20)
     if writer is not None:
         writer.close()
+
+
+def _fixed(values: np.ndarray, decimals: int) -> Any:
+    """``"%.{decimals}f" % v`` of each value (already rounded to ``decimals``), as a pyarrow
+    string array: vectorised, many times faster than ``numpy.savetxt`` (the same bytes)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    q = np.rint(values * 10.0**decimals).astype(np.int64)
+    scale = 10**decimals
+    whole = pc.cast(pa.array(np.abs(q) // scale), pa.string())
+    frac = pc.utf8_lpad(pc.cast(pa.array(np.abs(q) % scale), pa.string()), decimals, padding="0")
+    text = pc.binary_join_element_wise(whole, frac, ".")
+    if (q < 0).any():
+        text = pc.if_else(pa.array(q < 0), pc.binary_join_element_wise("-", text, ""), text)
+    return text
+
+
+def _lines(cols: list[np.ndarray], decimals: tuple[int, ...]) -> bytes:
+    """The CSV lines of the columns, each value written with its number of decimals."""
+    import pyarrow.compute as pc
+
+    fields = [_fixed(c, d) for c, d in zip(cols, decimals, strict=True)]
+    lines = pc.binary_join_element_wise(pc.binary_join_element_wise(*fields, ","), "", "\n")
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)[lines.offset :]
+    return memoryview(lines.buffers()[2])[offsets[0] : offsets[len(lines)]].tobytes()
 
 
 def timed(cmd: list[str]) -> tuple[float, float, float]:
@@ -85,12 +119,37 @@ def _py(code: str) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def plain_readers(path: Path, kind: str) -> dict[str, list[str]]:
-    """The plain readers of ``path`` (``kind``: "csv" or "parquet") that are installed."""
+def streaming_readers(path: Path) -> dict[str, list[str]]:
+    """The plain streaming readers of the CSV ``path`` that are installed (bounded memory)."""
     p = str(path)
     have = {m: importlib.util.find_spec(m) is not None for m in ("pandas", "pyarrow", "polars")}
     out: dict[str, list[str]] = {}
-    if kind == "csv":
+    if have["pyarrow"]:
+        out["pyarrow open_csv stream"] = _py(
+            "import pyarrow.csv as c\n"
+            f"for b in c.open_csv({p!r}, convert_options=c.ConvertOptions("
+            "include_columns=['lon', 'lat'])): pass"
+        )
+    if have["pandas"]:
+        out["pandas read_csv chunks"] = _py(
+            "import pandas\n"
+            f"for f in pandas.read_csv({p!r}, usecols=['lon', 'lat'], chunksize=262144): pass"
+        )
+    if have["polars"]:
+        out["polars scan_csv batches"] = _py(
+            "import polars\n"
+            f"for f in polars.scan_csv({p!r}).select('lon', 'lat').collect_batches(): pass"
+        )
+    return out
+
+
+def whole_readers(path: Path, kind: str, whole: bool) -> dict[str, list[str]]:
+    """The whole-table readers of ``path`` (``kind``: "csv" or "parquet") that are installed;
+    with ``whole`` False only ``polars.read_parquet`` (the Parquet goal's yardstick)."""
+    p = str(path)
+    have = {m: importlib.util.find_spec(m) is not None for m in ("pandas", "pyarrow", "polars")}
+    out: dict[str, list[str]] = {}
+    if kind == "csv" and whole:
         if have["pandas"]:
             out["pandas.read_csv"] = _py(
                 f"import pandas; pandas.read_csv({p!r}, usecols=['lon', 'lat'])"
@@ -104,12 +163,12 @@ def plain_readers(path: Path, kind: str) -> dict[str, list[str]]:
             out["polars.read_csv"] = _py(
                 f"import polars; polars.read_csv({p!r}, columns=['lon', 'lat'])"
             )
-    else:
-        if have["pandas"] and have["pyarrow"]:
+    elif kind == "parquet":
+        if have["pandas"] and have["pyarrow"] and whole:
             out["pandas.read_parquet"] = _py(
                 f"import pandas; pandas.read_parquet({p!r}, columns=['lon', 'lat'])"
             )
-        if have["pyarrow"]:
+        if have["pyarrow"] and whole:
             out["pyarrow.parquet.read_table"] = _py(
                 f"import pyarrow.parquet as q; q.read_table({p!r}, columns=['lon', 'lat'])"
             )
@@ -136,26 +195,87 @@ def ours(
     return out
 
 
-def report(title: str, results: dict[str, tuple[float, float, float]], rows: int) -> None:
+Runs = dict[str, list[tuple[float, float, float]]]  # name -> (wall s, CPU s, peak MB) per round
+
+
+def rounds(cmds: dict[str, list[str]], repeat: int) -> Runs:
+    """Every command once per round, ``repeat`` rounds: the load a round meets is shared by all
+    its commands, and the ratios are taken within a round."""
+    out: Runs = {name: [] for name in cmds}
+    for _ in range(repeat):
+        for name, cmd in cmds.items():
+            out[name].append(timed(cmd))
+    return out
+
+
+def _median(values: list[float]) -> float:
+    return float(np.median(values))
+
+
+def table(title: str, runs: Runs, rows: int) -> None:
+    """Median wall, CPU (also per row) and the largest peak memory of each command."""
     print(f"\n{title}")
-    print(f"{'':28}{'wall s':>8}{'rows/s (wall)':>15}{'CPU s':>8}{'peak RSS MB':>13}")
-    for name, (secs, cpu, rss) in results.items():
-        print(f"{name:28}{secs:>8.2f}{rows / secs:>15,.0f}{cpu:>8.2f}{rss:>13,.0f}")
-    fit = results["sketchsyn fit"]
-    plain = {k: v for k, v in results.items() if not k.startswith("sketchsyn")}
-    print(f"{'fit / reader':28}{'wall':>8}{'CPU':>8}{'peak memory':>13}")
-    for name, (secs, cpu, rss) in plain.items():
-        print(f"  {name:26}{fit[0] / secs:>8.2f}{fit[1] / cpu:>8.2f}{fit[2] / rss:>13.2f}")
-    if plain:
-        name, best = min(plain.items(), key=lambda kv: kv[1][0])
-        for label, run in results.items():
-            if not label.startswith("sketchsyn fit"):
-                continue
-            print(
-                f"  fastest plain reader ({name}): {label[10:]} takes {run[0] / best[0]:.2f}x its "
-                f"wall time, {run[1] / best[1]:.2f}x its CPU time, {run[2] / best[2]:.2f}x its "
-                "peak memory"
-            )
+    print(f"{'':34}{'wall s':>8}{'rows/s (wall)':>15}{'CPU s':>8}{'CPU ns/row':>11}{'peak MB':>9}")
+    for name, got in runs.items():
+        secs, cpu = _median([g[0] for g in got]), _median([g[1] for g in got])
+        print(
+            f"{name:34}{secs:>8.2f}{rows / secs:>15,.0f}{cpu:>8.2f}{cpu / rows * 1e9:>11.0f}"
+            f"{max(g[2] for g in got):>9,.0f}"
+        )
+
+
+def ratio(runs: Runs, num: str, den: str) -> tuple[float, float, float]:
+    """Median over the rounds of ``num`` / ``den``: (CPU, wall, peak memory)."""
+    pairs = list(zip(runs[num], runs[den], strict=True))
+    return (
+        _median([a[1] / b[1] for a, b in pairs]),
+        _median([a[0] / b[0] for a, b in pairs]),
+        _median([a[2] / b[2] for a, b in pairs]),
+    )
+
+
+def cheapest(runs: Runs, names: list[str]) -> str | None:
+    """The one of ``names`` with the smallest median CPU time."""
+    names = [n for n in names if n in runs]
+    return min(names, key=lambda n: _median([g[1] for g in runs[n]])) if names else None
+
+
+def goals(csv_runs: Runs, parquet_runs: Runs) -> None:
+    """The ratios of the speed goals (CPU-seconds of whole processes)."""
+    print("\ngoals (median of the per-round ratios; CPU is the goal's measure):")
+    print(f"{'':68}{'CPU':>6}{'wall':>6}{'peak':>6}  goal")
+
+    def line(label: str, runs: Runs, num: str, den: str | None, goal: float | None) -> None:
+        if den is None:
+            return
+        c, w, m = ratio(runs, num, den)
+        verdict = "" if goal is None else f"<= {goal}: {'met' if c <= goal else 'missed'}"
+        print(f"  {label:66}{c:>6.2f}{w:>6.2f}{m:>6.2f}  {verdict}")
+
+    streaming = list(streaming_names(csv_runs))
+    named = [n for n in streaming if not n.startswith("polars")]
+    best_named, best_any = cheapest(csv_runs, named), cheapest(csv_runs, streaming)
+    fit = "sketchsyn fit"
+    line(f"CSV fit / cheapest of pyarrow, pandas ({best_named})", csv_runs, fit, best_named, 1.0)
+    if best_any != best_named:
+        line(f"CSV fit / cheapest streaming reader ({best_any})", csv_runs, fit, best_any, 1.0)
+    for name in streaming:
+        line(f"CSV fit / {name}", csv_runs, fit, name, None)
+    line(f"CSV reader alone / {best_any}", csv_runs, "sketchsyn reader alone", best_any, None)
+    if "polars.read_parquet" in parquet_runs:
+        line("Parquet fit / polars.read_parquet", parquet_runs, fit, "polars.read_parquet", 1.5)
+        line(
+            "Parquet reader alone / polars.read_parquet",
+            parquet_runs,
+            "sketchsyn reader alone",
+            "polars.read_parquet",
+            None,
+        )
+
+
+def streaming_names(runs: Runs) -> list[str]:
+    """The plain streaming readers among the commands."""
+    return [n for n in runs if n.endswith(("stream", "chunks", "batches"))]
 
 
 def make_logs(clean: Path, mixed: Path, lines: int) -> None:
@@ -236,11 +356,68 @@ def logs(tmp: Path, lines: int) -> None:
     print(f"  speed with IPv6 lines / clean: wall {a[0] / b[0]:.2f}, CPU {a[1] / b[1]:.2f}")
 
 
+OVERLAP = """
+import resource, sys, time
+from sketchsyn import Box, PrivHP
+from sketchsyn.cli.common import _parse_bytes
+from sketchsyn.io.readers import CSVReader
+path, rows, memory, threads, lo0, hi0, lo1, hi1 = sys.argv[1:]
+dom = Box([float(lo0), float(lo1)], [float(hi0), float(hi1)])
+p = PrivHP.for_memory(dom, 1.0, _parse_bytes(memory), int(rows), rng=1)
+r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+for batch in CSVReader(path, ["lon", "lat"], batch_size=262144, threads=threads == "1"):
+    p.update_many(batch)
+wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF)
+cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+print(f"{wall:.3f} {cpu:.3f}")
+"""
+
+
+def overlap(csv_path: Path, rows: int, memory: str, repeat: int) -> None:
+    """Reading the CSV and PrivHP's updates in one process, with the reader thread parsing the
+    next block while PrivHP counts the last one, and without it (``threads=False``)."""
+    (lo0, lo1), (hi0, hi1) = zip(*(b.split(":") for b in BOUNDS.split(",")), strict=True)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    got: dict[str, list[tuple[float, float]]] = {"1": [], "0": []}
+    for _ in range(repeat):
+        for threads in ("1", "0"):
+            cmd = [sys.executable, "-c", OVERLAP, str(csv_path), str(rows), memory, threads]
+            out = subprocess.run([*cmd, lo0, hi0, lo1, hi1], check=True, capture_output=True,
+                                 text=True, env=env)  # fmt: skip
+            wall, cpu = (float(v) for v in out.stdout.split())
+            got[threads].append((wall, cpu))
+    print("\nreading and updating overlapped (CSV, in one process, median of the rounds):")
+    for threads, label in (
+        ("1", "reader thread parsing ahead"),
+        ("0", "one thread (threads=False)"),
+    ):
+        wall = _median([g[0] for g in got[threads]])
+        cpu = _median([g[1] for g in got[threads]])
+        print(f"  {label:34}wall {wall:7.2f} s  CPU {cpu:7.2f} s  (CPU/wall {cpu / wall:.2f})")
+    speedup = _median([b[0] / a[0] for a, b in zip(got["1"], got["0"], strict=True)])
+    print(f"  wall without the thread / with it: {speedup:.2f} (1: no overlap; at most 2 cores)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=float, default=1e7, help="rows (default 1e7)")
     parser.add_argument("--memory", default="256KB", help="sketchsyn fit --memory")
-    parser.add_argument("--repeat", type=int, default=1, help="runs of each; the best is kept")
+    parser.add_argument("--repeat", type=int, default=1, help="paired rounds (medians printed)")
+    parser.add_argument(
+        "--data", metavar="DIR", help="keep the generated files in DIR and reuse them"
+    )
+    parser.add_argument(
+        "--whole",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time the whole-table readers (memory grows with the file)",
+    )
+    parser.add_argument(
+        "--extras",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also fit's fixed cost, PrivHP alone, the overlap check and the access logs",
+    )
     parser.add_argument(
         "--fit-batch-sizes",
         default="524288",
@@ -252,34 +429,53 @@ def main() -> None:
     if args.make_data:
         make_data(Path(args.make_data) / "rides.csv", Path(args.make_data) / "rides.parquet", rows)
         make_heads(Path(args.make_data) / "rides.csv", Path(args.make_data) / "rides.parquet")
+        (Path(args.make_data) / "rows").write_text(str(rows))
         return
-    with tempfile.TemporaryDirectory(prefix="bench_cli_") as tmp:
-        csv_path, parquet_path = Path(tmp) / "rides.csv", Path(tmp) / "rides.parquet"
+    with tempfile.TemporaryDirectory(prefix="bench_cli_") as scratch:
+        tmp = Path(args.data or scratch)
+        tmp.mkdir(parents=True, exist_ok=True)
+        csv_path, parquet_path = tmp / "rides.csv", tmp / "rides.parquet"
+        made = tmp / "rows"
         t0 = time.perf_counter()
-        # In a child process: Linux keeps a process's peak RSS across fork and exec, so the parent
-        # stays small for the children's peak memory figures to be their own.
-        cmd = [sys.executable, __file__, "--rows", str(rows), "--make-data", tmp]
-        subprocess.run(cmd, check=True)
+        if not (made.exists() and made.read_text() == str(rows)):
+            made.unlink(missing_ok=True)
+            # In a child process: Linux keeps a process's peak RSS across fork and exec, so the
+            # parent stays small for the children's peak memory figures to be their own.
+            cmd = [sys.executable, __file__, "--rows", str(rows), "--make-data", str(tmp)]
+            subprocess.run(cmd, check=True)
+            how = f"generated in {time.perf_counter() - t0:.1f} s"
+        else:
+            how = f"reused from {tmp}"
         print(
-            f"generated {rows:,} rows: CSV {csv_path.stat().st_size / 1e6:,.0f} MB, Parquet "
-            f"{parquet_path.stat().st_size / 1e6:,.0f} MB in {time.perf_counter() - t0:.1f} s"
+            f"{rows:,} rows: CSV {csv_path.stat().st_size / 1e6:,.0f} MB, Parquet "
+            f"{parquet_path.stat().st_size / 1e6:,.0f} MB ({how})"
         )
+        for path in (csv_path, parquet_path):  # into the page cache before any timing
+            with open(path, "rb") as fh:
+                while fh.read(1 << 24):
+                    pass
         print(f"load average at the start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
-        for kind, path in (("csv", csv_path), ("parquet", parquet_path)):
-            sizes = [int(v) for v in args.fit_batch_sizes.split(",") if v.strip()]
-            model = Path(tmp) / "m.model"
-            cmds = plain_readers(path, kind) | ours(path, rows, args.memory, model, sizes)
-            results = {}
-            for name, cmd in cmds.items():
-                results[name] = min(timed(cmd) for _ in range(args.repeat))
-            report(f"{kind.upper()} ({path.name}), columns lon, lat:", results, rows)
-        fixed_cost(Path(tmp), args.memory, rows)
-        wall, cpu = update_alone(parquet_path, rows, args.memory)
-        print(
-            f"\nPrivHP's updates alone (same plan, the {rows:,} rows already in memory, "
-            f"262,144-row batches): wall {wall:.2f} s, CPU {cpu:.2f} s"
-        )
-        logs(Path(tmp), max(rows // 20, 10_000))
+        sizes = [int(v) for v in args.fit_batch_sizes.split(",") if v.strip()]
+        model = tmp / "m.model"
+        csv_cmds = streaming_readers(csv_path) | whole_readers(csv_path, "csv", args.whole)
+        csv_cmds |= ours(csv_path, rows, args.memory, model, sizes)
+        parquet_cmds = whole_readers(parquet_path, "parquet", args.whole)
+        parquet_cmds |= ours(parquet_path, rows, args.memory, model, sizes)
+        csv_runs = rounds(csv_cmds, args.repeat)
+        parquet_runs = rounds(parquet_cmds, args.repeat)
+        print(f"\n{args.repeat} paired round(s); medians of the rounds, the largest peak")
+        table(f"CSV ({csv_path.name}), columns lon, lat:", csv_runs, rows)
+        table(f"Parquet ({parquet_path.name}), columns lon, lat:", parquet_runs, rows)
+        goals(csv_runs, parquet_runs)
+        if args.extras:
+            fixed_cost(tmp, args.memory, rows)
+            wall, cpu = update_alone(parquet_path, rows, args.memory)
+            print(
+                f"\nPrivHP's updates alone (same plan, the {rows:,} rows already in memory, "
+                f"262,144-row batches): wall {wall:.2f} s, CPU {cpu:.2f} s"
+            )
+            overlap(csv_path, rows, args.memory, args.repeat)
+            logs(Path(scratch), min(max(rows // 20, 10_000), 1_000_000))
         print("\n(interpreter start and imports included; CPU counts every thread)")
         print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores (shared: timings noisy)")
         print(f"load average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from sketchsyn.errors import InputError, ParameterError
+from sketchsyn.io import csvarrow
 from sketchsyn.io.readers import (
     AccessLogReader,
     CSVReader,
@@ -375,3 +376,48 @@ def test_compression_by_magic_bytes_and_columnar_readers(tmp_path):
         w.write_table(table)
     with pytest.raises(InputError, match="row 3: column 'a' is null"):
         _rows(ArrowReader(io.BytesIO(sink.getvalue()), ["a"]))
+
+
+class _Trickle:
+    """A pipe-like stream: ``read`` only (no ``readinto``), a few bytes at a time."""
+
+    def __init__(self, data: bytes, step: int) -> None:
+        self._data, self._at, self._step = data, 0, step
+
+    def read(self, size: int = -1) -> bytes:
+        size = self._step if size is None or size < 0 else min(size, self._step)
+        out = self._data[self._at : self._at + size]
+        self._at += len(out)
+        return out
+
+
+def test_blocks_read_into_one_reused_buffer_give_the_same_rows_lines_and_positions(tmp_path):
+    # Short lines, one line far longer than a block, a blank and bad lines, no final newline;
+    # from a file, a BytesIO and a pipe-like stream with short reads and no readinto.
+    rng = np.random.default_rng(5)
+    lines = [f"{v:.6f},{w:.3f},r{i}" for i, (v, w) in enumerate(rng.random((5000, 2)).tolist())]
+    lines[40] = "1.5,2.5," + "x" * 300_000
+    lines[41], lines[977], lines[978] = "", "1,2", "3,oops,z"
+    text = ("x,y,label\n" + "\n".join(lines)).encode()
+    path = tmp_path / "d.csv"
+    path.write_bytes(text)
+    sources = (lambda: path, lambda: io.BytesIO(text), lambda: _Trickle(text, 4093))
+    engines = ("pyarrow", "numpy") if csvarrow.available() else ("numpy",)
+    results = []
+    for source in sources:
+        for engine in engines:
+            reader = CSVReader(source(), ["y", "x"], batch_size=64, on_bad="skip", engine=engine)
+            batches, numbers, positions = [], [], []
+            for batch in reader:
+                batches.append(batch)  # kept: later blocks must not overwrite them
+                numbers.extend(reader.lines.tolist())
+                if reader.position is not None:
+                    positions.append(tuple(reader.position))
+            results.append((np.concatenate(batches).tolist(), numbers, positions, reader.bad_lines))
+    assert all(r == results[0] for r in results[1:])
+    rows, numbers, positions, bad = results[0]
+    good = [i for i, s in enumerate(lines) if s and i not in (977, 978)]
+    assert rows == [[float(lines[i].split(",")[1]), float(lines[i].split(",")[0])] for i in good]
+    assert numbers == [i + 2 for i in good] and bad == [979, 980]
+    assert positions[-1][:2] == (5000, len(text))
+    assert [p[0] for p in positions] == sorted({p[0] for p in positions})

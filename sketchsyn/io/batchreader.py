@@ -2,8 +2,9 @@
 the input position a resumable run records, and the reader thread that parses ahead.
 
 A reader turns its input into *blocks* of complete lines (files and pipes are read in large
-pieces and cut at the last newline: no line objects), parses each block into a numpy batch and
-yields it in pieces of at most ``batch_size`` rows. Where a core is free the parsing runs on a
+pieces into one buffer that is reused, and cut at the last newline: no line objects, no new
+memory per block), parses each block into a numpy batch and yields it in pieces of at most
+``batch_size`` rows. Where a core is free the parsing runs on a
 reader thread one block ahead of the caller (``threads=True``, the default for files and pipes):
 pyarrow and numpy release the GIL, so parsing overlaps with the caller's own work.
 
@@ -158,6 +159,10 @@ class BatchReader(abc.ABC):
         The source's name for messages.
     """
 
+    # True in a subclass whose ``_parse`` takes the block as a memoryview of the reader's buffer
+    # (valid only during the call: the buffer is reused); otherwise it gets ``bytes``.
+    _views = False
+
     def __init__(
         self,
         source: Any,
@@ -195,7 +200,9 @@ class BatchReader(abc.ABC):
         self.position: Position | None = None
         self.n_bad_at_position = 0  # bad lines before ``position`` (the reader thread runs ahead)
         self._lines_of_batch: tuple[int, int] | np.ndarray = np.zeros(0, dtype=np.int64)
-        self._pending = b""
+        self._pending = b""  # bytes read past the header or a skip, before the blocks start
+        self._store = bytearray()  # the blocks' buffer: bytes [_cut, _have) not yet consumed
+        self._have = self._cut = 0
         self._offset = 0  # bytes consumed (decompressed), pending bytes not included
         self._window = b""
         self._bytes_per_line = 0.0  # estimated from the first bytes read, then from each block
@@ -240,8 +247,11 @@ class BatchReader(abc.ABC):
         self._window = (self._window + line)[-_WINDOW:]
         return line
 
-    def _next_block(self) -> tuple[bytes, int | None]:
-        """Complete lines (about ``batch_size`` of them) and their count when already known."""
+    def _next_block(self) -> tuple[Any, int | None]:
+        """Complete lines (about ``batch_size`` of them) and their count when already known.
+
+        From a file or pipe: a memoryview of the reader's own buffer, valid until the next call
+        (the bytes are read into that buffer, which is reused: no new memory per block)."""
         if not self._plain:
             lines: list[bytes] = []
             for line in self._it:
@@ -258,23 +268,60 @@ class BatchReader(abc.ABC):
         if self._bytes_per_line == 0.0 and self._pending.count(b"\n") >= 16:
             self._bytes_per_line = len(self._pending) / self._pending.count(b"\n")
         want = max(int(self.batch_size * (self._bytes_per_line or 64.0) * 0.97), 1)
-        buf = self._pending
-        if len(buf) < want and not self._eof:
-            buf = buf + self._read(want - len(buf)) if buf else self._read(want)
-        while len(buf) < want and not self._eof:  # a pipe or a decompressor: short reads
-            buf += self._read(want - len(buf))
-        cut = buf.rfind(b"\n", 0, want) + 1 if len(buf) > want else 0
+        self._keep_tail(want)
+        self._fill(want)
+        store, have = self._store, self._have
+        cut = store.rfind(b"\n", 0, want) + 1 if have > want else 0
         if cut == 0:
-            cut = buf.rfind(b"\n") + 1
-        if self._eof and cut < len(buf) and b"\n" not in buf[cut:]:
-            cut = len(buf)  # the last line of the input, without its newline
+            cut = store.rfind(b"\n", 0, have) + 1
+        if self._eof and cut < have and store.find(b"\n", cut, have) < 0:
+            cut = have  # the last line of the input, without its newline
         elif cut == 0:  # one line longer than the block: read until its end
-            while b"\n" not in buf[len(self._pending) :] and not self._eof:
-                buf += self._read(1 << 20)
-            cut = buf.rfind(b"\n") + 1 if not self._eof else len(buf)
-        buf, self._pending = buf[:cut], buf[cut:]
-        self._offset += len(buf)
-        return buf, None
+            seen = 0
+            while self._store.find(b"\n", seen, self._have) < 0 and not self._eof:
+                seen = self._have
+                self._fill(self._have + (1 << 20))
+            store = self._store
+            cut = store.rfind(b"\n", 0, self._have) + 1 if not self._eof else self._have
+        self._cut = cut
+        self._offset += cut
+        return memoryview(store)[:cut], None
+
+    def _keep_tail(self, want: int) -> None:
+        """Move the bytes after the last block (and any bytes read before the blocks) to the
+        front of the buffer, which holds at least ``want`` bytes."""
+        tail = self._have - self._cut
+        size = max(want, tail + len(self._pending)) + 1
+        if len(self._store) < size:
+            grown = bytearray(size)  # a new buffer: views of the old one stay valid
+            grown[:tail] = self._store[self._cut : self._have]
+            self._store = grown
+        elif tail:
+            self._store[:tail] = self._store[self._cut : self._have]
+        if self._pending:
+            self._store[tail : tail + len(self._pending)] = self._pending
+            tail += len(self._pending)
+            self._pending = b""
+        self._have, self._cut = tail, 0
+
+    def _fill(self, upto: int) -> None:
+        """Read into the buffer until it holds ``upto`` bytes or the input ends."""
+        if len(self._store) < upto:
+            grown = bytearray(upto)
+            grown[: self._have] = self._store[: self._have]
+            self._store = grown
+        view = memoryview(self._store)
+        readinto = getattr(self._stream, "readinto", None)
+        while self._have < upto and not self._eof:
+            if readinto is not None:
+                got = readinto(view[self._have : upto]) or 0
+            else:
+                piece = self._stream.read(upto - self._have) or b""
+                got = len(piece)
+                view[self._have : self._have + got] = piece
+            if got == 0:
+                self._eof = True
+            self._have += got
 
     def _skip(self) -> None:
         """Move past ``resume`` (checking the bytes before it) or past ``skip_rows`` lines."""
@@ -352,7 +399,8 @@ class BatchReader(abc.ABC):
     @abc.abstractmethod
     def _parse(self, buf: bytes, first: int, count: int | None) -> tuple[np.ndarray, Any, int]:
         """``(rows, line numbers or None, lines in the block)`` of a block whose first line is
-        line ``first`` (``None``: the consecutive lines from ``first``)."""
+        line ``first`` (``None``: the consecutive lines from ``first``). ``buf`` is ``bytes``,
+        or a memoryview valid during the call only when the class sets ``_views``."""
 
     def _blocks(self) -> Iterator[tuple[np.ndarray, Any, int, Position, int]]:
         """Parsed blocks with their first line number and the position after them."""
@@ -362,8 +410,10 @@ class BatchReader(abc.ABC):
             if not buf:
                 return
             self._window = (self._window + buf[-_WINDOW:])[-_WINDOW:]
-            if not buf.endswith(b"\n"):  # the last line of the input, without its newline
-                buf += b"\n"
+            if buf[-1] != 10:  # the last line of the input, without its newline
+                buf = bytes(buf) + b"\n"
+            elif not self._views and not isinstance(buf, bytes):
+                buf = bytes(buf)
             first = self.line + 1
             rows, numbers, n_lines = self._parse(buf, first, count)
             self.line += n_lines

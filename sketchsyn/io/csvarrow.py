@@ -1,17 +1,18 @@
 """The pyarrow path of :class:`~sketchsyn.io.readers.CSVReader`: one block of CSV lines parsed by
 ``pyarrow.csv.open_csv`` (C++, the GIL released), its text checked only where its pattern breaks.
 
-A block is parsed by pyarrow's streaming reader in small internal blocks (``block_size``), with
-``ignore_empty_lines=False`` so that every line of the block is either a row or an invalid row
-reported to a handler with its line number: the line numbers of the rows follow without scanning
-the text. Where the pattern breaks, and only there, the reader looks at lines:
+A block is parsed by pyarrow's streaming reader in internal blocks (``block_size``: 1 MiB, and
+256 KiB after the block's first break in the pattern: the larger costs less per row, the smaller
+less per break), with ``ignore_empty_lines=False`` so that every line of the block is either a row
+or an invalid row reported to a handler with its line number: the line numbers of the rows follow
+without scanning the text. Where the pattern breaks, and only there, the reader looks at lines:
 
 - a line with the wrong number of fields: reported by pyarrow's ``invalid_row_handler`` (its text
   and number), so it costs O(1);
 - a value that is not a number: pyarrow stops with the line's number; the rows of the pyarrow
   blocks before it are kept, the lines between the last kept row and the bad line (at most one
   internal block) are parsed again, the bad line goes to the line-by-line checker, and parsing
-  resumes after it: O(``block_size``) per bad line, never a re-parse of the whole batch;
+  resumes after it: one internal block at most per bad line, never a re-parse of the whole batch;
 - a blank line, an empty field, ``nan`` or ``inf``: a row that is not all finite numbers, found
   with numpy on the parsed values and handed line by line to the checker.
 
@@ -34,6 +35,7 @@ __all__ = ["available", "parse_block"]
 
 _ROW = re.compile(r"Row #(\d+)")
 _MAX_BREAKS = 64  # conversion breaks in one block before the rest goes line by line
+_AFTER_BREAK = 1 << 18  # pyarrow's internal block size once a block has had a break
 
 # (rows, numbers or None) of a list of lines whose first is line ``first``
 Slow = Callable[[list[bytes], int], tuple[np.ndarray, np.ndarray]]
@@ -64,7 +66,7 @@ def float64_values(col: Any) -> np.ndarray:
 class _Lines:
     """Byte offsets of the lines of a block, computed on first use (only where a break needs it)."""
 
-    def __init__(self, buf: bytes) -> None:
+    def __init__(self, buf: bytes | memoryview) -> None:
         self.buf = buf
         self._ends: np.ndarray | None = None
 
@@ -80,17 +82,17 @@ class _Lines:
     def line(self, k: int) -> bytes:
         ends = self.ends()
         stop = int(ends[k]) if k < ends.size else len(self.buf)
-        return self.buf[self.start(k) : stop]
+        return bytes(self.buf[self.start(k) : stop])
 
 
 def parse_block(
-    buf: bytes,
+    buf: bytes | memoryview,
     first: int,
     ncols: int,
     idx: list[int],
     delimiter: str,
     slow: Slow | None,
-    block_size: int = 1 << 18,
+    block_size: int = 1 << 20,
 ) -> tuple[np.ndarray, np.ndarray | None, int]:
     """``(rows, line numbers, lines)`` of a block of complete CSV lines (ending in a newline).
 
@@ -193,13 +195,18 @@ def parse_block(
             break
         clean = False
         breaks += 1
+        read = pacsv.ReadOptions(
+            column_names=names, use_threads=False, block_size=min(block_size, _AFTER_BREAK)
+        )
         # Lines after the kept batches and before the bad line: parse them again (one internal
         # block at most), then the bad line alone, then go on after it.
         gap_first = start_line + covered  # 0-based line in the block
         bad_line = start_line + failed_at - 1
         if bad_line > gap_first:
             sub = buf[lines.start(gap_first) : lines.start(bad_line)]
-            r, nums_sub, _ = parse_block(sub, first + gap_first, ncols, idx, delimiter, slow)
+            r, nums_sub, _ = parse_block(
+                sub, first + gap_first, ncols, idx, delimiter, slow, _AFTER_BREAK
+            )
             if nums_sub is None:
                 nums_sub = np.arange(first + gap_first, first + gap_first + r.shape[0])
             _take((r, nums_sub), pieces, numbers)
@@ -210,7 +217,7 @@ def parse_block(
             end_line = start_line
             break
         if breaks >= _MAX_BREAKS:  # a block full of odd values: the rest line by line
-            rest = buf[start_byte:].split(b"\n")
+            rest = bytes(buf[start_byte:]).split(b"\n")
             if rest and rest[-1] == b"":
                 rest.pop()
             _take(slow(rest, first + start_line), pieces, numbers)

@@ -209,11 +209,14 @@ class CSVReader(BatchReader):
         self._idx = [self.header.index(c) for c in self.columns or []]
         self._ncols = len(self.header)
 
-    def _parse(self, buf: bytes, first: int, count: int | None) -> tuple[np.ndarray, Any, int]:
+    _views = True  # pyarrow reads the block in place; the numpy engine copies it to bytes
+
+    def _parse(self, buf: Any, first: int, count: int | None) -> tuple[np.ndarray, Any, int]:
         if self._arrow:
             return csvarrow.parse_block(
                 buf, first, self._ncols, self._idx, self.delimiter, self._slow
             )
+        buf = bytes(buf)
         fast = self._fast(buf, first)
         if fast is not None:
             n_lines = count if count is not None else buf.count(b"\n")
@@ -281,7 +284,15 @@ class CSVReader(BatchReader):
                 continue
             if not text.strip():
                 continue
-            fields = next(csv.reader([text.rstrip("\r\n")], delimiter=self.delimiter), [])
+            text = text.rstrip("\r\n")
+            if '"' not in text and "\r" not in text:  # as csv does, without its size limit
+                fields = text.split(self.delimiter)
+            else:
+                try:
+                    fields = next(csv.reader([text], delimiter=self.delimiter), [])
+                except csv.Error as exc:
+                    self._bad(lineno, f"cannot be split into fields ({exc})")
+                    continue
             if len(fields) != self._ncols:
                 self._bad(lineno, f"has {len(fields)} fields, the header has {self._ncols}")
                 continue
