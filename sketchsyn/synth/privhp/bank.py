@@ -72,6 +72,7 @@ class _Scratch:
 
     def __init__(self) -> None:
         self._bufs: dict[str, np.ndarray] = {}
+        self._zero: set[str] = set()  # names whose whole buffer is known to hold zeros
 
     def get(self, name: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
         size = int(np.prod(shape))
@@ -80,7 +81,22 @@ class _Scratch:
             buf = np.empty(size, dtype=dtype)
             if buf.nbytes <= _SCRATCH_MAX_BYTES:
                 self._bufs[name] = buf
+        self._zero.discard(name)
         return buf[:size].reshape(shape)
+
+    def zeros(self, name: str, size: int) -> np.ndarray:
+        """An int64 buffer of ``size`` zeros: a kept one that its last user left all zero
+        (:meth:`cleared`) is not written again."""
+        clean = name in self._zero and name in self._bufs and self._bufs[name].size >= size
+        buf = self.get(name, (size,), np.int64)
+        if not clean:
+            buf[...] = 0
+        return buf
+
+    def cleared(self, name: str) -> None:
+        """The user of :meth:`zeros` ``name`` put every cell it wrote back to zero."""
+        if name in self._bufs:
+            self._zero.add(name)
 
 
 @contextlib.contextmanager
@@ -318,13 +334,13 @@ class LevelBank:
         reach = max(min(int(n * _KERNEL_CELLS_PER_ROW), 1 << _KERNEL_MAX_LEVEL), 1).bit_length() - 1
         dense = max(L, min(r, reach))
         scratch = _scratch()
-        counts = scratch.get("cells", (1 << dense,), np.int64)
-        counts[...] = 0
+        counts = scratch.zeros("cells", 1 << dense)
         kernels.histogram(codes, np.uint64(r - dense), counts)
         size = min(counts.size, n) + 1
         keys = scratch.get("keys", (size,), np.uint32)
         weights = scratch.get("weights", (size,), np.int64)
-        m = kernels.nonzero(counts, keys, weights)
+        m = kernels.nonzero(counts, keys, weights)  # and puts the counts back to zero
+        scratch.cleared("cells")
         tree_counts = np.empty_like(self._tree)
         kernels.tree_counts(keys, weights, m, dense - L, L, tree_counts)
         bank_counts = np.empty_like(self._bank)

@@ -204,12 +204,13 @@ def histogram(codes: Any, shift: Any, counts: Any) -> None:
 def nonzero(counts: Any, keys: Any, weights: Any) -> Any:
     """The non-empty cells of ``counts`` in order: their indices (uint32, below 2**32) in
     ``keys`` and counts in ``weights`` (each of at least ``min(counts.size, Σ counts)``
-    entries, plus one); returns how many."""
+    entries, plus one); returns how many. ``counts`` is left all zero (reused as it is)."""
     m = 0
     for c in range(counts.size):
         # Branch-free (a cell is empty about as often as not, a branch on it would be
         # mispredicted that often): every cell is written, only a non-empty one is kept.
         n = counts[c]
+        counts[c] = 0
         keys[m] = _U32(c)
         weights[m] = n
         m += np.intp(n != 0)
@@ -218,18 +219,20 @@ def nonzero(counts: Any, keys: Any, weights: Any) -> Any:
 
 @_jit
 def _parents(keys: Any, weights: Any, m: Any) -> Any:
-    """The cells one level up of the ``m`` sorted cells ``keys`` (in place, counts summed);
-    returns how many."""
-    w = 0
-    for i in range(m):
+    """The cells one level up of the ``m ≥ 1`` sorted cells ``keys`` (in place, counts summed);
+    returns how many. Branch-free: whether a cell starts a new parent is unpredictable."""
+    prev, acc, w = keys[0] >> _R1, weights[0], 0
+    for i in range(1, m):
         p = keys[i] >> _R1
-        if w and keys[w - 1] == p:
-            weights[w - 1] += weights[i]
-        else:
-            keys[w] = p
-            weights[w] = weights[i]
-            w += 1
-    return w
+        keys[w] = prev  # entries below i only: i is read before anything is written there
+        weights[w] = acc
+        new = np.intp(p != prev)
+        w += new
+        acc = weights[i] + acc * (1 - new)
+        prev = p
+    keys[w] = prev
+    weights[w] = acc
+    return w + 1
 
 
 @_jit
@@ -259,7 +262,7 @@ def hash_levels(keys: Any, weights: Any, m: Any, levels: Any, seeds: Any, signs:
     _, _, _, buckets, flips = _scratch(False)
     empty = np.empty(0, dtype=np.uint32)
     for i in range(levels.size):
-        if i:
+        if i and m:
             m = _parents(k, wt, m)
         if levels[i]:
             out[i][:] = 0
