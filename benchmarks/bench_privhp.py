@@ -142,7 +142,7 @@ def cli_plan(rows: int, repeats: int, batch: int = 262144) -> None:
         f"\nupdate_many on bench_cli.py's plan for 10^8 rows (PrivHP.for_memory(box, 1, 256 KB, "
         f"10^8)), {rows:,} rows in {batch:,}-row batches, best of {repeats}:"
     )
-    if not kernels.AVAILABLE:
+    if not kernels.ready(wait=True):  # compiled (or loaded from numba's cache) before timing
         print("  numba (the fast extra) is not installed: the numpy path only")
     paths = {"numpy (reference)": kernels.numpy_only}
     if kernels.AVAILABLE:

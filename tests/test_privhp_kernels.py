@@ -19,6 +19,13 @@ from sketchsyn.synth.privhp import kernels
 needs_numba = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba (the fast extra) missing")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _compiled():
+    """The kernels compiled before the tests (PrivHP uses the numpy path until they are)."""
+    if kernels.AVAILABLE:
+        assert kernels.ready(wait=True), kernels._FAILED
+
+
 def _pair(domain, **kw) -> tuple[PrivHP, PrivHP]:
     make = dict(epsilon=1.0, k=8, sketch_depth=3, rng=7) | kw
     a, b = PrivHP(domain, **make), PrivHP(domain, **make)
@@ -51,11 +58,49 @@ def _same(fast: PrivHP, ref: PrivHP) -> None:
 
 def test_numpy_only_switches_the_kernels_off():
     with kernels.numpy_only():
-        assert not kernels.enabled()
+        assert not kernels.enabled() and not kernels.ready()
         with kernels.numpy_only():
             assert not kernels.enabled()
         assert not kernels.enabled()
-    assert kernels.enabled() == kernels.AVAILABLE
+    assert kernels.enabled() == kernels.ready() == kernels.AVAILABLE
+
+
+def test_sketchsyn_does_not_import_numba():
+    """numba is imported only when a large batch first asks for the kernels."""
+    import subprocess
+    import sys
+
+    code = "import sys, sketchsyn; print('numba' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+@needs_numba
+def test_a_process_counts_with_numpy_until_the_kernels_are_ready():
+    """In a fresh process the first large batch starts the compile and is counted by the numpy
+    path; a later one by the kernels; the state is the one of the numpy path throughout."""
+    import subprocess
+    import sys
+
+    code = """
+import numpy as np
+from sketchsyn import Box, PrivHP
+from sketchsyn.synth.privhp import kernels
+X = np.random.default_rng(1).random((50_000, 2))
+a = PrivHP(Box.unit(2), 1.0, k=8, width=300, depth=20, rng=3)
+b = PrivHP(Box.unit(2), 1.0, k=8, width=300, depth=20, rng=3)
+b._lineage = a._lineage
+a.update_many(X)
+first = kernels._READY.is_set()
+kernels.ready(wait=True)
+a.update_many(X[::-1])
+with kernels.numpy_only():
+    b.update_many(X)
+    b.update_many(X[::-1])
+print(first, kernels.ready(), a.to_bytes() == b.to_bytes())
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True", "True"]
 
 
 def test_environment_switch(monkeypatch):

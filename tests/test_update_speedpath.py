@@ -128,7 +128,7 @@ def test_reference_murmur_matches_mmh3():
     ("depth", "width", "counter_depth"), [(18, 1364, 6), (24, 1024, 8), (40, 100, 3)]
 )
 def test_state_bytes_equal_reference(path, sketch, depth, width, counter_depth):
-    if path == "kernels" and not kernels.AVAILABLE:
+    if path == "kernels" and not kernels.ready(wait=True):
         pytest.skip("numba (the fast extra) missing")
     new, ref = _pair(sketch, depth, width, counter_depth)
     rng = np.random.default_rng(depth * 7 + width)

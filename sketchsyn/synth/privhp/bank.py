@@ -10,9 +10,9 @@ batch to batch (fresh memory costs page faults that take longer than the arithme
 
 Two paths compute the same increments: numpy's whole-array passes (the reference, always
 there) and, with the ``fast`` extra installed, compiled loops
-(:mod:`~sketchsyn.synth.privhp.kernels`) for batches of at least ``kernels.MIN_ROWS`` rows,
-which also encode a Box's rows. Every increment is an integer sum, so the state is the same
-bit for bit.
+(:mod:`~sketchsyn.synth.privhp.kernels`) for batches of at least ``kernels.MIN_ROWS`` rows once
+they are compiled (in the background), which also encode a Box's rows. Every increment is an
+integer sum, so the state is the same bit for bit.
 
 >>> import numpy as np
 >>> from sketchsyn import Box, PrivHP
@@ -220,7 +220,7 @@ class LevelBank:
             and isinstance(X, np.ndarray)
             and X.ndim == 2
             and X.shape[0] >= kernels.MIN_ROWS
-            and kernels.enabled()
+            and kernels.ready()
         ):
             codes = kernels.encode_box(self._domain, X, self._depth, _scratch().get)
             if codes is not None:
@@ -279,7 +279,7 @@ class LevelBank:
         counts). Deeper sketch levels hash every item's prefix.
         """
         r, L, n = self._depth, self._L_c, codes.size
-        if n >= kernels.MIN_ROWS and kernels.enabled():
+        if n >= kernels.MIN_ROWS and kernels.ready():
             return self._kernel_counts(codes)
         n_sketch = len(self._sketches)
         # Deepest level counted per cell: at least L_c, at most r, and 2**level ≤ n·ratio (and
@@ -331,6 +331,7 @@ class LevelBank:
         hashed. The per-item levels are a job each, the per-cell ones one or two jobs.
         """
         r, L, n = self._depth, self._L_c, codes.size
+        codes = np.ascontiguousarray(codes)  # the layout the kernels were compiled for
         reach = max(min(int(n * _KERNEL_CELLS_PER_ROW), 1 << _KERNEL_MAX_LEVEL), 1).bit_length() - 1
         dense = max(L, min(r, reach))
         scratch = _scratch()
@@ -344,11 +345,11 @@ class LevelBank:
         tree_counts = np.empty_like(self._tree)
         kernels.tree_counts(keys, weights, m, dense - L, L, tree_counts)
         bank_counts = np.empty_like(self._bank)
-        seeds = self._row_seeds.reshape(self._row_seeds.shape[:2])
+        seeds = np.ascontiguousarray(self._row_seeds.reshape(self._row_seeds.shape[:2]))
         signs = (
             np.zeros((seeds.shape[0], 0), dtype=np.uint32)
             if self._sign_seeds is None
-            else self._sign_seeds.reshape(seeds.shape)
+            else np.ascontiguousarray(self._sign_seeds.reshape(seeds.shape))
         )
         w = self._width
         width, bshift = np.uint64(w), np.uint32(33 - w.bit_length() if self._pow2_width else 0)
@@ -359,13 +360,13 @@ class LevelBank:
             jobs.append(partial(kernels.hash_items, *args, bank_counts[i]))
         n_dense = dense - L
         if n_dense:
-            # The per-cell levels deepest first; with two threads, every other level per job.
-            order = slice(n_dense - 1, None, -1)
+            # The per-cell levels (sketches 0 … n_dense − 1); with two threads, every other
+            # level per job.
             split = 1 if _single_thread() or n < _PARALLEL_MIN_ROWS else min(2, n_dense)
             for part in range(split):
                 todo = (np.arange(n_dense) % split) == part
-                args = (keys, weights, m, todo, seeds[order], signs[order], width, bshift)
-                jobs.append(partial(kernels.hash_levels, *args, bank_counts[order]))
+                args = (keys, weights, m, todo, seeds, signs, width, bshift, bank_counts)
+                jobs.append(partial(kernels.hash_levels, *args))
         _run(jobs, n)
         return tree_counts, bank_counts
 

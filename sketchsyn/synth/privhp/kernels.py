@@ -22,15 +22,16 @@ GIL: PrivHP's two worker threads run them as they run the numpy jobs.
 
 Install with ``pip install "sketchsyn[fast]"`` (numba). Without numba, with the environment
 variable ``SKETCHSYN_KERNELS=numpy``, or inside :func:`numpy_only`, PrivHP uses the numpy path.
-A process compiles the kernels on its first large batch (a few seconds; numba caches the
-machine code beside this module when it can write there, and later processes load it).
-Batches under ``MIN_ROWS`` rows always take the numpy path: small jobs never wait for the
-compiler.
+numba is not imported with sketchsyn: the first batch of ``MIN_ROWS`` rows or more starts a
+thread that imports it and compiles the kernels (seconds; numba caches the machine code beside
+this module when it can write there, and later processes load it in about a second), while
+PrivHP goes on counting with the numpy path; the kernels take over from the first batch after
+they are ready (:func:`ready`). Smaller batches never start them.
 
 >>> import numpy as np
 >>> from sketchsyn import Box
 >>> X = np.random.default_rng(0).random((5000, 2))
->>> codes = encode_box(Box.unit(2), X, 16) if enabled() else Box.unit(2).encode(X, 16)
+>>> codes = encode_box(Box.unit(2), X, 16) if ready(wait=True) else Box.unit(2).encode(X, 16)
 >>> bool((codes == Box.unit(2).encode(X, 16)).all())
 True
 """
@@ -38,6 +39,7 @@ True
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import math
 import os
 import threading
@@ -61,14 +63,10 @@ __all__ = [
     "tree_counts",
 ]
 
-try:  # the optional extra
-    import numba
-except ImportError:  # pragma: no cover - exercised where numba is missing
-    numba = None
-
-#: True when numba imports (the kernels can be compiled).
-AVAILABLE = numba is not None
-#: Batches with fewer rows take the numpy path (no compile for small jobs).
+#: True when numba (the optional extra) is installed. It is imported only when a large batch
+#: first needs it, on a thread of its own (:func:`ready`).
+AVAILABLE = importlib.util.find_spec("numba") is not None
+#: Batches with fewer rows take the numpy path and never start the kernels.
 MIN_ROWS = 4096
 _SWITCH = os.environ.get("SKETCHSYN_KERNELS", "numba").strip().lower()
 _LOCAL = threading.local()
@@ -87,14 +85,85 @@ _BLOCK = 2048
 
 
 def enabled() -> bool:
-    """True when PrivHP counts with the kernels on this thread (numba installed, not switched
-    off by ``SKETCHSYN_KERNELS=numpy`` or :func:`numpy_only`).
+    """True when PrivHP may count with the kernels on this thread (numba installed, not
+    switched off by ``SKETCHSYN_KERNELS=numpy`` or :func:`numpy_only`, compiled without error).
 
     >>> with numpy_only():
     ...     enabled()
     False
     """
-    return AVAILABLE and _SWITCH != "numpy" and not getattr(_LOCAL, "off", False)
+    return (
+        AVAILABLE and _SWITCH != "numpy" and _FAILED is None and not getattr(_LOCAL, "off", False)
+    )
+
+
+# The kernels in the order they are compiled (callees first), and their state.
+_KERNELS = (
+    "_rotl13", "_mix", "_hashes", "_flush", "_scratch", "histogram", "nonzero", "_parents",
+    "tree_counts", "hash_levels", "hash_items", "_spread2", "_spread3", "_quantise", "box_codes",
+)  # fmt: skip
+_READY = threading.Event()
+_START = threading.Lock()
+_STARTED = False
+_FAILED: BaseException | None = None
+
+
+def ready(wait: bool = False) -> bool:
+    """True once the kernels can run without compiling; the first call starts a thread that
+    imports numba and compiles them (or loads numba's cached machine code), while PrivHP goes
+    on with the numpy path: a process never waits for it unless ``wait`` is true. The counts
+    are the same on both paths, so the switch is invisible in the state.
+
+    >>> ready() in (True, False)
+    True
+    """
+    global _STARTED
+    if not enabled():
+        return False
+    if not _READY.is_set():
+        with _START:
+            if not _STARTED:
+                _STARTED = True
+                threading.Thread(target=_compile, name="sketchsyn-kernels", daemon=True).start()
+        if wait:
+            _READY.wait()
+    return _READY.is_set() and _FAILED is None
+
+
+def _compile() -> None:
+    """Jit every kernel and run each once on small inputs of the types PrivHP passes (so that
+    no call compiles later). Any error switches the kernels off for the process."""
+    global _FAILED
+    try:
+        import numba
+
+        module = globals()
+        for name in _KERNELS:
+            module[name] = numba.njit(nogil=True, cache=True)(module[name])
+        _warm_up()
+    except BaseException as exc:  # noqa: BLE001 - any failure leaves the numpy path in charge
+        _FAILED = exc
+    finally:
+        _READY.set()
+
+
+def _warm_up() -> None:
+    """One call of each public kernel with the argument types of PrivHP's calls."""
+    from ...domains import Box
+
+    codes = np.arange(64, dtype=np.uint64)
+    counts = np.zeros(64, dtype=np.int64)
+    histogram(codes, np.uint64(0), counts)
+    keys, weights = np.empty(65, dtype=np.uint32), np.empty(65, dtype=np.int64)
+    m = nonzero(counts, keys, weights)
+    tree_counts(keys, weights, m, 1, 5, np.empty(63, dtype=np.int64))
+    seeds, signs = np.ones((2, 3), dtype=np.uint32), np.ones((2, 3), dtype=np.uint32)
+    out = np.empty((2, 3, 5), dtype=np.int64)
+    width, shift = np.uint64(5), np.uint32(0)
+    hash_levels(keys, weights, m, np.ones(2, dtype=np.bool_), seeds, signs, width, shift, out)
+    hash_items(codes, np.uint64(0), False, seeds[0], signs[0], width, shift, out[0])
+    for depth in (4, 64):  # axis indices in int32 and int64
+        encode_box(Box.unit(2), np.full((3, 2), 0.5), depth)
 
 
 @contextlib.contextmanager
@@ -113,19 +182,10 @@ def numpy_only() -> Iterator[None]:
         _LOCAL.off = saved
 
 
-def _jit(fn: Any) -> Any:
-    """numba's ``njit`` (no GIL, cached), or the plain function without numba."""
-    if numba is None:
-        return fn
-    return numba.njit(nogil=True, cache=True)(fn)
-
-
-@_jit
 def _rotl13(x: Any) -> Any:
     return _U32((x << _R13) | (x >> _R19))
 
 
-@_jit
 def _mix(k: Any) -> Any:
     """``rotl(mix(k), 13)``: a 4-byte block's share of its round (independent of the seed)."""
     k = _U32(k * _C1)
@@ -133,7 +193,6 @@ def _mix(k: Any) -> Any:
     return _rotl13(_U32(k * _C2))
 
 
-@_jit
 def _hashes(low: Any, high: Any, m: Any, seed: Any, out: Any) -> None:
     """``out[i]`` = MurmurHash3 x86_32 of the 8-byte key whose 4-byte halves are ``low[i]`` and
     ``high[i]`` (``high`` empty: keys below 2**32, whose high half mixes to 0), ``i < m``:
@@ -156,7 +215,6 @@ def _hashes(low: Any, high: Any, m: Any, seed: Any, out: Any) -> None:
         out[i] = _U32(h ^ (h >> _R16))
 
 
-@_jit
 def _flush(low: Any, high: Any, weights: Any, m: Any, seeds: Any, signs: Any, width: Any,
            shift: Any, out: Any, buckets: Any, flips: Any) -> None:  # fmt: skip
     """Add ``weights[i]`` (negated where a Count Sketch's sign hash is odd) to the bucket of
@@ -182,7 +240,6 @@ def _flush(low: Any, high: Any, weights: Any, m: Any, seeds: Any, signs: Any, wi
                 out[row, buckets[i]] += weights[i]
 
 
-@_jit
 def _scratch(wide: Any) -> Any:
     """One block's keys (low and, for ``wide`` keys of 2**32 or more, high halves), weights,
     buckets and sign hashes."""
@@ -192,7 +249,6 @@ def _scratch(wide: Any) -> Any:
     return low, high, weights, np.empty(_BLOCK, dtype=np.uint32), np.empty(_BLOCK, np.uint32)
 
 
-@_jit
 def histogram(codes: Any, shift: Any, counts: Any) -> None:
     """``counts[codes[i] >> shift] += 1`` for every item (``shift`` a uint64; ``counts`` int64,
     zeros on entry)."""
@@ -200,7 +256,6 @@ def histogram(codes: Any, shift: Any, counts: Any) -> None:
         counts[np.intp(codes[i] >> shift)] += 1
 
 
-@_jit
 def nonzero(counts: Any, keys: Any, weights: Any) -> Any:
     """The non-empty cells of ``counts`` in order: their indices (uint32, below 2**32) in
     ``keys`` and counts in ``weights`` (each of at least ``min(counts.size, Σ counts)``
@@ -217,7 +272,6 @@ def nonzero(counts: Any, keys: Any, weights: Any) -> Any:
     return m
 
 
-@_jit
 def _parents(keys: Any, weights: Any, m: Any) -> Any:
     """The cells one level up of the ``m ≥ 1`` sorted cells ``keys`` (in place, counts summed);
     returns how many. Branch-free: whether a cell starts a new parent is unpredictable."""
@@ -235,7 +289,6 @@ def _parents(keys: Any, weights: Any, m: Any) -> Any:
     return w + 1
 
 
-@_jit
 def tree_counts(keys: Any, weights: Any, m: Any, up: Any, level: Any, tree: Any) -> None:
     """Exact counters' increments of levels ``0 … level`` (heap order, ``tree`` overwritten)
     from the ``m`` sorted cells ``keys`` of level ``level + up`` and their counts."""
@@ -249,22 +302,22 @@ def tree_counts(keys: Any, weights: Any, m: Any, up: Any, level: Any, tree: Any)
             tree[lo + c] = tree[child + 2 * c] + tree[child + 2 * c + 1]
 
 
-@_jit
-def hash_levels(keys: Any, weights: Any, m: Any, levels: Any, seeds: Any, signs: Any,
+def hash_levels(keys: Any, weights: Any, m: Any, todo: Any, seeds: Any, signs: Any,
                 width: Any, shift: Any, out: Any) -> None:  # fmt: skip
     """Sketch increments of the per-cell levels: ``keys`` (uint32, sorted) and ``weights`` are
-    the ``m`` non-empty cells of the deepest one with their counts; ``levels[i]`` (in order,
-    deepest first) says whether to fill ``out[i]`` (``(j, width)`` int64) from level ``i``
-    above the deepest, whose cells are hashed once each, weighted by their counts (the other
-    arguments as in :func:`hash_items`). The cells are copied: several jobs read the same."""
+    the ``m`` non-empty cells of the deepest of them, sketch ``todo.size − 1``, with their
+    counts; sketch ``i`` is filled (``out[i]``, ``(j, width)`` int64) where ``todo[i]``, from
+    its cells (those above, merged into parents level by level) hashed once each, weighted by
+    their counts (``seeds[i]``, ``signs[i]`` and the rest as in :func:`hash_items`). The cells
+    are copied: several jobs read the same."""
     k = keys[:m].copy()
     wt = weights[:m].copy()
     _, _, _, buckets, flips = _scratch(False)
     empty = np.empty(0, dtype=np.uint32)
-    for i in range(levels.size):
-        if i and m:
+    for i in range(todo.size - 1, -1, -1):
+        if i < todo.size - 1 and m:
             m = _parents(k, wt, m)
-        if levels[i]:
+        if todo[i]:
             out[i][:] = 0
             for a in range(0, m, _BLOCK):
                 b = min(a + _BLOCK, m)
@@ -272,7 +325,6 @@ def hash_levels(keys: Any, weights: Any, m: Any, levels: Any, seeds: Any, signs:
                        out[i], buckets, flips)  # fmt: skip
 
 
-@_jit
 def hash_items(codes: Any, shift: Any, wide: Any, seeds: Any, signs: Any, width: Any,
                bshift: Any, out: Any) -> None:  # fmt: skip
     """Add every item's prefix ``codes >> shift`` (``shift`` a uint64; ``wide``: prefixes may
@@ -298,21 +350,18 @@ _S2 = tuple((np.uint64(a), np.uint64(b)) for a, b, _ in _SPREAD2)
 _S3 = tuple((np.uint64(a), np.uint64(b)) for a, b, _ in _SPREAD3)
 
 
-@_jit
 def _spread2(x: Any) -> Any:
     for shift, mask in _S2:
         x = (x | (x << shift)) & mask
     return x
 
 
-@_jit
 def _spread3(x: Any) -> Any:
     for shift, mask in _S3:
         x = (x | (x << shift)) & mask
     return x
 
 
-@_jit
 def _quantise(arr: Any, i: Any, lower: Any, upper: Any, span: Any, divide: Any, scale: Any,
               top: Any, q: Any) -> Any:  # fmt: skip
     """Axis ``i``'s cell indices into ``q``; returns the rows outside the box (or not finite).
@@ -337,7 +386,6 @@ def _quantise(arr: Any, i: Any, lower: Any, upper: Any, span: Any, divide: Any, 
     return bad
 
 
-@_jit
 def box_codes(arr: Any, lower: Any, upper: Any, span: Any, divide: Any, scale: Any,
               top: Any, shift: Any, q: Any, codes: Any) -> Any:  # fmt: skip
     """Morton codes of the rows of ``arr`` (``(n, d)`` float64, d ≤ 3) into ``codes``, as
@@ -376,7 +424,7 @@ def encode_box(domain: Any, X: Any, depth: int, scratch: Any = None) -> np.ndarr
     """
     from ...domains.morton import _bits_per_axis
 
-    arr = domain._points(X)
+    arr = np.ascontiguousarray(domain._points(X))
     n, d = arr.shape
     bits = _bits_per_axis(depth, d)
     if d > 3 or (d == 3 and bits[0] > 21) or (d == 1 and bits[0] > 53):
