@@ -100,9 +100,10 @@ def _running(n: int, values: Any) -> np.ndarray:
 class _Layout:
     """Where each leaf's atoms are (a function of the public partition, computed when needed
     rather than held): ``r`` levels below the leaf, ``sizes = 2**r`` atoms from ``first``, the
-    leaf's first code at depth ``D`` (``start``) and the code bits below an atom (``shift``)."""
+    leaf's first code at depth ``D`` (``start``) and the code bits below an atom (``shift``;
+    ``mask = 2**shift − 1``)."""
 
-    __slots__ = ("first", "level", "r", "shift", "sizes", "start")
+    __slots__ = ("first", "level", "mask", "r", "shift", "sizes", "start")
 
     def __init__(self, tree: StreamingPrivTree) -> None:
         self.r = tree._atom_levels()
@@ -112,6 +113,7 @@ class _Layout:
         self.first = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)
         self.start = tree._prefix << depth.astype(np.uint64)
         self.shift = (depth - self.r).astype(np.uint64)
+        self.mask = (np.uint64(1) << self.shift) - np.uint64(1)  # an atom's width less one
 
     def atom_of(self, codes: np.ndarray) -> np.ndarray:
         """The atom (index into the counters) of every level-``D`` code."""
@@ -121,24 +123,19 @@ class _Layout:
 
     def before(self, x: np.ndarray) -> np.ndarray:
         """The atoms that start before each level-``D`` code ``x`` (the index of the first
-        atom at or after it)."""
-        leaf = np.searchsorted(self.start, x, side="left") - 1
-        inside = leaf >= 0
-        lf = np.maximum(leaf, 0)
-        off = x - self.start[lf]  # > 0 where inside
-        width_less_one = (np.uint64(1) << self.shift[lf]) - np.uint64(1)
-        ahead = np.minimum(
-            ((off + width_less_one) >> self.shift[lf]).astype(np.int64), self.sizes[lf]
-        )
-        return np.where(inside, self.first[lf] + ahead, 0)
+        atom at or after it): those of the leaves before ``x``'s and ``ceil(offset / atom
+        width)`` of its own (at most all of them: the leaves partition the codes)."""
+        leaf = np.maximum(np.searchsorted(self.start, x, side="left") - 1, 0)  # x = 0: leaf 0
+        ahead = (x - self.start[leaf] + self.mask[leaf]) >> self.shift[leaf]
+        return self.first[leaf] + ahead.astype(np.int64)
 
     def leaf_of(self, a: np.ndarray) -> np.ndarray:
         """The leaf holding each atom ``a``."""
         return np.searchsorted(self.first, a, side="right") - 1
 
-    def leaf_range(self, a: int, b: int) -> np.ndarray:
-        """The leaf of each atom ``a … b−1``."""
-        return self.leaf_of(np.arange(a, b))
+    def per_atom(self, values: np.ndarray) -> np.ndarray:
+        """A value per leaf repeated at each of its atoms."""
+        return np.repeat(values, self.sizes)
 
     def atom_level(self, a: np.ndarray) -> np.ndarray:
         """The level of atom ``a`` (the last atom's past the end)."""
@@ -557,8 +554,8 @@ class StreamingPrivTree(Summary):
         def public_of(a0: np.ndarray, a1: np.ndarray) -> np.ndarray:
             """The previous release's mass under each node (public: the order in which the cap
             lets split decisions through)."""
-            share_of = self._count / lay.sizes
-            cum = _running(atoms.size, lambda a, b: np.maximum(share_of[lay.leaf_range(a, b)], 0.0))
+            share = lay.per_atom(self._count / lay.sizes)
+            cum = _running(atoms.size, lambda a, b: np.maximum(share[a:b], 0.0))
             return cum[a1] - cum[a0]
 
         def span(nodes: np.ndarray, level: int) -> tuple[np.ndarray, np.ndarray]:
@@ -581,7 +578,9 @@ class StreamingPrivTree(Summary):
         k, beta = self._k, self._fanout
         for level in range(0, D + 1, k):
             a0, a1 = span(active, level)
-            atom = (a1 - a0 == 1) & (lay.atom_level(a0) == level)
+            atom = a1 - a0 == 1  # one atom under the node: is the node that atom?
+            one = np.flatnonzero(atom)
+            atom[one] = lay.atom_level(a0[one]) == level
             s = cum_score[a1] - cum_score[a0]
             biased = np.maximum(s - (level // k) * self._delta, _THETA - self._delta)
             noisy = biased + discrete_laplace(self._lam, active.size, rng=self._source)
@@ -629,7 +628,7 @@ class StreamingPrivTree(Summary):
         """The running sums (leading 0, in atom order, added as one cumsum adds them) of the
         scores ``max(max(share, 0) + Δ, 0)``, of the shares (a leaf's previous count, even over
         its atoms) and of the exact changes ``Δ`` of the atoms."""
-        share = (self._count / lay.sizes)[np.repeat(np.arange(lay.sizes.size), lay.sizes)]
+        share = lay.per_atom(self._count / lay.sizes)
         cum_score = _running(
             atoms.size, lambda a, b: np.maximum(np.maximum(share[a:b], 0.0) + atoms[a:b], 0.0)
         )
