@@ -108,12 +108,8 @@ def one_thread() -> Iterator[None]:
     >>> with one_thread():
     ...     pass
     """
-    saved = getattr(_LOCAL, "one_thread", False)
-    _LOCAL.one_thread = True
-    try:
+    with kernels.thread_flag(_LOCAL, "one_thread"):
         yield
-    finally:
-        _LOCAL.one_thread = saved
 
 
 def _scratch() -> _Scratch:

@@ -60,6 +60,8 @@ __all__ = [
     "histogram",
     "nonzero",
     "numpy_only",
+    "ready",
+    "thread_flag",
     "tree_counts",
 ]
 
@@ -174,12 +176,26 @@ def numpy_only() -> Iterator[None]:
     >>> with numpy_only():
     ...     pass
     """
-    saved = getattr(_LOCAL, "off", False)
-    _LOCAL.off = True
+    with thread_flag(_LOCAL, "off"):
+        yield
+
+
+@contextlib.contextmanager
+def thread_flag(local: threading.local, name: str) -> Iterator[None]:
+    """Set the flag ``name`` of ``local`` (this thread's) while the block runs, then put back
+    what it was (so that blocks nest).
+
+    >>> flags = threading.local()
+    >>> with thread_flag(flags, "on"):
+    ...     flags.on
+    True
+    """
+    saved = getattr(local, name, False)
+    setattr(local, name, True)
     try:
         yield
     finally:
-        _LOCAL.off = saved
+        setattr(local, name, saved)
 
 
 def _rotl13(x: Any) -> Any:
