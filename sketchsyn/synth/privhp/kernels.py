@@ -132,6 +132,18 @@ def ready(wait: bool = False) -> bool:
     return _READY.is_set() and _FAILED is None
 
 
+def _after_fork() -> None:
+    """A child forked while the kernels were compiling has no compiling thread: let its first
+    large batch start one."""
+    global _STARTED, _START
+    if not _READY.is_set():
+        _STARTED, _START = False, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
 def _compile() -> None:
     """Jit every kernel and run each once on small inputs of the types PrivHP passes (so that
     no call compiles later). Any error switches the kernels off for the process."""
