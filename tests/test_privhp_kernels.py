@@ -209,3 +209,17 @@ def test_a_refused_batch_is_refused_by_both_paths():
     with pytest.raises(Exception, match="row 4321"):
         fast.update_many(X)
     assert fast.n_seen == 0 and fast.to_bytes() == before
+
+
+def test_scratch_zeros_stay_zeros():
+    """The kept per-cell counts are all zero whenever they are handed out, whatever sizes came
+    before and whether the last user cleared them."""
+    scratch = bank_mod._Scratch()
+    a = scratch.zeros("c", 8)
+    a[[1, 7]] = 5  # a user that stopped before clearing
+    b = scratch.zeros("c", 4)
+    assert not b.any()
+    b[2] = 1
+    b[2] = 0
+    scratch.cleared("c")
+    assert not scratch.zeros("c", 8).any()  # the part past the smaller request too

@@ -86,11 +86,16 @@ class _Scratch:
 
     def zeros(self, name: str, size: int) -> np.ndarray:
         """An int64 buffer of ``size`` zeros: a kept one that its last user left all zero
-        (:meth:`cleared`) is not written again."""
-        clean = name in self._zero and name in self._bufs and self._bufs[name].size >= size
+        (:meth:`cleared`) is not written again; otherwise the whole kept buffer is zeroed, so
+        that a later, larger request finds zeros past this one's end too."""
+        old = self._bufs.get(name)
+        clean = name in self._zero and old is not None and old.size >= size
         buf = self.get(name, (size,), np.int64)
         if not clean:
             buf[...] = 0
+            kept = self._bufs.get(name)
+            if kept is not None:
+                kept[...] = 0
         return buf
 
     def cleared(self, name: str) -> None:
