@@ -13,11 +13,19 @@ level counts with one and two threads, the whole update) at the plan of ``sketch
 --memory 256KB`` for 10**7 rows, for batches of 65,536 to 1,048,576 rows. To compare with
 another version of the library, run the script with that version first on ``PYTHONPATH``
 (e.g. ``git archive HEAD sketchsyn | tar -x -C /tmp/head`` and ``PYTHONPATH=/tmp/head``).
+
+Last, ``update_many``'s points per CPU-second and per wall-second on the plan of
+``benchmarks/bench_cli.py --rows 1e8`` (``PrivHP.for_memory(box, 1, 256 KB, 10**8)``, 262,144-row
+batches of its rides, rows already in memory), the numpy path (the reference, what
+``update_many`` did before the compiled kernels) and the kernels of the ``fast`` extra side by
+side in one run, with their ratios (``--cli-rows 0`` skips it; ``--reference`` runs the numpy
+path everywhere above, as without the extra). Both paths are checked to give the same state.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import time
@@ -79,7 +87,7 @@ def _cpu(step: Callable[[int], object], count: int, rows: int) -> float:
 
 def _stage_row(php: PrivHP, box: Box, parts: list[np.ndarray]) -> tuple[float, ...]:
     """(encode, level counts, level counts on one thread, update_many) for these batches."""
-    from sketchsyn.synth import bank
+    from sketchsyn.synth.privhp import bank
 
     rows = sum(p.shape[0] for p in parts)
     codes = [np.asarray(box.encode(p, php.depth), dtype=np.uint64) for p in parts]
@@ -119,6 +127,59 @@ def stages(rows: int) -> None:
             print(f"  {size:>9}{enc:>9.4f}{level:>14.4f}{level1:>10.4f}{upd:>13.4f}")
 
 
+def cli_plan(rows: int, repeats: int, batch: int = 262144) -> None:
+    """update_many on bench_cli.py's plan for 10**8 rows: numpy path vs kernels, side by side.
+
+    Each path gets one warm-up batch (the kernels compile or load their cache there), then
+    ``repeats`` passes over the rows alternating with the other path; the best pass of each is
+    kept (CPU time of every thread of the process, and wall time).
+    """
+    from sketchsyn.synth.privhp import kernels
+
+    box = Box([-74.05, 40.6], [-73.75, 40.9])
+    X = rides(rows)
+    print(
+        f"\nupdate_many on bench_cli.py's plan for 10^8 rows (PrivHP.for_memory(box, 1, 256 KB, "
+        f"10^8)), {rows:,} rows in {batch:,}-row batches, best of {repeats}:"
+    )
+    if not kernels.ready(wait=True):  # compiled (or loaded from numba's cache) before timing
+        print("  numba (the fast extra) is not installed: the numpy path only")
+    paths = {"numpy (reference)": kernels.numpy_only}
+    if kernels.AVAILABLE:
+        paths["kernels (fast extra)"] = contextlib.nullcontext
+    for sketch in ("count-min", "count-sketch"):
+        best: dict[str, tuple[float, float]] = {}
+        states = {}
+        for name, path in paths.items():
+            php = PrivHP.for_memory(box, 1.0, 256 * 1024, 10**8, rng=1, sketch=sketch)
+            with path():
+                php.update_many(X[:batch])
+            states[name] = php
+        for _ in range(repeats):
+            for name, path in paths.items():
+                php = states[name]
+                c0, t0 = time.process_time(), time.perf_counter()
+                with path():
+                    for i in range(0, rows, batch):
+                        php.update_many(X[i : i + batch])
+                cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+                old = best.get(name, (float("inf"), float("inf")))
+                best[name] = (min(old[0], cpu), min(old[1], wall))
+        same = len({p._tree.tobytes() + p._bank.tobytes() for p in states.values()}) == 1
+        php = next(iter(states.values()))
+        print(
+            f"  {sketch} (depth {php.depth}, counter_depth {php.counter_depth}, width "
+            f"{php.width}, sketch_depth {php.sketch_depth}); same state: {same}"
+        )
+        print(f"    {'path':24}{'CPU s':>8}{'wall s':>8}{'M points/CPU-s':>16}{'M points/s':>12}")
+        for name, (cpu, wall) in best.items():
+            rates = f"{rows / cpu / 1e6:>16.1f}{rows / wall / 1e6:>12.1f}"
+            print(f"    {name:24}{cpu:>8.3f}{wall:>8.3f}{rates}")
+        if len(best) == 2:
+            (c0, w0), (c1, w1) = best.values()
+            print(f"    {'kernels / numpy':24}{'':16}{c0 / c1:>16.2f}x{w0 / w1:>11.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batches", type=int, default=20)
@@ -127,7 +188,17 @@ def main() -> None:
     parser.add_argument(
         "--stages", type=float, default=2**21, help="rows for the per-stage CPU table (0: skip)"
     )
+    parser.add_argument(
+        "--cli-rows", type=float, default=2**22, help="rows for the bench_cli plan table (0: skip)"
+    )
+    parser.add_argument(
+        "--reference", action="store_true", help="the numpy path throughout (no kernels)"
+    )
     args = parser.parse_args()
+    if args.reference:
+        from sketchsyn.synth.privhp import kernels
+
+        kernels._SWITCH = "numpy"
 
     params = dict(epsilon=1.0, k=64, width=1024, sketch_depth=3, depth=24)
     domain = Box.unit(2)
@@ -173,6 +244,8 @@ def main() -> None:
     print(f"state: {php.nbytes:,} bytes")
     if args.stages:
         stages(int(args.stages))
+    if args.cli_rows and not args.reference:
+        cli_plan(int(args.cli_rows), args.repeats)
 
 
 if __name__ == "__main__":

@@ -57,6 +57,15 @@ sketchsyn method: PHDStream fed one time step per release epoch (its adaptive pa
 release schedule), to measure what such a mechanism could give. Writes
 ``benchmarks/results/streams.csv`` and ``docs/streams.png`` (``--quick``: a smaller run written
 to ``benchmarks/results/streams_quick.csv``, no figure; ``--out PATH``: that CSV, no figure).
+
+Speed (``--speed``, no W1): records per wall-second and per CPU-second (every thread of the
+process) of ``StreamingPrivTree``, ``OnlineSynthesizer`` and the planned ``ContinualPrivHP``
+on each stream and ε, fed the stream's own steps (as above) and in 65,536-row batches, each in
+a fresh process (best of ``--repeat``). ``--against REF`` runs the same in the library of the
+git revision ``REF`` (extracted with ``git archive``) alternately with this checkout's and
+prints both side by side with their ratios (this checkout / REF), CPU and wall:
+
+    python benchmarks/bench_streams.py --speed --against 12ccbd0 [--quick] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -64,6 +73,7 @@ from __future__ import annotations
 import argparse
 import csv
 import inspect
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -74,7 +84,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # phdstream.py
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # sketchsyn from this checkout
+# sketchsyn from this checkout (or, for --speed --against, from the revision's extracted tree)
+sys.path.insert(0, os.environ.get("SKETCHSYN_BENCH_ROOT", str(Path(__file__).resolve().parents[1])))
 
 from phdstream import PHDStream  # noqa: E402
 
@@ -521,6 +532,106 @@ def _mean_over_seeds(rows: list[dict]) -> list[dict]:
     return out
 
 
+# ------------------------------------------------------------------ speed
+SPEED_BATCH = 65536
+
+
+def _speed_methods(stream: Stream, eps: float) -> list[tuple[str, Callable[[], Any]]]:
+    methods: list[tuple[str, Callable[[], Any]]] = []
+    if StreamingPrivTree is not None:
+        methods.append((STREAMING, lambda: StreamingPrivTree(
+            stream.domain, eps, horizon=stream.events, releases=POINTS, memory_bytes=BUDGET,
+            rng=1)))  # fmt: skip
+    if not stream.deletes:
+        methods.append(("OnlineSynthesizer", lambda: OnlineSynthesizer(stream.domain, eps, rng=1)))
+    if hasattr(ContinualPrivHP, "plan"):
+        plan = continual_plan(stream, eps)
+        methods.append(("ContinualPrivHP (kary, releases=8, 256 KB plan)",
+                        lambda: ContinualPrivHP(stream.domain, eps, **plan, rng=1)))  # fmt: skip
+    return methods
+
+
+def speed_child(quick: bool, eps_list: list[float], names: list[str]) -> None:
+    """Print one JSON line per (stream, ε, method, feed): records, CPU and wall seconds."""
+    import json
+
+    try:  # PrivHP's compiled kernels (the fast extra) ready before the clock starts
+        from sketchsyn.synth.privhp import kernels
+
+        kernels.ready(wait=True)
+    except ImportError:  # a revision without them
+        pass
+
+    for name in names:
+        stream = flights_stream(30 if quick else None) if name == "flights" else drift_stream(
+            2048 if quick else 16384)  # fmt: skip
+        for eps in eps_list:
+            for label, make in _speed_methods(stream, eps):
+                for feed in ("steps", f"{SPEED_BATCH:,}-row batches"):
+                    obj = make()
+                    c0, t0 = time.process_time(), time.perf_counter()
+                    if feed == "steps":
+                        for ins, dele in stream.steps:
+                            _feed(obj, ins, dele)
+                    else:
+                        for _, ins, dele in _blocks(stream):
+                            _feed(obj, ins, dele, SPEED_BATCH)
+                    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+                    row = {"stream": name, "eps": eps, "method": label, "feed": feed}
+                    print(json.dumps(row | {"events": stream.events, "cpu": cpu, "wall": wall}))
+
+
+def speed(args: argparse.Namespace) -> None:
+    """The speed table: this checkout (and ``--against`` REF) in fresh processes, side by side."""
+    import json
+    import subprocess
+    import tempfile
+
+    eps_list = args.eps or ([1.0, 4.0] if args.quick else [0.5, 1.0, 4.0])
+    child = [sys.executable, str(Path(__file__).resolve()), "--speed-child",
+             "--stream", *args.stream, "--eps", *map(str, eps_list)]  # fmt: skip
+    if args.quick:
+        child.append("--quick")
+    with tempfile.TemporaryDirectory(prefix="bench_streams_ref_") as tmp:
+        roots = {"this checkout": ROOT}
+        if args.against:
+            archive = subprocess.run(
+                ["git", "-C", str(ROOT), "archive", args.against, "sketchsyn"],
+                check=True,
+                capture_output=True,
+            ).stdout
+            subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+            roots = {args.against: Path(tmp), "this checkout": ROOT}
+        best: dict[tuple, dict[str, tuple[float, float]]] = {}
+        for _ in range(args.repeat):
+            for label, root in roots.items():
+                env = dict(os.environ, PYTHONPATH=str(root), SKETCHSYN_BENCH_ROOT=str(root))
+                out = subprocess.run(child, check=True, capture_output=True, text=True, env=env)
+                for line in out.stdout.splitlines():
+                    if not line.startswith("{"):
+                        continue
+                    r = json.loads(line)
+                    key = (r["stream"], r["eps"], r["method"], r["feed"], r["events"])
+                    old = best.setdefault(key, {}).get(label, (float("inf"), float("inf")))
+                    best[key][label] = (min(old[0], r["cpu"]), min(old[1], r["wall"]))
+    labels = list(roots)
+    head = " | ".join(f"{lb}: records/CPU-s | {lb}: records/s" for lb in labels)
+    ratio = " | ratio CPU | ratio wall" if len(labels) == 2 else ""
+    print(f"\nspeed (best of {args.repeat}, fresh processes; ratio = this checkout / "
+          f"{labels[0]}):\n")  # fmt: skip
+    print(f"| stream | ε | method | fed | {head}{ratio} |")
+    print("|---" * (4 + 2 * len(labels) + (2 if ratio else 0)) + "|")
+    for (name, eps, method, feed, events), runs in best.items():
+        cells = []
+        for lb in labels:
+            cpu, wall = runs.get(lb, (float("nan"), float("nan")))
+            cells += [f"{events / cpu:,.0f}", f"{events / wall:,.0f}"]
+        if ratio and all(lb in runs for lb in labels):
+            (c0, w0), (c1, w1) = runs[labels[0]], runs[labels[1]]
+            cells += [f"{c0 / c1:.2f}x", f"{w0 / w1:.2f}x"]
+        print(f"| {name} | {eps:g} | {method} | {feed} | " + " | ".join(cells) + " |")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument(
@@ -548,7 +659,19 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--from-csv", type=Path, default=None, help="summary and figure from an earlier CSV"
     )
+    ap.add_argument("--speed", action="store_true",
+                    help="records/s (CPU and wall) of the streaming summaries, no W1")  # fmt: skip
+    ap.add_argument("--against", default=None, metavar="REF",
+                    help="with --speed: also time the library of git revision REF")  # fmt: skip
+    ap.add_argument("--repeat", type=int, default=3, help="with --speed: runs, best kept")
+    ap.add_argument("--speed-child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.speed_child:
+        speed_child(args.quick, args.eps, args.stream)
+        return
+    if args.speed:
+        speed(args)
+        return
     if args.from_csv is not None:
         with args.from_csv.open() as f:
             rows = [dict(r) | {"epsilon": float(r["epsilon"]), "point": int(r["point"]),

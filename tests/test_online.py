@@ -528,3 +528,46 @@ def test_state_is_trusted_and_newer_version_refused():
             OnlineSynthesizer.from_bytes(
                 _forge(syn.to_bytes(), "OnlineSynthesizer", version=version)
             )
+
+
+def test_level_sources_are_the_spawned_streams():
+    """The lazily made level streams are ``source.spawn(count)``'s, and a user's generator
+    moves on as with ``spawn`` (so seeded runs give the releases they gave before)."""
+    from sketchsyn.privacy.rng import as_source
+    from sketchsyn.synth.online.synthesizer import _LevelSources
+
+    for make in (lambda: 0, lambda: 12345, lambda: np.random.SeedSequence(9, spawn_key=(2,))):
+        lazy, eager = _LevelSources(as_source(make()), 61), as_source(make()).spawn(61)
+        for j in (60, 0, 17):
+            assert np.array_equal(lazy[j].uint64(8), eager[j].uint64(8))
+    mine, theirs = np.random.default_rng(4), np.random.default_rng(4)
+    _LevelSources(as_source(mine), 61)
+    as_source(theirs).spawn(61)
+    assert np.array_equal(mine.spawn(1)[0].integers(0, 9, 9), theirs.spawn(1)[0].integers(0, 9, 9))
+    assert _LevelSources(as_source(None), 3)[2].secure
+
+
+def test_nbytes_is_what_the_synthesizer_holds():
+    """tracemalloc: the memory freed when a fed synthesizer is dropped is its ``nbytes`` (the
+    counters' arrays) plus at most 64 KiB of Python objects around them."""
+    import gc
+    import tracemalloc
+
+    X = np.clip(np.random.default_rng(2).normal(0.3, 0.1, size=(120_000, 2)), 0, 1)
+    for d, data in ((2, X), (1, X[:, :1])):
+        tracemalloc.start()
+        try:
+            syn = OnlineSynthesizer(Box.unit(d), 1.0, rng=1)
+            for i in range(0, len(data), 65536):
+                syn.update_many(data[i : i + 65536])
+            syn.release()
+            gc.collect()
+            held = tracemalloc.get_traced_memory()[0]
+            nbytes = syn.nbytes
+            del syn
+            gc.collect()
+            held -= tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+        assert nbytes > 10**6
+        assert held <= 1.05 * nbytes + 64 * 1024, (d, held, nbytes)

@@ -332,3 +332,42 @@ def test_the_moving_fleet_example_runs_and_follows_the_fleet() -> None:
         data, synthetic = (float(v) for v in row[2].split("/"))
         assert abs(data - synthetic) < 0.02, row  # the centre's share, data against release
         assert row[4].strip() == "262,131"  # the state does not grow
+
+
+def test_nbytes_is_held_and_a_step_works_in_bounded_memory():
+    """tracemalloc: a fed StreamingPrivTree holds at most its nbytes (plus the Python objects
+    around the arrays), and an update of 1,000 rows, a step included, peaks under 12 times it
+    (the exact sampler's tables, process-wide caches, are warmed by a first run)."""
+    import gc
+    import tracemalloc
+
+    n = 120_000
+    X = np.clip(np.random.default_rng(0).normal(0.3, 0.1, size=(n, 2)), 0, 1)
+
+    def run(measure: bool) -> tuple[int, int, int]:
+        s = StreamingPrivTree(Box.unit(2), 4.0, horizon=n, releases=8, rng=0)
+        worst = 0
+        for i in range(0, n, 1000):
+            if measure:
+                gc.collect()
+                before = tracemalloc.get_traced_memory()[0]
+                tracemalloc.reset_peak()
+            s.update_many(X[i : i + 1000])
+            if measure:
+                worst = max(worst, tracemalloc.get_traced_memory()[1] - before)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+        nbytes = s.nbytes
+        assert s.n_leaves > s.max_leaves // 4  # a partition of some size
+        del s
+        gc.collect()
+        return nbytes, held - tracemalloc.get_traced_memory()[0], worst
+
+    tracemalloc.start()
+    try:
+        run(False)
+        nbytes, held, worst = run(True)
+    finally:
+        tracemalloc.stop()
+    assert held <= nbytes + 64 * 1024, (held, nbytes)
+    assert worst <= 12 * nbytes, (worst, nbytes)

@@ -9,6 +9,8 @@ parts, the thread split and the scratch reuse all take part), depths and both sk
 
 from __future__ import annotations
 
+import contextlib
+
 import mmh3
 import numpy as np
 import pytest
@@ -16,6 +18,7 @@ import pytest
 from sketchsyn import Box, PrivHP
 from sketchsyn.sketches.hashing import murmur3_32
 from sketchsyn.synth import bank as bank_mod
+from sketchsyn.synth.privhp import kernels
 
 _U32 = np.uint32
 
@@ -119,16 +122,23 @@ def test_reference_murmur_matches_mmh3():
     assert got.tolist() == want
 
 
+@pytest.mark.parametrize("path", ["numpy", "kernels"])
 @pytest.mark.parametrize("sketch", ["count-min", "count-sketch"])
 @pytest.mark.parametrize(
     ("depth", "width", "counter_depth"), [(18, 1364, 6), (24, 1024, 8), (40, 100, 3)]
 )
-def test_state_bytes_equal_reference(sketch, depth, width, counter_depth):
+def test_state_bytes_equal_reference(path, sketch, depth, width, counter_depth):
+    if path == "kernels" and not kernels.ready(wait=True):
+        pytest.skip("numba (the fast extra) missing")
     new, ref = _pair(sketch, depth, width, counter_depth)
     rng = np.random.default_rng(depth * 7 + width)
     for n in (1, 3, 1000, 40_000, 70_001):
         X = _batch(rng, n)
-        new.update_many(X)
+        if path == "numpy":
+            with kernels.numpy_only():
+                new.update_many(X)
+        else:
+            new.update_many(X)
         codes = np.asarray(ref.domain.encode(X, ref.depth), dtype=np.uint64)
         tree, bank = _ref_level_counts(ref, codes)
         ref._tree += tree
@@ -141,7 +151,8 @@ def test_state_bytes_equal_reference(sketch, depth, width, counter_depth):
 
 @pytest.mark.parametrize("threads", [True, False])
 def test_thread_split_and_dense_reach_do_not_change_the_state(threads, monkeypatch):
-    """The same state with one or two threads, and whatever the per-cell reach."""
+    """The same state with one or two threads, and whatever the per-cell reach (the numpy
+    path; tests/test_privhp_kernels.py does the same for the kernels)."""
     X = _batch(np.random.default_rng(3), 50_000)
     states = []
     for ratio, max_level in ((2, 23), (1 / 64, 23), (64, 23), (2, 8)):
@@ -149,8 +160,9 @@ def test_thread_split_and_dense_reach_do_not_change_the_state(threads, monkeypat
         monkeypatch.setattr(bank_mod, "_DENSE_CELLS_PER_ROW", ratio)
         monkeypatch.setattr(bank_mod, "_DENSE_MAX_LEVEL", max_level)
         php, _ = _pair("count-sketch", 22, 1000, 5)
-        php.update_many(X)
-        php.remove_many(X[:1000])
+        with kernels.numpy_only():
+            php.update_many(X)
+            php.remove_many(X[:1000])
         states.append(php._tree.tobytes() + php._bank.tobytes())
     assert all(s == states[0] for s in states)
 
@@ -172,10 +184,12 @@ def test_scratch_is_not_shared_with_the_result():
     rng = np.random.default_rng(5)
     a = np.asarray(php.domain.encode(_batch(rng, 30_000), 20), dtype=np.uint64)
     b = np.asarray(php.domain.encode(_batch(rng, 30_000), 20), dtype=np.uint64)
-    first = php._level_counts(a)
-    copy = (first[0].copy(), first[1].copy())
-    php._level_counts(b)
-    assert np.array_equal(first[0], copy[0]) and np.array_equal(first[1], copy[1])
+    for path in (kernels.numpy_only, contextlib.nullcontext):
+        with path():
+            first = php._level_counts(a)
+            copy = (first[0].copy(), first[1].copy())
+            php._level_counts(b)
+        assert np.array_equal(first[0], copy[0]) and np.array_equal(first[1], copy[1])
 
 
 @pytest.mark.parametrize("d", [2, 3])

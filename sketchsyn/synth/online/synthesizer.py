@@ -96,7 +96,7 @@ from ...io.serial import Arrays, MetaReader
 from ...io.stream import consume
 from ...io.summary import Summary
 from ...privacy.lineage import Lineage, UsageGuard
-from ...privacy.rng import RNGLike, as_source
+from ...privacy.rng import RandomSource, RNGLike, as_source
 from ..distribution import PrivateDistribution
 from .budget import BUDGET_SCHEMES, full_budgets
 from .release import adaptive_leaves, combine_levels, level_noise
@@ -158,6 +158,44 @@ def _sparsebank_module() -> Any:
 
         _SPARSEBANK = counters
     return _SPARSEBANK
+
+
+class _LevelSources:
+    """``source.spawn(count)``, each child made when first asked for (a level's bank is made
+    when the level starts): the same streams, without ``count`` generators held from the start
+    (a numpy generator costs about 0.9 KB; a synthesizer has up to 61 levels).
+
+    A seeded child ``j`` is numpy's ``j``-th spawned child: a generator of the parent's bit
+    generator type on ``SeedSequence(entropy, spawn_key=parent_key + (first + j,))``, which is
+    how ``Generator.spawn`` makes it; the parent's own count of spawned children moves on by
+    ``count`` as with ``spawn``. The OS CSPRNG's children hold no state and are made at once.
+
+    >>> from sketchsyn.privacy.rng import as_source
+    >>> lazy, eager = _LevelSources(as_source(5), 4), as_source(5).spawn(4)
+    >>> bool((lazy[3].uint64(4) == eager[3].uint64(4)).all())
+    True
+    """
+
+    __slots__ = ("_bits", "_children", "_first", "_seq")
+
+    def __init__(self, source: RandomSource, count: int) -> None:
+        gen = source._gen
+        seq = None if gen is None else gen.bit_generator.seed_seq
+        self._children: list[RandomSource] | None = None
+        if not isinstance(seq, np.random.SeedSequence):
+            self._children = source.spawn(count)  # the OS CSPRNG (or numpy's own error)
+            return
+        self._seq, self._bits, self._first = seq, type(gen.bit_generator), seq.n_children_spawned
+        seq.spawn(count)  # the parent's count moves on as with source.spawn(count)
+
+    def __getitem__(self, j: int) -> RandomSource:
+        if self._children is not None:
+            return self._children[j]
+        seq = self._seq
+        child = np.random.SeedSequence(
+            seq.entropy, spawn_key=(*seq.spawn_key, self._first + j), pool_size=seq.pool_size
+        )
+        return RandomSource(np.random.Generator(self._bits(child)))
 
 
 class OnlineSynthesizer(Summary):
@@ -225,7 +263,7 @@ class OnlineSynthesizer(Summary):
         self._lineage = Lineage.new(self._source, _KIND, self._params())
         self._init_state()
         # One stream per level; the cells of a level draw from it in the order they are made.
-        self._level_sources = self._source.spawn(self._H + 1)
+        self._level_sources = _LevelSources(self._source, self._H + 1)
 
     def _init_state(self) -> None:
         self._t = 0
@@ -622,7 +660,7 @@ class OnlineSynthesizer(Summary):
             raise SerializationError(f"{_KIND} blob array 'history' holds codes past depth")
         obj._starts = [level_start(obj._eps, j) for j in range(obj._H + 2)]
         obj._source = as_source(None)
-        obj._level_sources = obj._source.spawn(obj._H + 1)
+        obj._level_sources = _LevelSources(obj._source, obj._H + 1)
         obj._lineage = lineage
         obj._init_state()
         obj._t = t

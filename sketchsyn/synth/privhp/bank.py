@@ -8,6 +8,12 @@ prefix is hashed once, weighted by its count), hashing every item's prefix below
 levels shared between two worker threads for large batches. The working arrays are reused from
 batch to batch (fresh memory costs page faults that take longer than the arithmetic).
 
+Two paths compute the same increments: numpy's whole-array passes (the reference, always
+there) and, with the ``fast`` extra installed, compiled loops
+(:mod:`~sketchsyn.synth.privhp.kernels`) for batches of at least ``kernels.MIN_ROWS`` rows once
+they are compiled (in the background), which also encode a Box's rows. Every increment is an
+integer sum, so the state is the same bit for bit.
+
 >>> import numpy as np
 >>> from sketchsyn import Box, PrivHP
 >>> php = PrivHP(Box.unit(2), 1.0, k=4, width=16, depth=8, raw=True, counter_depth=2)
@@ -27,9 +33,11 @@ from typing import Any
 
 import numpy as np
 
+from ...domains import Box
 from ...errors import InputError
 from ...io.stream import one_row
 from ...sketches.hashing import murmur3_32
+from . import kernels
 
 __all__ = ["LevelBank", "one_thread"]
 
@@ -43,8 +51,13 @@ _DENSE_CELLS_PER_ROW = 2
 # ... and at most 2**_DENSE_MAX_LEVEL cells (64 MiB of int64 counts) whatever the batch size.
 _DENSE_MAX_LEVEL = 23
 # Scratch arrays above this size are not kept between calls (at most three are kept per
-# thread: 15 MiB for 262,144-row batches and 3 sketch rows).
+# thread by the numpy path: 15 MiB for 262,144-row batches and 3 sketch rows; five by the
+# kernels: the codes, axis indices, per-cell counts and the non-empty cells, 9 MiB then).
 _SCRATCH_MAX_BYTES = 16 << 20
+# The compiled kernels count levels per cell up to this level at most (a heap of 2**(level+1)
+# int64 counts: 64 MiB), and where the level has at most _KERNEL_CELLS_PER_ROW cells per row.
+_KERNEL_MAX_LEVEL = 22
+_KERNEL_CELLS_PER_ROW = 2
 _POOL: ThreadPoolExecutor | None = None
 _LOCAL = threading.local()
 
@@ -59,6 +72,7 @@ class _Scratch:
 
     def __init__(self) -> None:
         self._bufs: dict[str, np.ndarray] = {}
+        self._zero: set[str] = set()  # names whose whole buffer is known to hold zeros
 
     def get(self, name: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
         size = int(np.prod(shape))
@@ -67,7 +81,27 @@ class _Scratch:
             buf = np.empty(size, dtype=dtype)
             if buf.nbytes <= _SCRATCH_MAX_BYTES:
                 self._bufs[name] = buf
+        self._zero.discard(name)
         return buf[:size].reshape(shape)
+
+    def zeros(self, name: str, size: int) -> np.ndarray:
+        """An int64 buffer of ``size`` zeros: a kept one that its last user left all zero
+        (:meth:`cleared`) is not written again; otherwise the whole kept buffer is zeroed, so
+        that a later, larger request finds zeros past this one's end too."""
+        old = self._bufs.get(name)
+        clean = name in self._zero and old is not None and old.size >= size
+        buf = self.get(name, (size,), np.int64)
+        if not clean:
+            buf[...] = 0
+            kept = self._bufs.get(name)
+            if kept is not None:
+                kept[...] = 0
+        return buf
+
+    def cleared(self, name: str) -> None:
+        """The user of :meth:`zeros` ``name`` put every cell it wrote back to zero."""
+        if name in self._bufs:
+            self._zero.add(name)
 
 
 @contextlib.contextmanager
@@ -79,12 +113,8 @@ def one_thread() -> Iterator[None]:
     >>> with one_thread():
     ...     pass
     """
-    saved = getattr(_LOCAL, "one_thread", False)
-    _LOCAL.one_thread = True
-    try:
+    with kernels.thread_flag(_LOCAL, "one_thread"):
         yield
-    finally:
-        _LOCAL.one_thread = saved
 
 
 def _scratch() -> _Scratch:
@@ -96,6 +126,22 @@ def _scratch() -> _Scratch:
 
 def _call(job: Callable[[], None]) -> None:
     job()
+
+
+def _single_thread() -> bool:
+    return not _THREADS or getattr(_LOCAL, "one_thread", False)
+
+
+def _run(jobs: list[Callable[[], None]], n: int) -> None:
+    """Run the jobs of one batch of ``n`` rows: on two worker threads for large batches (each
+    job writes its own level of the increments, so the result does not depend on the order in
+    which they finish), else in turn on this thread."""
+    if _single_thread() or n < _PARALLEL_MIN_ROWS or len(jobs) < 2:
+        for job in jobs:
+            job()
+    else:
+        for _ in _pool().map(_call, jobs):
+            pass
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -150,10 +196,7 @@ class LevelBank:
         self._check_open()
         with self._usage.enter("PrivHP"):
             adjusted: dict[str, int] = {}
-            codes, dropped = self._domain.encode(
-                X, self._depth, return_dropped=True, adjusted=adjusted
-            )
-            codes = np.asarray(codes, dtype=np.uint64)
+            codes, dropped = self._encode(X, adjusted)
             tree_counts, bank_counts = self._level_counts(codes)
             if sign > 0:
                 self._tree += tree_counts
@@ -168,6 +211,23 @@ class LevelBank:
             self._n_dropped += int(dropped)
             for key, n in adjusted.items():
                 self._adjusted[key] = self._adjusted.get(key, 0) + n
+
+    def _encode(self, X: Any, adjusted: dict[str, int]) -> tuple[np.ndarray, int]:
+        """The batch's Morton codes and the number of rows dropped: the domain's ``encode``,
+        or for a large batch inside a :class:`~sketchsyn.domains.Box` the same codes from one
+        compiled loop (:func:`~sketchsyn.synth.privhp.kernels.encode_box`)."""
+        if (
+            type(self._domain) is Box
+            and isinstance(X, np.ndarray)
+            and X.ndim == 2
+            and X.shape[0] >= kernels.MIN_ROWS
+            and kernels.ready()
+        ):
+            codes = kernels.encode_box(self._domain, X, self._depth, _scratch().get)
+            if codes is not None:
+                return codes, 0
+        codes, dropped = self._domain.encode(X, self._depth, return_dropped=True, adjusted=adjusted)
+        return np.asarray(codes, dtype=np.uint64), int(dropped)
 
     def _check_removable(self, tree_counts: np.ndarray) -> None:
         """Refuse a removal that would take an exact counter cell below zero.
@@ -220,6 +280,8 @@ class LevelBank:
         counts). Deeper sketch levels hash every item's prefix.
         """
         r, L, n = self._depth, self._L_c, codes.size
+        if n >= kernels.MIN_ROWS and kernels.ready():
+            return self._kernel_counts(codes)
         n_sketch = len(self._sketches)
         # Deepest level counted per cell: at least L_c, at most r, and 2**level ≤ n·ratio (and
         # ≤ 2**_DENSE_MAX_LEVEL, whatever the batch).
@@ -256,15 +318,57 @@ class LevelBank:
         # The biggest jobs first: the per-row levels (deepest first), then the per-cell ones.
         sparse = [partial(sparse_level, i) for i in range(n_sketch - 1, n_dense - 1, -1)]
         jobs = sparse + dense_jobs
-        single = not _THREADS or getattr(_LOCAL, "one_thread", False)
-        if single or n < _PARALLEL_MIN_ROWS or len(jobs) < 2:
-            for job in jobs:
-                job()
-        else:
-            # Two worker threads take the jobs in turn; each writes its own level of the
-            # increments, so the result does not depend on the order in which they finish.
-            for _ in _pool().map(_call, jobs):
-                pass
+        _run(jobs, n)
+        return tree_counts, bank_counts
+
+    def _kernel_counts(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_level_counts` by the compiled kernels (:mod:`~sketchsyn.synth.privhp.kernels`):
+        the same increments, integer sums in another order.
+
+        One loop counts the codes per cell at the deepest per-cell level and one more lists its
+        non-empty cells; the counters' increments come from that list, and each per-cell sketch
+        level hashes its own non-empty cells (the list, merged into parents level by level)
+        once each, weighted by their counts. Below the per-cell levels every item's prefix is
+        hashed. The per-item levels are a job each, the per-cell ones one or two jobs.
+        """
+        r, L, n = self._depth, self._L_c, codes.size
+        codes = np.ascontiguousarray(codes)  # the layout the kernels were compiled for
+        reach = max(min(int(n * _KERNEL_CELLS_PER_ROW), 1 << _KERNEL_MAX_LEVEL), 1).bit_length() - 1
+        dense = max(L, min(r, reach))
+        scratch = _scratch()
+        counts = scratch.zeros("cells", 1 << dense)
+        kernels.histogram(codes, np.uint64(r - dense), counts)
+        size = min(counts.size, n) + 1
+        keys = scratch.get("keys", (size,), np.uint32)
+        weights = scratch.get("weights", (size,), np.int64)
+        m = kernels.nonzero(counts, keys, weights)  # and puts the counts back to zero
+        scratch.cleared("cells")
+        tree_counts = np.empty_like(self._tree)
+        kernels.tree_counts(keys, weights, m, dense - L, L, tree_counts)
+        bank_counts = np.empty_like(self._bank)
+        seeds = np.ascontiguousarray(self._row_seeds.reshape(self._row_seeds.shape[:2]))
+        signs = (
+            np.zeros((seeds.shape[0], 0), dtype=np.uint32)
+            if self._sign_seeds is None
+            else np.ascontiguousarray(self._sign_seeds.reshape(seeds.shape))
+        )
+        w = self._width
+        width, bshift = np.uint64(w), np.uint32(33 - w.bit_length() if self._pow2_width else 0)
+        jobs: list[Callable[[], None]] = []
+        for i in range(len(self._sketches) - 1, dense - L - 1, -1):  # per item, deepest first
+            level = L + 1 + i
+            args = (codes, np.uint64(r - level), level > 32, seeds[i], signs[i], width, bshift)
+            jobs.append(partial(kernels.hash_items, *args, bank_counts[i]))
+        n_dense = dense - L
+        if n_dense:
+            # The per-cell levels (sketches 0 … n_dense − 1); with two threads, every other
+            # level per job.
+            split = 1 if _single_thread() or n < _PARALLEL_MIN_ROWS else min(2, n_dense)
+            for part in range(split):
+                todo = (np.arange(n_dense) % split) == part
+                args = (keys, weights, m, todo, seeds, signs, width, bshift, bank_counts)
+                jobs.append(partial(kernels.hash_levels, *args))
+        _run(jobs, n)
         return tree_counts, bank_counts
 
     def _dense_level(
