@@ -364,3 +364,57 @@ def test_box_path_outputs_are_unchanged() -> None:
         assert hashlib.sha256(dist.to_bytes()).hexdigest()[:16] == release
         assert hashlib.sha256(dist.sample(1000, rng=8).tobytes()).hexdigest()[:16] == sample
         assert dist.count([0, 0, 0], [0.5, 0.3, 1.0]) == count
+
+
+def _pair_gap(dist: MarginalDistribution, units: np.ndarray) -> np.ndarray:
+    """Per pair: the total variation distance between the rows' coarse 2-way table and the
+    release's fitted pair table."""
+    lay = dist._layout
+    tables = dist._fitted()["tables"]
+    bins = [
+        (col.codes(units[:, j]) >> np.uint64(col.bits - lay.coarse[j])).astype(np.int64)
+        for j, col in enumerate(dist.domain._cols)
+    ]
+    gaps = []
+    for k, (i, j) in enumerate(lay.pairs):
+        width = tables[k].shape[1]
+        got = np.bincount(bins[i] * width + bins[j], minlength=tables[k].size) / len(units)
+        gaps.append(0.5 * np.abs(got - tables[k].ravel()).sum())
+    return np.array(gaps)
+
+
+def test_refined_rows_follow_every_released_pair_table(fitted) -> None:
+    df, dist = fitted
+    tree_only = dist.sample(40_000, rng=6, as_frame=False, refine=0)
+    refined = dist.sample(40_000, rng=6, as_frame=False)  # 5 rounds on a Schema
+    before, after = _pair_gap(dist, tree_only), _pair_gap(dist, refined)
+    assert after.mean() < 0.75 * before.mean(), (before.mean(), after.mean())
+    on_tree = {tuple(sorted(e)) for e in dist.tree}
+    off = [k for k, p in enumerate(dist._layout.pairs) if p not in on_tree]
+    assert after[off].mean() < 0.75 * before[off].mean(), (before[off].mean(), after[off].mean())
+    # the 1-way marginals stay close to the data's
+    for k, c in enumerate(CARRIERS[:4]):
+        assert abs(np.mean(refined[:, 0] == k) - np.mean(df["carrier"] == c)) < 0.03, c
+    for month in range(1, 13):
+        assert abs(np.mean(refined[:, 1] == month) - np.mean(df["month"] == month)) < 0.01
+    # still valid values, and the same for the same seed
+    assert (refined[:, 1] >= 1).all() and (refined[:, 1] <= 12).all()
+    assert (
+        dist.sample(1000, rng=7, as_frame=False) == dist.sample(1000, rng=7, as_frame=False)
+    ).all()
+    with pytest.raises(ParameterError, match="'refine'"):
+        dist.sample(10, refine=-1)
+
+
+def test_refine_on_a_box_is_optional() -> None:
+    rng = np.random.default_rng(3)
+    t = rng.random(20_000)
+    X = np.column_stack([t, (t + 0.1 * rng.random(20_000)) % 1, rng.random(20_000), t**2])
+    syn = MarginalSynthesizer(Box(np.zeros(4), np.full(4, 2.0)), 1.0, bits=3, fine_bits=6, rng=1)
+    syn.update_many(X * 2)
+    dist = syn.release()
+    plain = dist.sample(5000, rng=2)
+    assert (plain == dist.sample(5000, rng=2, refine=0)).all()  # a Box's default: no rounds
+    refined = dist.sample(5000, rng=2, refine=3)
+    assert refined.shape == (5000, 4) and ((refined >= 0) & (refined <= 2)).all()
+    assert not (plain == refined).all()

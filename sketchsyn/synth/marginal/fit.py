@@ -189,8 +189,9 @@ def fit_model(
     single_epsilon: float,
 ) -> dict[str, Any]:
     """The fitted model: ``total``, consensus ``marg`` per column, ``mi`` per pair, tree
-    ``edges`` with their conditionals ``conds``, and ``fine`` (each column's fine bins given
-    its coarse bin)."""
+    ``edges`` with their conditionals ``conds``, ``fine`` (each column's fine bins given its
+    coarse bin) and ``tables``, every pair table fitted to the consensus marginals
+    (``tables[k][a, c]``, summing to one)."""
     d, pairs = layout.d, layout.pairs
     coarse, fine_bits = layout.coarse, layout.fine
     masks = layout.valid_tables() if layout.any_invalid() else None
@@ -258,4 +259,5 @@ def fit_model(
         "edges": edges,
         "conds": conds,
         "fine": fine,
+        "tables": fitted,
     }

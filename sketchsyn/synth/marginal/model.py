@@ -1,9 +1,10 @@
 """The release of :class:`~sketchsyn.synth.marginal.MarginalSynthesizer`:
 :class:`MarginalDistribution`.
 
-It holds only private values: the consistent noisy counts of every pair of columns (a grid of
-the two columns' coarse bins, the leaves of one PMM tree per pair) and of every single column
-(its fine bins, the leaves of one PMM tree per column), with the public parameters. The bins
+It holds only private values: the noisy counts of every pair of columns (a grid of the two
+columns' coarse bins: on a Box the consistent leaves of one PMM tree per pair, on a Schema a
+flat noisy histogram) and of every single column (its fine bins, likewise), with the public
+parameters (:mod:`~sketchsyn.synth.marginal.noise`). The bins
 of each column are fixed by the domain and the bits (:mod:`~sketchsyn.synth.marginal.layout`):
 on a :class:`~sketchsyn.domains.Box` ``2**bits`` and ``2**fine_bits`` equal cells, on a
 :class:`~sketchsyn.domains.Schema` a discrete column's exact values when it has at most
@@ -11,13 +12,16 @@ on a :class:`~sketchsyn.domains.Box` ``2**bits`` and ``2**fine_bits`` equal cell
 post-processing (:mod:`~sketchsyn.synth.marginal.fit`): shared columns made to agree, a
 maximum spanning tree on the noisy mutual information (Chow and Liu), and sampling along it:
 the root column's coarse bin from its consensus marginal, each other column's from the
-conditional row of its edge given its parent's bin; then a fine bin inside the coarse one from
-the column's single-column counts, and a value uniform over the fine bin (on a schema, over
-the values its codes name: never a category outside the schema, an integer outside its range
-or a non-integer in an integer column).
+conditional row of its edge given its parent's bin. On a Schema the rows' coarse bins are then
+refined toward every released pair table, not only the tree's
+(:mod:`~sketchsyn.synth.marginal.refine`, ``refine=`` rounds; a Box's rows are the tree's unless
+asked). Last, a fine bin inside each coarse one from the column's single-column counts, and a
+value uniform over the fine bin (on a schema, over the values its codes name: never a category
+outside the schema, an integer outside its range or a non-integer in an integer column).
 
-Range counts (:meth:`MarginalDistribution.count`) are exact for that tree model (belief
-propagation over the coarse bins, fine bins weighted by their share inside the query).
+Range counts (:meth:`MarginalDistribution.count`) are exact for the tree model (belief
+propagation over the coarse bins, fine bins weighted by their share inside the query): the rows
+of ``sample(m, refine=0)``.
 
 >>> import numpy as np
 >>> from sketchsyn import Box
@@ -59,6 +63,8 @@ from .layout import (
     pair_grid,
     pair_list,
 )
+from .refine import ROUNDS
+from .refine import refine as refine_rows
 
 __all__ = [
     "MAX_BITS",
@@ -73,6 +79,8 @@ __all__ = [
 
 _KIND = "MarginalDistribution"
 _SAMPLE_CHUNK = 1 << 16
+_REFINE_CHUNK = 1 << 20  # rows refined together (a block matches the tables on its own)
+_MAX_ROUNDS = 1000
 _FIELDS = {"domain", "epsilon", "pair_epsilon", "single_epsilon", "bits", "fine_bits", "params"}
 _U64 = np.uint64
 
@@ -115,11 +123,11 @@ def _count_tables(value: Any, name: str) -> np.ndarray:
 
 
 class MarginalDistribution(Summary, ColumnBins):
-    """The release of a :class:`~sketchsyn.synth.marginal.MarginalSynthesizer`: consistent
-    noisy 2-way and 1-way marginals and the tree model sampled from them.
+    """The release of a :class:`~sketchsyn.synth.marginal.MarginalSynthesizer`: noisy 2-way
+    and 1-way marginals and the tree model sampled from them.
 
-    Saved state: **private** (``STATE_PRIVACY = "private"``): the noisy consistent counts of
-    every pair and single column and the public parameters; no exact value.
+    Saved state: **private** (``STATE_PRIVACY = "private"``): the noisy counts of every pair
+    and single column and the public parameters; no exact value.
 
     Parameters
     ----------
@@ -320,8 +328,16 @@ class MarginalDistribution(Summary, ColumnBins):
         return self._model
 
     # ------------------------------------------------------------------ queries
-    def sample(self, m: int, rng: RNGLike = None, *, as_frame: bool | str | None = None) -> Any:
-        """Draw ``m`` synthetic rows along the tree of pairs (post-processing: no budget).
+    def sample(
+        self,
+        m: int,
+        rng: RNGLike = None,
+        *,
+        as_frame: bool | str | None = None,
+        refine: int | None = None,
+    ) -> Any:
+        """Draw ``m`` synthetic rows along the tree of pairs, then refine them toward every
+        released pair table (post-processing: no budget).
 
         Parameters
         ----------
@@ -334,19 +350,34 @@ class MarginalDistribution(Summary, ColumnBins):
             array. On a Schema: a table of the schema's names and types, pandas by default
             (or ``True``/``"pandas"``), ``"polars"``, ``"pyarrow"``; ``False`` for the float64
             units ``(m, d)`` of :meth:`~sketchsyn.domains.Schema.to_frame`.
+        refine : int, optional
+            Rounds of :func:`~sketchsyn.synth.marginal.refine.refine` over every pair table
+            (default 5 on a Schema, 0 on a Box): the rows' pairs off the tree move toward the
+            released tables, in blocks of ``2**20`` rows. ``0``: the tree's rows as drawn (what
+            :meth:`count` describes).
 
         Returns
         -------
         ndarray (m, d) of float64 in user units, or a table.
         """
-        m = check_int(m, "m", f"{_KIND}.sample", minimum=0)
+        owner = f"{_KIND}.sample"
+        m = check_int(m, "m", owner, minimum=0)
+        table = isinstance(self._domain, Schema)
+        rounds = (ROUNDS if table else 0) if refine is None else refine
+        rounds = check_int(rounds, "refine", owner, minimum=0, maximum=_MAX_ROUNDS)
         src = as_source(rng)
         model = self._fitted()
         d = self._domain.d
         out = np.empty((m, d))
-        for start in range(0, m, _SAMPLE_CHUNK):
-            self._sample_into(out[start : start + _SAMPLE_CHUNK], model, src)
-        if isinstance(self._domain, Schema):
+        chunk = _REFINE_CHUNK if rounds else _SAMPLE_CHUNK
+        for start in range(0, m, chunk):
+            part = out[start : start + chunk]
+            bins = self._draw_bins(part.shape[0], model, src)
+            if rounds:
+                pairs = self._layout.pairs
+                refine_rows(bins, model["tables"], pairs, rounds, src, marginals=model["marg"])
+            self._values_into(part, bins, model, src)
+        if table:
             if as_frame is False:
                 return out
             library = "pandas" if as_frame is None or as_frame is True else as_frame
@@ -358,14 +389,23 @@ class MarginalDistribution(Summary, ColumnBins):
             return pd.DataFrame(out, columns=list(names))
         return out
 
-    def _sample_into(self, out: np.ndarray, model: dict[str, Any], src: Any) -> None:
-        m, d = out.shape
-        lay = self._layout
-        bins = np.zeros((d, m), dtype=np.int64)
+    def _draw_bins(self, m: int, model: dict[str, Any], src: Any) -> np.ndarray:
+        """Coarse bins ``(d, m)`` of ``m`` rows drawn along the tree: the root from its
+        consensus marginal, each child from its edge's row given its parent's bin."""
+        bins = np.zeros((self._domain.d, m), dtype=np.int64)
         root = np.zeros(m, dtype=np.int64)
         bins[0] = draw_rows(model["marg"][0][None, :], root, src.random(m))
         for (parent, child), cond in zip(model["edges"], model["conds"], strict=True):
             bins[child] = draw_rows(cond, bins[parent], src.random(m))
+        return bins
+
+    def _values_into(
+        self, out: np.ndarray, bins: np.ndarray, model: dict[str, Any], src: Any
+    ) -> None:
+        """Each row's values: a fine bin inside its coarse bin (the column's single table),
+        then a value uniform over the fine bin (on a Schema, over the codes naming values)."""
+        m, d = out.shape
+        lay = self._layout
         for i in range(d):
             b, fb = lay.coarse[i], lay.fine[i]
             sub = draw_rows(model["fine"][i], bins[i], src.random(m))

@@ -40,7 +40,8 @@ tables (``P = d(d − 1)/2``) is noised once, with its own budget ``ε_t``:
 
 The tables then go to :class:`~sketchsyn.synth.marginal.model.MarginalDistribution`, whose
 fitting (shared columns made to agree, a maximum spanning tree on the mutual information of
-the noisy pairs) and sampling are post-processing.
+the noisy pairs) and sampling (along the tree, then on a Schema refined toward every released
+pair table) are post-processing.
 
 **Budget, for an auditor.** Neighbours: one row added or removed. A row falls in exactly one
 cell of each level of each of the ``P + d`` tables. Table ``t`` spends ``ε_t``: its level
@@ -500,10 +501,10 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
             **sizes,
         )
 
-    def sample(self, m: int, rng: RNGLike = None, *, as_frame: bool | str | None = None) -> Any:
-        """``m`` synthetic rows from the release (releases first if needed); ``as_frame`` as
-        in :meth:`MarginalDistribution.sample`."""
-        return self.release().sample(m, rng=rng, as_frame=as_frame)
+    def sample(self, m: int, rng: RNGLike = None, **options: Any) -> Any:
+        """``m`` synthetic rows from the release (releases first if needed); ``options``
+        (``as_frame``, ``refine``) as in :meth:`MarginalDistribution.sample`."""
+        return self.release().sample(m, rng=rng, **options)
 
     def count(self, lower: Any = None, upper: Any = None, *, where: Any = None) -> float:
         """Noisy count of rows in ``[lower, upper]`` or satisfying ``where`` (on a Schema),
