@@ -22,10 +22,18 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import EPSILON_RANGE
+from ...errors import EPSILON_RANGE, IncompatibleError, InputError, check_memory
 from .layout import MAX_BITS, MAX_EXACT_BITS, MAX_FINE_BITS
 
-__all__ = ["MAX_COUNT", "check_counts", "check_params", "check_split", "exact_sum"]
+__all__ = [
+    "MAX_COUNT",
+    "check_counts",
+    "check_params",
+    "check_room",
+    "check_size",
+    "check_split",
+    "exact_sum",
+]
 
 MAX_COUNT = 2**52  # rows of a table: far above any real stream, and level sums stay exact
 _LOW_BITS = 26
@@ -44,6 +52,29 @@ def exact_sum(table: np.ndarray) -> int:
     high = int((table >> _LOW_BITS).sum(dtype=np.int64))
     low = int((table & ((1 << _LOW_BITS) - 1)).sum(dtype=np.int64))
     return (high << _LOW_BITS) + low
+
+
+def check_room(held: int, more: int, merging: bool = False) -> None:
+    """Refuse ``more`` rows on top of ``held`` when together they pass :data:`MAX_COUNT`
+    (an update: :class:`InputError`; a merge: :class:`IncompatibleError`).
+
+    >>> check_room(2**52 - 1, 2)
+    Traceback (most recent call last):
+    ...
+    sketchsyn.errors.InputError: X: 2 more rows would take the state past 2**52 rows (its most)
+    """
+    if held + more > MAX_COUNT:
+        if merging:
+            raise IncompatibleError(
+                "cannot merge: the two states hold more than 2**52 rows together"
+            )
+        raise InputError(f"X: {more} more rows would take the state past 2**52 rows (its most)")
+
+
+def check_size(cells: int) -> None:
+    """Refuse, before allocating, a state of ``cells`` counts whose counts and noisy copy would
+    pass :data:`sketchsyn.errors.MAX_STATE_BYTES`."""
+    check_memory(16 * cells, "MarginalSynthesizer", f"{cells:,} exact int64 counts and their noise")
 
 
 def check_counts(tables: list[np.ndarray], names: list[str], fail: Fail) -> None:

@@ -108,14 +108,11 @@ from ...domains import Box, Schema
 from ...domains.columns import Adjusted
 from ...errors import (
     EPSILON_RANGE,
-    IncompatibleError,
-    InputError,
     ParameterError,
     SerializationError,
     check_choice,
     check_epsilon,
     check_int,
-    check_memory,
     check_positive,
 )
 from ...io.serial import Arrays, MetaReader
@@ -124,7 +121,7 @@ from ...privacy import accounting
 from ...privacy.rng import RNGLike
 from ..offline.histogram import LevelCounts
 from . import layout
-from .checks import MAX_COUNT, check_counts, exact_sum
+from .checks import check_counts, check_room, check_size, exact_sum
 from .layout import ColumnBins, Layout, pair_spread
 from .model import MarginalDistribution
 from .noise import exact_levels, noisy_levels, released_counts, table_scales
@@ -258,7 +255,7 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
         self._bits, self._fine_bits, self._why = int(bits), int(fine_bits), why
         self._exact_bits = exact if table else None
         self._layout = lay = Layout(domain, self._bits, self._fine_bits, exact)
-        check_memory(16 * lay.cells, owner, f"{lay.cells:,} exact int64 counts and their noise")
+        check_size(lay.cells)
         self._share = share
         self._pairs = lay.pairs
         P = len(self._pairs)
@@ -293,9 +290,8 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
 
     @property
     def adjusted(self) -> dict[str, int]:
-        """On a table (:class:`~sketchsyn.domains.Schema`): values a column's policy clipped,
-        mapped to "other" or dropped, as ``{"<column>:<action>": count}`` (exact; not
-        private; a copy)."""
+        """A copy of what the columns' policies did on a table, by ``"<column>:<action>"``
+        (``clipped``, ``other``, ``dropped``; exact, not private)."""
         return dict(self._adjusted)
 
     @property
@@ -414,10 +410,7 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
             lay = self._layout
             fine, dropped, adjusted = self._fine_codes(X)
             n = fine[0].shape[0]
-            if self._rows() + n > MAX_COUNT:
-                raise InputError(
-                    f"X: {n} more rows would take the state past 2**52 rows, the most it holds"
-                )
+            check_room(self._rows(), n)
             add_single = [
                 np.bincount(fine[j].astype(np.intp), minlength=lay.single_sizes[j])
                 for j in range(lay.d)
@@ -447,10 +440,7 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
         release), as :meth:`sketchsyn.synth.offline.histogram.LevelCounts.merge` does; refused
         when the two hold more than ``2**52`` rows together."""
         if isinstance(other, MarginalSynthesizer) and other is not self:
-            if self._rows() + other._rows() > MAX_COUNT:
-                raise IncompatibleError(
-                    "cannot merge: the two states hold more than 2**52 rows together"
-                )
+            check_room(self._rows(), other._rows(), merging=True)
         super().merge(other)
         for key, value in other._adjusted.items():
             self._adjusted[key] = self._adjusted.get(key, 0) + value
