@@ -367,6 +367,15 @@ def _examples() -> dict[str, Example]:
             merge_exact=("",),
         ),
         Example(
+            "MarginalSynthesizer[schema]",
+            lambda s: _c("MarginalSynthesizer")(_schema(), 1.0, bits=2, fine_bits=3, rng=s),
+            _table,
+            _one_table_row,
+            _bad_tables,
+            items=_table_rows,
+            merge_exact=("",),
+        ),
+        Example(
             "BinaryMechanism",
             lambda s: _c("BinaryMechanism")(1.0, 64, rng=s),
             _steps,
@@ -490,6 +499,12 @@ def _examples() -> dict[str, Example]:
             s.update_many(data)
         return s.release()
 
+    def marginal_table_release(seed: int, data: Any) -> Any:
+        s = _c("MarginalSynthesizer")(_schema(), 1.0, bits=2, fine_bits=3, rng=seed)
+        if data is not None:
+            s.update_many(data)
+        return s.release()
+
     def lowdim_base() -> np.ndarray:
         return np.array([[0.2, 0.4, 0.6], [0.5, 0.5, 0.1]])
 
@@ -532,6 +547,16 @@ def _examples() -> dict[str, Example]:
             _one_point(3),
             items=None,
             built=marginal_release,
+        )
+    )
+    out.append(
+        Example(
+            "MarginalDistribution[schema]",
+            None,  # type: ignore[arg-type]
+            _table,
+            _one_table_row,
+            items=None,
+            built=marginal_table_release,
         )
     )
     return {e.kind: e for e in out}

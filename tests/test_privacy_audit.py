@@ -31,7 +31,17 @@ from scipy import stats
 import sketchsyn.baselines.grid as baseline
 import sketchsyn.privacy.accounting as accounting
 import sketchsyn.sketches.sketch as sketches
-from sketchsyn import PMM, Box, CountMinSketch, CountSketch, GridHistogram, PrivHP, Schema
+from sketchsyn import (
+    PMM,
+    Box,
+    CountMinSketch,
+    CountSketch,
+    GridHistogram,
+    MarginalDistribution,
+    MarginalSynthesizer,
+    PrivHP,
+    Schema,
+)
 from sketchsyn.io.serial import unpack
 from sketchsyn.privacy.noise import discrete_laplace_pmf
 
@@ -219,6 +229,45 @@ def _grid(epsilon: float) -> Mechanism:
     return Mechanism("GridHistogram", epsilon, build, state, scales, (D, np.vstack([D, [[0.1]]])))
 
 
+def _marginal_table(epsilon: float) -> Mechanism:
+    """MarginalSynthesizer on a table (a categorical of 3 values and a boolean): its audited
+    output is the release's noisy counts, read back from the release's bytes (flat histograms,
+    one pair table and two column tables; cells that name no value are left out, they are 0
+    in every build). Every cell holds hundreds of rows, so the release's clamp at 0 and its
+    threshold of 4 noise scales are not reached in the events."""
+    schema = Schema(
+        [
+            {"name": "c", "kind": "categorical", "categories": ["a", "b", "c"]},
+            {"name": "ok", "kind": "boolean"},
+        ]
+    )
+
+    def build(table, seed):
+        syn = MarginalSynthesizer(schema, epsilon, bits=1, fine_bits=1, rng=seed)
+        syn.update_many(table)
+        if seed is None:
+            return syn
+        blob = MarginalSynthesizer.from_bytes(syn.to_bytes(), rng=seed).release().to_bytes()
+        return MarginalDistribution.from_bytes(blob)  # the release, as shipped
+
+    def state(obj):
+        valid = np.concatenate(obj._layout.valid_tables())
+        if isinstance(obj, MarginalSynthesizer):
+            return obj._counts[valid].copy()
+        return np.concatenate([obj._pairs, obj._singles])[valid]
+
+    def scales(syn):
+        s = syn.noise_scales
+        tables = [*s["pair"], *s["single"]]
+        sizes = syn._layout.pair_sizes + syn._layout.single_sizes
+        every = np.concatenate([np.full(n, t[0]) for t, n in zip(tables, sizes, strict=True)])
+        return every[np.concatenate(syn._layout.valid_tables())]
+
+    D = {"c": ["a", "b", "c"] * 400, "ok": [True] * 600 + [False] * 600}
+    D2 = {"c": D["c"] + ["c"], "ok": D["ok"] + [False]}
+    return Mechanism("MarginalSynthesizer-table", epsilon, build, state, scales, (D, D2))
+
+
 MECHANISMS = [
     _sketch(CountMinSketch, 1.0),
     _sketch(CountSketch, 1.0),
@@ -226,6 +275,7 @@ MECHANISMS = [
     _privhp("replace", 1.0),
     _privhp_table(1.0),
     _grid(1.0),
+    _marginal_table(1.0),
 ]
 
 

