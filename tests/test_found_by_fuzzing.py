@@ -398,3 +398,77 @@ def test_a_counter_blob_without_frozen_or_with_an_unknown_field_is_refused(kind:
     without = {k: v for k, v in meta.items() if k != "frozen"}
     _refused_quickly(type(obj), _repack(blob, kind, without, arrays), "frozen")
     _refused_quickly(type(obj), _repack(blob, kind, meta | {"extra": 1}, arrays), "extra")
+
+
+def _with_arrays(obj: Any, **changes: Any) -> bytes:
+    """``obj``'s blob with whole arrays replaced (digest recomputed)."""
+    blob = obj.to_bytes()
+    kind = serial.header_of(blob).kind
+    _, _, meta, arrays = serial.unpack(blob, kind)
+    return _repack(blob, kind, meta, dict(arrays) | changes)
+
+
+def test_level_counts_are_bounded_one_by_one_and_in_all() -> None:
+    # Each count below 2**52 but their total above: the int64 sums up to the root (and the
+    # noise the release adds) are kept from 2**63 by the total, summed in float64.
+    pmm = sketchsyn.PMM(_box2(), 1.0, depth=2, rng=1)
+    counts = np.array([2**51, 2**51, 1, 0], dtype=np.int64)
+    _refused_quickly(sketchsyn.PMM, _with_arrays(pmm, counts=counts), "'counts'")
+    _refused_quickly(sketchsyn.PMM, _with_array(pmm, "counts", 1, -1), "'counts'")
+
+
+def test_a_released_pmm_bounds_its_synthetic_counts() -> None:
+    pmm = sketchsyn.PMM(_box2(), 1.0, depth=3, rng=1)
+    pmm.update_many(_points(100))
+    pmm.release()
+    for value in (-(2**63), 2**63 - 1):
+        blob = _with_array(pmm, "extra.synthetic_counts", 0, value)
+        _refused_quickly(sketchsyn.PMM, blob, "'extra.synthetic_counts'")
+
+
+def test_fixed_window_cell_counts_cannot_wrap_their_sum() -> None:
+    # 'p' holding 2**63 - 1 twice and size + 2 sums, in int64, to the number of synthetic people.
+    synth = sketchsyn.FixedWindowSynthesizer(8, 16, 2, 1.0, keep_history=True, rng=1)
+    synth.update_many(np.random.default_rng(0).integers(0, 2, size=(3, 8)))
+    p = synth.to_bytes()
+    _, _, _, arrays = serial.unpack(p, "FixedWindowSynthesizer")
+    size = arrays["synth"].size
+    wrapped = np.zeros_like(arrays["p"])
+    wrapped[:3] = [2**63 - 1, 2**63 - 1, size + 2]
+    assert int(wrapped.sum()) == size  # the int64 sum wraps
+    blob = _with_arrays(synth, p=wrapped)
+    _refused_quickly(sketchsyn.FixedWindowSynthesizer, blob, "'p'")
+    # A history column of another integer dtype is read (any integer dtype is), but not a
+    # negative report.
+    history = arrays["history1"].astype(np.int64)
+    history[0] = -1
+    negative = _with_arrays(synth, history1=history)
+    _refused_quickly(sketchsyn.FixedWindowSynthesizer, negative, "'history1'")
+
+
+def test_lowdim_sums_and_grids_are_bounded_by_what_the_state_can_hold() -> None:
+    lowdim = sketchsyn.LowDimSynthesizer(Box.unit(3), 1.0, target_dim=2, rng=1)
+    lowdim.update_many(_points(50, 3))
+    # 50 records of coordinates at most 65535 (QUANT): s1 at most 50·65535.
+    _refused_quickly(
+        sketchsyn.LowDimSynthesizer, _with_array(lowdim, "s1", 0, 50 * 65535 + 1), "'s1'"
+    )
+    lowdim.fix_subspace()
+    for array in ("cov_grid", "mean_grid"):
+        blob = _with_array(lowdim, array, 0, -(2**63))
+        _refused_quickly(sketchsyn.LowDimSynthesizer, blob, repr(array))
+
+
+@pytest.mark.parametrize("kind", ["CountMinSketch", "PrivateDistribution"])
+def test_a_null_epsilon_must_be_written_not_left_out(kind: str) -> None:
+    if kind == "CountMinSketch":
+        obj: Any = sketchsyn.CountMinSketch(16, 2)
+    else:
+        obj = sketchsyn.PrivateDistribution(
+            _box2(), [1, 1], [0, 1], [3.0, 1.0], epsilon=None, mechanism="exact"
+        )
+    blob = obj.to_bytes()
+    _, _, meta, arrays = serial.unpack(blob, kind)
+    assert meta["epsilon"] is None
+    without = {k: v for k, v in meta.items() if k != "epsilon"}
+    _refused_quickly(type(obj), _repack(blob, kind, without, arrays), "'epsilon'")

@@ -81,50 +81,7 @@ MAX_ITEMS = 3  # list items forged per list: the first, the middle, the last
 # the suite, the day its class is fixed: then delete its line.
 _EXTRA_ARRAY = "an unknown array ('extra_array') loads"
 _EXTRA_FIELD = "an unknown header field ('extra_field') loads"
-_COUNTS = "array 'counts' holding the int64 minimum or maximum loads (released as ±9.2e18)"
-_PRIVHP = (
-    "PrivHP: array 'tree' (and 'bank' on a schema) holding the int64 minimum or maximum loads "
-    "(a release totals 3.5e18)"
-)
-_SKETCH_EXTREMES = (
-    "array 'table' holding the int64 minimum loads (sketches/sketch.py bounds it with "
-    "np.abs(table).max(), which overflows: queries answer -2**63)"
-)
-_SKETCH_STRUCTURE = "header field 'frozen' missing or renamed loads (as False); " + _EXTRA_FIELD
-_RAW_SKETCH = "; a raw sketch's header field 'epsilon' (null) missing or renamed loads"
 KNOWN: dict[tuple[str, str], str] = {
-    ("AdaptiveGrid", "extremes"): f"AdaptiveGrid: {_COUNTS}",
-    ("AdaptiveGrid", "structure"): f"AdaptiveGrid: {_EXTRA_ARRAY}",
-    ("GridHistogram", "extremes"): f"GridHistogram: {_COUNTS}",
-    ("GridHistogram", "structure"): f"GridHistogram: {_EXTRA_ARRAY}",
-    ("PrivTree", "extremes"): f"PrivTree: {_COUNTS}",
-    ("PrivTree", "structure"): f"PrivTree: {_EXTRA_ARRAY}",
-    ("PMM", "extremes"): f"PMM: {_COUNTS}",
-    ("PMM", "structure"): f"PMM: {_EXTRA_ARRAY}",
-    ("PSMM", "extremes"): f"PSMM: {_COUNTS}",
-    ("PSMM", "structure"): f"PSMM: {_EXTRA_ARRAY}",
-    ("CountMinSketch", "extremes"): f"CountMinSketch: {_SKETCH_EXTREMES}",
-    ("CountMinSketch", "structure"): f"CountMinSketch: {_SKETCH_STRUCTURE}; {_EXTRA_ARRAY}",
-    ("CountMinSketch/raw", "extremes"): f"CountMinSketch: {_SKETCH_EXTREMES}",
-    ("CountMinSketch/raw", "structure"): f"CountMinSketch: {_SKETCH_STRUCTURE}{_RAW_SKETCH}",
-    ("CountSketch", "extremes"): f"CountSketch: {_SKETCH_EXTREMES}",
-    ("CountSketch", "structure"): f"CountSketch: {_SKETCH_STRUCTURE}; {_EXTRA_ARRAY}",
-    ("CountSketch/raw", "extremes"): f"CountSketch: {_SKETCH_EXTREMES}",
-    ("CountSketch/raw", "structure"): f"CountSketch: {_SKETCH_STRUCTURE}{_RAW_SKETCH}",
-    ("CumulativeSynthesizer", "structure"): f"CumulativeSynthesizer: {_EXTRA_FIELD}",
-    ("FixedWindowSynthesizer", "structure"): f"FixedWindowSynthesizer: {_EXTRA_FIELD}",
-    ("LowDimDistribution", "structure"): (
-        f"LowDimDistribution: {_EXTRA_FIELD}, in its header and in its inner PMM blob "
-        f"(array 'inner'), where {_EXTRA_ARRAY}"
-    ),
-    ("LowDimSynthesizer", "extremes"): (
-        "LowDimSynthesizer: arrays 's1' and 's2' holding the int64 maximum load"
-    ),
-    ("LowDimSynthesizer", "structure"): (
-        "LowDimSynthesizer: header fields 'depth', 'expected_n', 'frozen', 'lineage', "
-        f"'pca_rows' and 'target_dim' missing or renamed load (defaults; a fresh lineage); "
-        f"{_EXTRA_FIELD}"
-    ),
     ("MarginalDistribution", "extremes"): (
         "MarginalDistribution: arrays 'pairs' and 'singles' holding the int64 maximum load"
     ),
@@ -136,20 +93,6 @@ KNOWN: dict[tuple[str, str], str] = {
     ),
     ("OnlineSynthesizer", "structure"): (
         "OnlineSynthesizer: header field 'bank' missing or renamed loads; " + _EXTRA_FIELD
-    ),
-    ("PrivHP", "extremes"): _PRIVHP,
-    ("PrivHP", "structure"): f"PrivHP: {_EXTRA_ARRAY}",
-    ("PrivHP/raw", "extremes"): _PRIVHP,
-    ("PrivHP/raw", "structure"): f"PrivHP: {_EXTRA_ARRAY}",
-    ("PrivHP/count-sketch-raw", "extremes"): _PRIVHP,
-    ("PrivHP/count-sketch-raw", "structure"): f"PrivHP: {_EXTRA_ARRAY}",
-    ("PrivHP[schema]", "extremes"): _PRIVHP,
-    ("PrivHP[schema]", "structure"): f"PrivHP: {_EXTRA_ARRAY}",
-    ("PrivHP[schema]/raw", "extremes"): _PRIVHP,
-    ("PrivHP[schema]/raw", "structure"): f"PrivHP: {_EXTRA_ARRAY}",
-    ("PrivateDistribution", "structure"): f"PrivateDistribution: {_EXTRA_FIELD}; {_EXTRA_ARRAY}",
-    ("PrivateDistribution[schema]", "structure"): (
-        f"PrivateDistribution: {_EXTRA_FIELD}; {_EXTRA_ARRAY}"
     ),
     ("StreamingPrivTree", "structure"): f"StreamingPrivTree: {_EXTRA_FIELD}",
     ("StreamingPrivTree/steps", "structure"): f"StreamingPrivTree: {_EXTRA_FIELD}",

@@ -52,7 +52,6 @@ from ..errors import (
     InputError,
     ParameterError,
     ReleasedError,
-    SerializationError,
     check_int,
     check_memory,
 )
@@ -213,8 +212,9 @@ class _Sketch(Summary):
         }
 
     def _abs_max(self) -> int:
-        """Largest counter magnitude (exact)."""
-        return int(np.abs(self._table).max())
+        """Largest counter magnitude (exact): the extremes compared as Python ints, never
+        ``np.abs`` (which leaves the int64 minimum negative)."""
+        return max(-int(self._table.min()), int(self._table.max()))
 
     # -------------------------------------------------------------- parameters and state
     width = ReadOnly[int]("Columns per row (``w``).")
@@ -509,21 +509,24 @@ class _Sketch(Summary):
         cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> _Sketch:
         """Schema versions 1 and 2; a version 1 blob (no lineage) gets a lineage derived from
-        its bytes. Every field and the table are checked before anything is allocated."""
+        its bytes. Every field and the table are checked before anything is allocated; the
+        table's counters lie within ±(2**62 − 1), the bound updates and merges keep, and no
+        field or array the class does not write is accepted."""
         width = fields.int("width", minimum=1, maximum=2**31)
         depth = fields.int("depth", minimum=1, maximum=1024)
         seed = fields.int("seed", minimum=0, maximum=2**32 - 1)
+        fields.value("epsilon")  # always written (null for a raw sketch): never defaulted
         epsilon = fields.epsilon("epsilon", optional=True)
-        frozen = fields.bool("frozen", default=False)
-        table = fields.array(arrays, "table", np.int64, (depth, width))
+        # Version 2 always writes 'frozen'; version 1 wrote it from late in its life only.
+        frozen = fields.bool("frozen", default=False if version == 1 else None)
+        table = fields.bounded(arrays, "table", np.int64, (depth, width), 1 - _LIMIT, _LIMIT - 1)
         if version >= 2:
             lineage = fields.lineage()
         else:
             lineage = Lineage.of_legacy_blob(blob)
         if epsilon is not None:
             laplace_scale(depth, epsilon, cls.kind)
-        if table.size and int(np.abs(table).max()) >= _LIMIT:
-            raise SerializationError(f"{cls.kind} blob array 'table' has counters beyond 2**62")
+        fields.done(arrays)
         obj = cls(width, depth, None, seed)
         obj._table[...] = table
         obj._bound = obj._abs_max()

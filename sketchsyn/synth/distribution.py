@@ -567,6 +567,7 @@ class PrivateDistribution(Summary):
     ) -> PrivateDistribution:
 
         name = fields.str("domain_class", _DOMAIN_CLASSES)
+        fields.value("epsilon")  # always written (null for exact counts): never defaulted
         epsilon = fields.epsilon("epsilon", optional=True)
         mechanism = fields.str("mechanism")
         params = fields.dict("params")
@@ -582,6 +583,7 @@ class PrivateDistribution(Summary):
         if not np.isfinite(total):
             raise SerializationError(f"{_KIND} blob array 'counts' sums to infinity")
         domain = fields.domain(kind=name)
+        fields.done(arrays)  # no header field or array the class does not write
         return cls(
             domain, levels, prefixes, counts, epsilon=epsilon, mechanism=mechanism, params=params
         )

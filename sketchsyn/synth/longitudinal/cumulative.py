@@ -393,7 +393,7 @@ class CumulativeSynthesizer(_PanelCopies):
                     f"{cls._kind} blob array 'history{i}' must hold n={n} bits, got "
                     f"{h.dtype}{list(h.shape)}"
                 )
-            history.append(h)
+            history.append(fields.array(arrays, f"history{i}", h.dtype, (n,)))
         budgets = counter_budgets(rho, horizon) if t else []
         kind = _counter_class(counter)
         counters = []
@@ -405,6 +405,7 @@ class CumulativeSynthesizer(_PanelCopies):
                     f"and rho {c.rho}; expected {horizon - b}, {t - b} and {float(budgets[b])}"
                 )
             counters.append(c)
+        fields.done(arrays)  # no header field or array the class does not write
         obj = cls(n, horizon, rho, counter=counter, rng=rng, keep_history=keep_history)
         obj._t, obj._lineage = t, lineage
         obj._real, obj._synth, obj._s_hat = real, synth, s_hat

@@ -661,6 +661,7 @@ class FixedWindowSynthesizer(_PanelCopies):
         synth = arrays.get("synth")
         if synth is None or synth.dtype != np.dtype(dtype) or synth.ndim != 1:
             raise SerializationError(f"{cls._kind} blob array 'synth' must be 1-D {dtype}")
+        synth = fields.array(arrays, "synth", dtype, synth.shape)
         started = t >= window
         n_hist = t - window + 1 if keep_history and started else 0
         names = {"real", "synth", "p"} | {f"history{i}" for i in range(n_hist)}
@@ -672,7 +673,7 @@ class FixedWindowSynthesizer(_PanelCopies):
         if (
             (real.size and int(real.max()) >= groups)
             or (synth.size and int(synth.max()) >= groups)
-            or (p < 0).any()
+            or (p.size and (int(p.min()) < 0 or int(p.max()) > synth.size))  # no int64 sum wraps
             or int(p.sum()) != synth.size
             or (not started and synth.size)
         ):
@@ -687,13 +688,14 @@ class FixedWindowSynthesizer(_PanelCopies):
             if (
                 h.shape != shape
                 or h.dtype.kind not in "iu"
-                or (h.size and int(h.max()) >= alphabet)
+                or (h.size and (int(h.max()) >= alphabet or int(h.min()) < 0))
             ):
                 raise SerializationError(
-                    f"{cls._kind} blob array 'history{i}' must hold {shape} reports below "
-                    f"{alphabet}, got {h.dtype}{list(h.shape)}"
+                    f"{cls._kind} blob array 'history{i}' must hold {shape} reports in [0, "
+                    f"{alphabet}), got {h.dtype}{list(h.shape)}"
                 )
-            history.append(h)
+            history.append(fields.array(arrays, f"history{i}", h.dtype, shape))
+        fields.done(arrays)  # no header field or array the class does not write
         obj = cls(
             n,
             horizon,

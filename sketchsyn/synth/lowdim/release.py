@@ -206,6 +206,7 @@ class LowDimDistribution(Summary):
                 "expected "
                 f"d' = {components.shape[1]}"
             )
+        fields.done(arrays)  # no header field or array the class does not write
         return cls(
             domain,
             inner,

@@ -678,14 +678,14 @@ class LowDimSynthesizer(Summary):
                 f"{_KIND} blob header field 'split' must be three positive weights, got "
                 f"{str(split)[:60]}"
             )
-        opt = {
-            name: (None if fields.get(name, None) is None else fields.int(name, minimum=0))
+        opt = {  # written by every state, null when not given
+            name: fields.optional_int(name, minimum=0, present=True)
             for name in ("target_dim", "depth", "pca_rows", "expected_n")
         }
         phase = fields.str("phase", _PHASES)
         released = phase == "released"
         n_pca = fields.int("n_pca", minimum=0, maximum=_MAX_N, default=0 if released else None)
-        frozen = fields.bool("frozen", default=False)
+        frozen = fields.bool("frozen")
         expected = {"accumulate": {"s1", "s2"}, "synthesize": {"cov_grid", "mean_grid", "inner"}}
         if set(arrays) != expected.get(phase, {"release"}):
             raise SerializationError(
@@ -693,13 +693,18 @@ class LowDimSynthesizer(Summary):
             )
         # The arrays are checked against d before the constructor allocates the d × d sums.
         if phase == "accumulate":
-            s1 = fields.array(arrays, "s1", np.int64, (d,))
-            s2 = fields.array(arrays, "s2", np.int64, (d, d))
-            if (s1 < 0).any() or (np.diagonal(s2) < 0).any() or not np.array_equal(s2, s2.T):
+            # Sums of n_pca quantised coordinates in [0, QUANT]: n_pca·QUANT² < 2**63 (n_pca ≤
+            # MAX_N = 2**31), so these bounds also keep every merge of the sums from overflowing.
+            q = private_pca.QUANT
+            s1 = fields.bounded(arrays, "s1", np.int64, (d,), 0, n_pca * q)
+            s2 = fields.bounded(arrays, "s2", np.int64, (d, d), 0, n_pca * q * q)
+            if not np.array_equal(s2, s2.T):
                 raise SerializationError(f"{_KIND} blob sums 's1'/'s2' are not moment sums")
         elif phase == "synthesize":
-            cov_grid = fields.array(arrays, "cov_grid", np.int64, (d, d))
-            mean_grid = fields.array(arrays, "mean_grid", np.int64, (d,))
+            # Grid values: at most 2**52 plus noise of scale at most 2**29 (private_pca's grids).
+            lim = 2**62
+            cov_grid = fields.bounded(arrays, "cov_grid", np.int64, (d, d), -lim, lim)
+            mean_grid = fields.bounded(arrays, "mean_grid", np.int64, (d,), -lim, lim)
             if not np.array_equal(cov_grid, cov_grid.T):
                 raise SerializationError(f"{_KIND} blob array 'cov_grid' is not symmetric")
         obj = cls(
@@ -719,11 +724,9 @@ class LowDimSynthesizer(Summary):
             )
         obj._n_pca = n_pca
         obj._frozen = frozen
-        if fields.has("lineage"):
-            obj._lineage = fields.lineage()
-        else:  # written before lineages were stored: every copy of this blob shares one
-            obj._lineage = Lineage.of_legacy_blob(blob)
+        obj._lineage = fields.lineage()
         if phase == "accumulate":
+            fields.done(arrays)  # no header field or array the class does not write
             obj._s1[...] = s1
             obj._s2[...] = s2
             return obj
@@ -744,6 +747,7 @@ class LowDimSynthesizer(Summary):
             if obj._released.target_dim != target:
                 raise SerializationError(f"{_KIND} blob release does not have d' = {target}")
             obj._phase = "released"
+            fields.done(arrays)
             if not obj._lineage.released:
                 obj._lineage.record(b"", obj._released)
             return obj
@@ -763,6 +767,7 @@ class LowDimSynthesizer(Summary):
                 )
         n_synth = fields.int("n_synth", minimum=0, maximum=2**62)
         inner = fields.nested(arrays, "inner", PMM if obj._method == "pmm" else PSMM)
+        fields.done(arrays)
         obj._install(cov_grid, cov_k, mean_grid, mean_k, None)
         assert obj._inner is not None
         if (

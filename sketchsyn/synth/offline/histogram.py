@@ -32,10 +32,31 @@ from ...privacy.lineage import Lineage, UsageGuard, state_digest
 from ...privacy.rng import RNGLike, as_source
 from ..distribution import PrivateDistribution
 
-__all__ = ["LevelCounts", "check_same_params"]
+__all__ = ["COUNT_LIMIT", "LevelCounts", "check_same_params", "counts_array"]
 
 _MAX_LEVEL = 30  # 2**30 int64 counters = 8 GiB: beyond that no machine here holds the state
-_STATE_FIELDS = ("frozen", "lineage", "released", "diagnostics")
+# Most rows a loaded state may count, in all and so in any cell (no real state comes near
+# 4.5e15 rows): every sum the class takes of them, up to the root of _complete_levels, stays
+# below 2**52, and noise of scale at most 2**30 added to it cannot reach 2**63.
+COUNT_LIMIT = 2**52
+
+
+def counts_array(fields: MetaReader, arrays: Arrays, name: str, size: int, kind: str) -> np.ndarray:
+    """The array ``name`` of ``size`` int64 counts of a ``kind`` blob, each and their total in
+    ``[0, COUNT_LIMIT]`` (else :class:`SerializationError` naming it). The total is summed in
+    float64: counts of at most 2**52 cannot overflow it, as an int64 sum of 2**30 of them could.
+
+    >>> r = MetaReader({}, "Demo")
+    >>> counts_array(r, {"c": np.array([2**51, 2**51, 1])}, "c", 3, "Demo")
+    Traceback (most recent call last):
+    ...
+    sketchsyn.errors.SerializationError: Demo blob array 'c' sums to 4503599627370497.0, above 2**52
+    """  # noqa: E501
+    counts = fields.bounded(arrays, name, np.int64, (size,), 0, COUNT_LIMIT)
+    total = float(counts.sum(dtype=np.float64))
+    if total > COUNT_LIMIT:
+        raise SerializationError(f"{kind} blob array {name!r} sums to {total!r}, above 2**52")
+    return counts
 
 
 def check_same_params(mine: Mapping[str, Any], theirs: Mapping[str, Any], what: str = "") -> None:
@@ -292,8 +313,9 @@ class LevelCounts(Summary):
     def _from_state(
         cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> LevelCounts:
-        """The header and the counts' dtype and shape are validated before anything is built;
-        ``rng`` seeds the noise of a later release (default: the OS CSPRNG)."""
+        """The header and the counts' dtype, shape and range (:func:`counts_array`) are
+        validated before anything is built, and a field or array the class does not write is
+        refused; ``rng`` seeds the noise of a later release (default: the OS CSPRNG)."""
         if version == 1:
             meta = fields.as_dict()
             meta["diagnostics"] = {
@@ -303,11 +325,8 @@ class LevelCounts(Summary):
             meta |= {"frozen": False, "released": False}
             meta["lineage"] = Lineage.of_legacy_blob(blob).to_meta()
             fields = MetaReader(meta, cls.kind)
-        unknown = fields.names() - set(_STATE_FIELDS) - cls._param_fields()
-        if unknown:
-            raise SerializationError(f"{cls.kind} blob header has unknown fields {sorted(unknown)}")
         depth = fields.int("depth", minimum=1, maximum=_MAX_LEVEL)
-        counts = fields.array(arrays, "counts", np.int64, (2**depth,))
+        counts = counts_array(fields, arrays, "counts", 2**depth, cls.kind)
         copy = cls._read_copy(fields, arrays, PrivateDistribution)
         obj = cls._from_params(fields, rng)
         if obj._level != depth:
@@ -318,7 +337,8 @@ class LevelCounts(Summary):
             if name.startswith("extra."):
                 if name[6:] not in shapes:
                     raise SerializationError(f"{cls.kind} blob has an unexpected array {name!r}")
-                extra[name[6:]] = fields.array(arrays, name, *shapes[name[6:]])
+                extra[name[6:]] = counts_array(fields, arrays, name, shapes[name[6:]], cls.kind)
+        fields.done(arrays)  # no header field or array the class does not write
         obj._load_copy(counts, copy, extra)
         return obj
 
@@ -349,13 +369,8 @@ class LevelCounts(Summary):
             else:  # released at another state: this copy may never be released
                 lineage.record(b"", (None, {}))
 
-    @classmethod
-    def _param_fields(cls) -> set[str]:
-        """The header fields :meth:`_from_params` reads."""
-        return {"domain", "depth", *cls._PARAMS}
-
-    def _extra_shapes(self) -> dict[str, tuple[Any, tuple[int, ...]]]:
-        """Dtype and shape of each extra array the release keeps (checked on load)."""
+    def _extra_shapes(self) -> dict[str, int]:
+        """Size of each extra array of int64 counts the release keeps (checked on load)."""
         return {}
 
     def _complete_levels(self) -> list[np.ndarray]:

@@ -114,8 +114,8 @@ class PMM(LevelCounts):
             rng=rng,
         )
 
-    def _extra_shapes(self) -> dict[str, tuple[Any, tuple[int, ...]]]:
-        return {"synthetic_counts": (np.int64, (2**self._level,))}
+    def _extra_shapes(self) -> dict[str, int]:
+        return {"synthetic_counts": 2**self._level}
 
     def _release_now(self) -> tuple[PrivateDistribution, dict[str, np.ndarray]]:
         """Draw the noise once, make the tree consistent, return the private distribution."""

@@ -722,15 +722,18 @@ class PrivHP(LevelBank, Sizing, Summary):
         rest = {k: v for k, v in params.items() if k not in ("domain", "epsilon")}
         return cls(domain_from_dict(params["domain"]), params["epsilon"], **rest, rng=rng, raw=raw)
 
+    _STATE_LIMIT = 2**52  # |loaded count|: rows (< 4.5e15) + noise (scale ≤ 2**30); sums < 2**63
+
     @classmethod
     def _from_state(
         cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> PrivHP:
         """A state written by ``to_bytes`` (format versions 1 and 2; its noise is the saved one).
 
-        Every header field, the domain and every array's dtype and shape are validated against
-        the parameters before the summary is built. A released blob loads as a released
-        summary: it refuses updates and merges, and ``release()`` returns the stored release.
+        Every header field, the domain and every array's dtype, shape and range (counts within
+        ±2**52) are validated before the summary is built; a field or array the class does not
+        write is refused. A released blob loads as a released summary: it refuses updates and
+        merges, and ``release()`` returns the stored release.
         Loading the same blob twice in one process gives two copies sharing one release guard.
         ``rng`` seeds the noise a loaded ``raw=True`` summary draws at its release (default:
         the OS CSPRNG).
@@ -764,12 +767,14 @@ class PrivHP(LevelBank, Sizing, Summary):
             adjusted = diag.counts("adjusted")
         # Sizes are checked against the blob before anything large is allocated.
         n_tree, bank_shape = cls._state_shape(params)
-        tree_arr = fields.array(arrays, "tree", np.int64, (n_tree,))
-        bank_arr = fields.array(arrays, "bank", np.int64, bank_shape)
+        lim = cls._STATE_LIMIT
+        tree_arr = fields.bounded(arrays, "tree", np.int64, (n_tree,), -lim, lim)
+        bank_arr = fields.bounded(arrays, "bank", np.int64, bank_shape, -lim, lim)
         fields.array(arrays, "sigmas", np.float64, (params["depth"] + 1,))
         release = None
         if released and "release" in arrays:
             release = fields.nested(arrays, "release", PrivateDistribution)
+        fields.done(arrays)  # no header field or array the class does not write
         obj = cls._from_params(params, rng=None, raw=True)
         obj._tree[...] = tree_arr
         obj._bank[...] = bank_arr
