@@ -20,7 +20,7 @@ def test_ip_log_example_reads_a_real_log_with_junk_lines(tmp_path) -> None:
         )
         if i % 500 == 0:
             lines.append('2001:db8::1 - - [22/Nov/2026:10:00:01 +0000] "GET / HTTP/1.1" 200 5')
-            lines.append('10.1.3 - - [22/Nov/2026:10:00:0')  # a torn line, as a crash leaves
+            lines.append("10.1.3 - - [22/Nov/2026:10:00:0")  # a torn line, as a crash leaves
             lines.append("")  # and blank lines
     log = tmp_path / "access.log"
     log.write_text("\n".join(lines) + "\n")

@@ -76,27 +76,10 @@ GROUPS = ("values", "extremes", "structure")
 MAX_DEPTH = 4  # how deep into nested records and lists the fields are forged
 MAX_ITEMS = 3  # list items forged per list: the first, the middle, the last
 
-# Defects the fuzz finds, each a strict xfail naming the class and what loads (issue 34: found
-# by the int64-extreme and structure cases, left to each class's owner). Each xpasses, failing
-# the suite, the day its class is fixed: then delete its line.
-_EXTRA_ARRAY = "an unknown array ('extra_array') loads"
-_EXTRA_FIELD = "an unknown header field ('extra_field') loads"
-KNOWN: dict[tuple[str, str], str] = {
-    ("MarginalDistribution", "extremes"): (
-        "MarginalDistribution: arrays 'pairs' and 'singles' holding the int64 maximum load"
-    ),
-    ("MarginalDistribution", "structure"): (
-        f"MarginalDistribution: {_EXTRA_FIELD}; {_EXTRA_ARRAY}"
-    ),
-    ("MarginalSynthesizer", "extremes"): (
-        "MarginalSynthesizer: array 'counts' holding the int64 maximum loads"
-    ),
-    ("OnlineSynthesizer", "structure"): (
-        "OnlineSynthesizer: header field 'bank' missing or renamed loads; " + _EXTRA_FIELD
-    ),
-    ("StreamingPrivTree", "structure"): f"StreamingPrivTree: {_EXTRA_FIELD}",
-    ("StreamingPrivTree/steps", "structure"): f"StreamingPrivTree: {_EXTRA_FIELD}",
-}
+# Defects the fuzz finds, each a strict xfail naming the class and what loads: a line
+# ``(class, group): "what loads"``. None today (issue 34 fixed the last ones); a strict xfail
+# xpasses, failing the suite, the day its class is fixed: then delete its line.
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 class Case(NamedTuple):

@@ -737,8 +737,8 @@ class StreamingPrivTree(Summary):
         t = fields.int("t", minimum=0, maximum=horizon)
         frozen = fields.bool("frozen")
         lineage = fields.lineage()
-        if set(arrays) != {"level", "prefix", "count", "atoms"}:
-            raise SerializationError(f"{_KIND} blob holds unexpected arrays {sorted(arrays)}")
+        if "level" not in arrays:
+            raise SerializationError(f"{_KIND} blob lacks the array 'level'")
         n = int(np.asarray(arrays["level"]).size)
         if not 1 <= n <= obj._cap:
             raise SerializationError(
@@ -767,6 +767,7 @@ class StreamingPrivTree(Summary):
         obj._level, obj._prefix, obj._count = level.copy(), prefix.copy(), count.copy()
         obj._layout()  # arithmetic on the n leaves only; the atoms come from the blob
         atoms = fields.array(arrays, "atoms", obj._dtype, (obj._used,))
+        fields.done(arrays)
         open_events = t - obj._end(obj._steps_of(t))
         if int(np.abs(atoms.astype(np.int64)).sum()) > open_events:
             raise SerializationError(

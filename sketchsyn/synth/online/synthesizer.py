@@ -616,10 +616,13 @@ class OnlineSynthesizer(Summary):
         t = fields.int("t", minimum=0, maximum=_MAX_T)
         n_dropped = fields.int("n_dropped", minimum=0, maximum=_MAX_T)
         frozen = fields.bool("frozen")
-        bank_name = fields.get("bank", None)
-        if bank_name is not None and not isinstance(bank_name, str):
+        # The bank class is the loading class's (a subclass may swap it); the field must say so.
+        bank_name = fields.get("bank", None) if version == 2 else fields.value("bank")
+        expected = None if cls._bank_class is None else cls._bank_class.__name__
+        if version != 2 and bank_name != expected:
             raise SerializationError(
-                f"{_KIND} blob header field 'bank' must be null or a string, got {bank_name!r}"
+                f"{_KIND} blob header field 'bank' must be {expected!r} for "
+                f"{cls.__name__}, got {bank_name!r}"
             )
         # Version 2 had no budgets field: its banks ran the paper's budgets.
         scheme = "paper" if version == 2 else fields.str("budgets", BUDGET_SCHEMES)
@@ -638,14 +641,14 @@ class OnlineSynthesizer(Summary):
                 f"{_KIND} blob header field 'made' must be the depth r(t) = {depth} at step "
                 f"t={t} (a save catches every level up), got {made!r}"
             )
-        if set(arrays) != {"levels", "offsets", "blob", "history"}:
-            raise SerializationError(f"{_KIND} blob holds unexpected arrays {sorted(arrays)}")
         levels = fields.array(arrays, "levels", np.int64, (made,))
         offsets = fields.array(arrays, "offsets", np.int64, (made + 1,))
-        data = arrays["blob"]
-        if data.dtype != np.uint8 or data.ndim != 1:
+        data = arrays.get("blob")
+        if data is None or data.dtype != np.uint8 or data.ndim != 1:
             raise SerializationError(f"{_KIND} blob array 'blob' must be 1-D uint8 bytes")
+        data = fields.array(arrays, "blob", np.uint8, data.shape)
         history = fields.array(arrays, "history", _U64, (t if obj._d == 1 else 0,))
+        fields.done(arrays)
         if not np.array_equal(levels, np.arange(1, made + 1)):
             raise SerializationError(
                 f"{_KIND} blob array 'levels' must be 1 … {made}, got {levels.tolist()[:8]}"
