@@ -1,10 +1,13 @@
-"""Private synthetic IPv4 traffic from a web-server access log, read line by line.
+"""Private synthetic IPv4 traffic from a web-server access log, read in blocks of lines.
 
     python examples/ip_log.py                # makes a small demo log first
-    python examples/ip_log.py access.log     # any log whose first field is the client IPv4
+    python examples/ip_log.py access.log     # any log whose first field is the client address
 
 The domain is the public 32-bit address space (``BitDomain(32)``): level l of the hierarchy is
-the /l prefix, so hot subnets get fine cells and the rest stays coarse.
+the /l prefix, so hot subnets get fine cells and the rest stays coarse. The log is read by
+sketchsyn's access-log reader: IPv6 clients are skipped and counted (they are not in the IPv4
+domain), and so are junk lines (a torn line, a line of another format), so a real server's log
+goes through whole.
 """
 
 from __future__ import annotations
@@ -15,15 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sketchsyn import BitDomain, PrivHP
-
-
-def client_ips(path: Path):
-    """Yield each line's client address as an int (memory: one line)."""
-    with path.open() as fh:
-        for line in fh:
-            a, b, c, d = line.split(" ", 1)[0].split(".")
-            yield (int(a) << 24) | (int(b) << 16) | (int(c) << 8) | int(d)
+from sketchsyn import AccessLogReader, BitDomain, PrivHP
 
 
 def write_demo_log(path: Path, n: int) -> None:
@@ -49,9 +44,16 @@ def main(argv: list[str]) -> None:
     if not argv:
         write_demo_log(path, 100_000)
     php = PrivHP(BitDomain(32), epsilon=1.0, k=64, width=1024, depth=24)
-    n = php.consume(client_ips(path), batch_size=50_000)
+    reader = AccessLogReader(str(path), batch_size=50_000, on_bad="skip")
+    n = 0
+    for keys in reader:  # uint64 client addresses of one block of lines
+        php.update_many(keys)
+        n += keys.size
     release = php.release()
-    print(f"{n:,} requests, state {php.nbytes:,} bytes")
+    print(
+        f"{n:,} requests, state {php.nbytes:,} bytes "
+        f"({reader.n_ipv6:,} IPv6 and {reader.n_bad:,} junk lines skipped)"
+    )
     top = np.argsort(release.leaves().count)[::-1][:5]
     leaves = release.leaves()
     for i in top:

@@ -49,8 +49,36 @@ def test_docs_build_as_the_readme_says() -> None:
         assert ":class:" not in text and ":meth:" not in text, page
         assert "<blockquote>" not in text, page  # a doctest read as nested quotes
     assert 'class="autorefs autorefs-internal"' in api
+    for page in (site / "api").glob("*/index.html"):
+        bad = _description_in_type_column(page.read_text())
+        assert not bad, f"{page}: a docstring line 'name : text' without a type: {bad}"
     assert (site / "privacy" / "index.html").exists()
     assert (site / "stories" / "edge-collector" / "index.html").exists()
+
+
+def _description_in_type_column(html: str) -> list[str]:
+    """Parameter rows whose Type cell holds a sentence (a numpy docstring line ``rng : noise
+    randomness`` has no type: mkdocstrings shows its text as the type)."""
+    bad = []
+    tables = [t for t in re.findall(r"<table>.*?</table>", html, re.S) if "<th>Default</th>" in t]
+    for row in re.findall(
+        r"<tr[^>]*>\s*<td>\s*<code>(\w+)</code>\s*</td>\s*<td>(.*?)</td>", "\n".join(tables), re.S
+    ):
+        name, cell = row
+        text = " ".join(re.sub(r"<[^>]+>", " ", cell).split())
+        if text.endswith((".", ",", " or", " and")) or len(text.split()) > 12:
+            bad.append(f"{name}: {text[:60]}")
+    return bad
+
+
+def test_the_type_column_check_sees_a_missing_type() -> None:
+    good = "<tr><td><code>rng</code></td><td><code>int</code></td><td>seed</td></tr>"
+    bad = "<tr><td><code>rng</code></td><td><code>noise randomness (None: OS CSPRNG).</code></td>"
+    head = "<table><thead><tr><th>Name</th><th>Type</th><th>Default</th></tr></thead>"
+    assert not _description_in_type_column(head + good + "</table>")
+    assert _description_in_type_column(head + bad + "<td>x</td></tr></table>") == [
+        "rng: noise randomness (None: OS CSPRNG)."
+    ]
 
 
 INTERNAL = re.compile(r"seed 00\d|seeds/|SPEC\.md|SPEC §|DESIGN\.md|\bSPEC\b")
@@ -86,3 +114,15 @@ def test_readme_test_command_is_what_ci_runs() -> None:
     assert ci_install.replace("--quiet --disable-pip-version-check ", "") == install
     assert run in ci_lines
     assert '".[test,docs]"' in install
+
+
+def test_getting_started_lists_every_extra() -> None:
+    """Every optional extra of pyproject.toml is named, with what it is for, on the page."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    page = (ROOT / "docs" / "getting-started.md").read_text()
+    missing = [name for name in extras if f"| `{name}` |" not in page]
+    assert not missing, f"docs/getting-started.md does not list the extras {missing}"

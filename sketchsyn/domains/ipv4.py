@@ -16,6 +16,49 @@ from .morton import _U64
 __all__: list[str] = []
 
 
+_WIDTH = 16  # "255.255.255.255" has 15 characters, and the end of a row closes an octet
+
+
+def dotted_quads(cols: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(keys, bad)``: int64 addresses and a refusal mask of dotted quads given one row per
+    character position (``(16, n)`` uint8; characters at or past ``length`` are ignored).
+
+    Four decimal octets 0…255 of 1–3 ASCII digits without leading zeros, separated by dots:
+    what :class:`ipaddress.IPv4Address` accepts. Shared by the parsing of text columns here and
+    of access-log lines (:mod:`sketchsyn.io.logread`).
+
+    >>> cols = np.zeros((16, 1), dtype=np.uint8)
+    >>> cols[:8, 0] = np.frombuffer(b"10.0.0.1", dtype=np.uint8)
+    >>> key, bad = dotted_quads(cols, np.array([8]))
+    >>> key.tolist(), bad.tolist()
+    ([167772161], [False])
+    """
+    n = cols.shape[1]
+    digit = cols.astype(np.int16) - 48
+    is_digit = (digit >= 0) & (digit <= 9)
+    is_dot = cols == 46
+    bad = length > 15
+    key = np.zeros(n, dtype=np.int64)
+    acc = np.zeros(n, dtype=np.int16)
+    ndig = np.zeros(n, dtype=np.int16)
+    fields = np.zeros(n, dtype=np.int16)
+    for c in range(_WIDTH):
+        inside = length > c
+        dig = is_digit[c] & inside
+        bad |= inside & ~(is_digit[c] | is_dot[c])
+        bad |= dig & (ndig == 1) & (acc == 0)  # a leading zero
+        np.copyto(acc, np.minimum(acc, 999) * 10 + digit[c], where=dig)
+        ndig += dig
+        close = (is_dot[c] & inside) | (length == c)  # a dot or the end closes an octet
+        bad |= close & ((ndig == 0) | (ndig > 3) | (acc > 255))
+        np.copyto(key, key * 256 + np.minimum(acc, 255), where=close)
+        fields += close
+        acc[close] = 0
+        ndig[close] = 0
+    bad |= fields != 4
+    return key, bad
+
+
 def _parse_ipv4(arr: np.ndarray, what: str = "X") -> np.ndarray:
     """Dotted-quad strings (a 1-D str/bytes array) → uint64 keys, column by column.
 
@@ -32,31 +75,9 @@ def _parse_ipv4(arr: np.ndarray, what: str = "X") -> np.ndarray:
         raise InputError(f"{what} row 0 = {_row_text(arr[0])} is not an IPv4 address")
     M = np.ascontiguousarray(arr).view(unit).reshape(n, width)[:, :15]
     length = np.char.str_len(arr)  # characters before the trailing NUL padding
-    bad = length > 15  # "255.255.255.255" is the longest address
-    # One row per character position (plus a final NUL), so each step reads contiguous memory.
-    chars = np.zeros((M.shape[1] + 1, n), dtype=np.uint8)
-    chars[:-1] = np.minimum(M.T, 255)  # any non-ASCII character stays invalid
-    digit = chars.astype(np.int16) - 48
-    is_digit = (digit >= 0) & (digit <= 9)
-    is_dot = chars == 46
-    key = np.zeros(n, dtype=np.int64)
-    acc = np.zeros(n, dtype=np.int16)
-    ndig = np.zeros(n, dtype=np.int16)
-    fields = np.zeros(n, dtype=np.int16)
-    for c in range(chars.shape[0]):
-        inside = length > c
-        dig = is_digit[c]
-        bad |= inside & ~(dig | is_dot[c])  # only digits and dots (a NUL inside is bad)
-        bad |= dig & (ndig == 1) & (acc == 0)  # a leading zero
-        np.copyto(acc, np.minimum(acc, 999) * 10 + digit[c], where=dig)
-        ndig += dig
-        cl = (is_dot[c] & inside) | (length == c)  # a dot or the end closes an octet
-        bad |= cl & ((ndig == 0) | (ndig > 3) | (acc > 255))
-        np.copyto(key, key * 256 + np.minimum(acc, 255), where=cl)
-        fields += cl
-        acc[cl] = 0
-        ndig[cl] = 0
-    bad |= fields != 4
+    cols = np.zeros((_WIDTH, n), dtype=np.uint8)  # one row per character position
+    cols[: M.shape[1]] = np.minimum(M.T, 255)  # any non-ASCII character stays invalid
+    key, bad = dotted_quads(cols, length)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise InputError(f"{what} row {i} = {_row_text(arr[i])} is not an IPv4 address")

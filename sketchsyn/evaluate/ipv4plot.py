@@ -25,6 +25,7 @@ from ..errors import ParameterError
 
 __all__ = ["draw_ipv4_map", "hilbert_image", "hilbert_xy", "prefix_counts"]
 
+DECADES = 6  # the colour scale of draw_ipv4_map spans at most six decades
 _N16 = 1 << 16
 
 
@@ -138,10 +139,15 @@ def draw_ipv4_map(
     """Draw per-/16 shares on ``ax``: log colour scale, /8 squares outlined and numbered.
 
     Networks with share 0 are left blank; the /16 networks listed in ``mark`` (indices
-    ``a·256 + b``) are circled in red and named with their share. Returns the image artist
-    (for a colour bar).
+    ``a·256 + b``) are circled in red and named with their share. The colour scale spans at
+    most :data:`DECADES` decades below ``vmax`` (a near-empty cell does not stretch it; smaller
+    shares take its lowest colour). The /8 numbers are white with a dark outline, readable on
+    every colour. Returns the image artist (for a colour bar).
     """
+    from matplotlib import patheffects
     from matplotlib.colors import LogNorm
+
+    vmin = max(vmin, vmax * 10.0**-DECADES)
 
     img = hilbert_image(shares16)
     masked = np.ma.masked_less_equal(img, 0.0)
@@ -165,8 +171,8 @@ def draw_ipv4_map(
             ha="center",
             va="center",
             fontsize=4.5,
-            color="#555555",
-            alpha=0.8,
+            color="white",
+            path_effects=[patheffects.withStroke(linewidth=1.2, foreground="#333333")],
         )
     marks = np.asarray(mark, dtype=np.int64)
     if marks.size:

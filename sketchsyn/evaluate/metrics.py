@@ -71,9 +71,12 @@ def wasserstein1(
     domain : Box or BitDomain
     method : {"auto", "exact", "ot", "tree"}
         ``"auto"`` is ``"exact"`` in 1-D and ``"tree"`` otherwise.
-    rng : randomness for sampling ``y`` when ``method="ot"`` and ``y`` is a distribution.
-    n_samples : synthetic points drawn for ``"ot"`` (default ``len(x)``).
-    depth : finest level R of the tree bound (default: the release's deepest leaf, or
+    rng : None, int, SeedSequence, Generator or RandomSource, optional
+        Randomness for sampling ``y`` when ``method="ot"`` and ``y`` is a distribution.
+    n_samples : int, optional
+        Synthetic points drawn for ``"ot"`` (default ``len(x)``).
+    depth : int, optional
+        Finest level R of the tree bound (default: the release's deepest leaf, or
         ``min(domain.max_depth, d·ceil(log2 n) + d)`` for two samples, at most 60).
     """
     method = check_choice(method, "method", "wasserstein1", ("auto", "exact", "ot", "tree"))

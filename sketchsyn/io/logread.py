@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ..domains.ipv4 import dotted_quads
 from .batchreader import BatchReader, Position
 
 __all__ = ["AccessLogReader", "ipv4_keys"]
@@ -47,31 +48,8 @@ def ipv4_keys(chars: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.nda
     >>> keys[ok].tolist(), ok.tolist()
     ([167772161], [True, False])
     """
-    n = chars.shape[0]
-    cols = np.zeros((_WIDTH + 1, n), dtype=np.uint8)
-    cols[:_WIDTH] = chars[:, :_WIDTH].T
-    digit = cols.astype(np.int16) - 48
-    is_digit = (digit >= 0) & (digit <= 9)
-    is_dot = cols == 46
-    bad = length > 15
-    key = np.zeros(n, dtype=np.int64)
-    acc = np.zeros(n, dtype=np.int16)
-    ndig = np.zeros(n, dtype=np.int16)
-    fields = np.zeros(n, dtype=np.int16)
-    for c in range(_WIDTH):
-        inside = length > c
-        dig = is_digit[c] & inside
-        bad |= inside & ~(is_digit[c] | is_dot[c])
-        bad |= dig & (ndig == 1) & (acc == 0)  # a leading zero
-        np.copyto(acc, np.minimum(acc, 999) * 10 + digit[c], where=dig)
-        ndig += dig
-        close = (is_dot[c] & inside) | (length == c)
-        bad |= close & ((ndig == 0) | (ndig > 3) | (acc > 255))
-        np.copyto(key, key * 256 + np.minimum(acc, 255), where=close)
-        fields += close
-        acc[close] = 0
-        ndig[close] = 0
-    bad |= fields != 4
+    cols = np.ascontiguousarray(chars[:, :_WIDTH].T)
+    key, bad = dotted_quads(cols, length)
     return key.astype(np.uint64), ~bad
 
 

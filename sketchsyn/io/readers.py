@@ -505,7 +505,8 @@ def follow(
 
     Parameters
     ----------
-    path : the file to follow.
+    path : str or path-like
+        The file to follow.
     stop : callable, optional
         Checked each time the follower has caught up; ``True`` ends the iteration.
     poll_interval : float

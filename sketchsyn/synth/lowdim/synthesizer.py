@@ -115,7 +115,8 @@ class LowDimSynthesizer(Summary):
         (§4.5, over ``2…d``; PSMM ``3…d``).
     method : {"pmm", "psmm"}
         Synthesis in the projected space.
-    rng : noise randomness (``None``: OS CSPRNG; a seed is for tests only, not private).
+    rng : None, int, SeedSequence, Generator or RandomSource, optional
+        Noise randomness (``None``: OS CSPRNG; a seed is for tests only, not private).
     depth : int, optional
         Depth of the synthesis partition. PMM default ``ceil(log2(ε_synth·n))`` (Algorithm 8);
         PSMM default the same capped so that ``2**depth ≤ MAX_CELLS`` (a larger value is refused).

@@ -175,7 +175,8 @@ class MarginalSynthesizer(LevelCounts):
         Share of ε spent on the ``d`` single-column trees (default 0.25), in ``(0, 1)``.
     consistency : {"uniform", "proportional"}
         PMM's comparable integer transform.
-    rng : noise randomness (``None``: OS CSPRNG; a seed is for tests only, not private).
+    rng : None, int, SeedSequence, Generator or RandomSource, optional
+        Noise randomness (``None``: OS CSPRNG; a seed is for tests only, not private).
 
     Examples
     --------

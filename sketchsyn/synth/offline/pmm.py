@@ -56,7 +56,8 @@ class PMM(LevelCounts):
         Public guess of the number of items, used only to choose the depth.
     consistency : {"uniform", "proportional"}
         Comparable integer transform used for consistency.
-    rng : noise randomness (``None``: OS CSPRNG; a seed is not private).
+    rng : None, int, SeedSequence, Generator or RandomSource, optional
+        Noise randomness (``None``: OS CSPRNG; a seed is for tests only, not private).
     """
 
     def __init__(

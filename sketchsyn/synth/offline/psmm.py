@@ -92,7 +92,8 @@ class PSMM(LevelCounts):
         Pure ε-DP, add/remove one item.
     depth : int
         Level of the flat partition; ``2**depth ≤ MAX_CELLS`` (the LP has about m² variables).
-    rng : noise randomness (``None``: OS CSPRNG).
+    rng : None, int, SeedSequence, Generator or RandomSource, optional
+        Noise randomness (``None``: OS CSPRNG; a seed is for tests only, not private).
     """
 
     def __init__(self, domain: Any, epsilon: float, depth: int, rng: RNGLike = None) -> None:
