@@ -203,6 +203,17 @@ def test_a_subcommand_imports_only_what_it_uses(tmp_path, command, unused):
     loaded = {m.rsplit(".", 1)[1] for m in mods if m.startswith("sketchsyn.cli.")}
     assert not loaded & unused, loaded & unused
     assert "sketchsyn.evaluate" not in mods and "matplotlib" not in mods
+    if command == "fit":  # a small plain CSV is parsed by numpy: pyarrow is not imported
+        assert "pyarrow" not in mods and "pandas" not in mods
+
+
+def test_a_small_csv_parsed_by_numpy_gives_the_release_of_pyarrows_rows(tmp_path):
+    data = short_csv(tmp_path / "d.csv", 3000)
+    seeded = (*COMMON, "--noise-seed", "4", "-q")
+    assert run("fit", data, *seeded, "-o", tmp_path / "a.model").returncode == 0
+    piped = run("fit", "-", *seeded, "-o", tmp_path / "b.model", input=data.read_bytes())
+    assert piped.returncode == 0, piped.err  # stdin: pyarrow's parser
+    assert (tmp_path / "a.model").read_bytes() == (tmp_path / "b.model").read_bytes()
 
 
 def test_help_imports_no_subcommand_and_import_sketchsyn_stays_lazy():

@@ -26,7 +26,12 @@ from sketchsyn.io.tables_reader import open_table_reader
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = {
     "columns": [
-        {"name": "carrier", "kind": "categorical", "categories": ["AA", "DL", "UA"], "policy": "other"},
+        {
+            "name": "carrier",
+            "kind": "categorical",
+            "categories": ["AA", "DL", "UA"],
+            "policy": "other",
+        },
         {"name": "month", "kind": "integer", "low": 1, "high": 12},
         {"name": "dep_delay", "kind": "numeric", "low": -60, "high": 600, "policy": "clip"},
         {"name": "when", "kind": "datetime", "low": "2013-01-01", "high": "2014-01-01"},
@@ -135,7 +140,20 @@ def test_sample_to_csv_parquet_and_json_lines_keeps_the_declared_types(files):
     model = tmp / "typed.model"
     ok(fit(files["parquet"], model, files["schema"]))
     for name in ("s.csv", "s.parquet", "s.jsonl"):
-        ok(run("sample", model, "-n", "3000", "-o", tmp / name, "--seed", "5", "--batch-size", "700"))
+        ok(
+            run(
+                "sample",
+                model,
+                "-n",
+                "3000",
+                "-o",
+                tmp / name,
+                "--seed",
+                "5",
+                "--batch-size",
+                "700",
+            )
+        )
     t = pq.read_table(tmp / "s.parquet")
     types = {f.name: str(f.type) for f in t.schema}
     assert types == {
@@ -176,7 +194,8 @@ def test_bad_rows_are_named_by_their_line(files):
     good = files["csv"].read_text().splitlines()
     path.write_text(
         "\n".join(
-            good[:4] + ["AA,7,5.0,2013-02-02 10:00:00,true"]  # too few fields
+            good[:4]
+            + ["AA,7,5.0,2013-02-02 10:00:00,true"]  # too few fields
             + ["AA,x,5.0,2013-02-02 10:00:00,true,N1"]  # not a number
             + ["AA,13,5.0,2013-02-02 10:00:00,true,N1"]  # outside [1, 12], policy raise
             + good[4:10]

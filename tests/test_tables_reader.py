@@ -211,7 +211,9 @@ def test_table_metrics_definitions():
         "c": ["a", "b", "a", "z"],
         "x": [0.5, 1.5, 2.5, 16.0],
         "h": [0, 1, 2, 23],
-        "t": np.array(["2020-01-01", "2020-01-02", "2020-01-16T12", "2021-01-01"], "datetime64[us]"),
+        "t": np.array(
+            ["2020-01-01", "2020-01-02", "2020-01-16T12", "2021-01-01"], "datetime64[us]"
+        ),
     }
     fake = {
         "c": ["a", "b", "b", "other"],
@@ -228,4 +230,6 @@ def test_table_metrics_definitions():
     assert marginal_tvd(got, got, sizes, 2)[("c", "x")] == 0.0
     assert w1([0.0, 1.0], [0.5, 1.5]) == 0.5
     with pytest.raises(ValueError, match="not categories"):
-        codes({"c": ["q"]}, {"columns": [{"name": "c", "kind": "categorical", "categories": ["a"]}]})
+        codes(
+            {"c": ["q"]}, {"columns": [{"name": "c", "kind": "categorical", "categories": ["a"]}]}
+        )

@@ -11,10 +11,12 @@ wrote (a damaged file named as such), and the evaluation reservoir.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
-from collections.abc import Collection
+import tempfile
+from collections.abc import Collection, Iterator
 from typing import Any
 
 import numpy as np
@@ -137,6 +139,29 @@ def _parse_bytes(text: str) -> int:
     if unit not in _UNITS or not value > 0 or not np.isfinite(value) or value * _UNITS[unit] < 1:
         raise _fail(f"--memory {text!r} is not a size like 256KB, 4MB, 1MiB or 10GB")
     return int(value * _UNITS[unit])
+
+
+@contextlib.contextmanager
+def _output(path: str, binary: bool = False) -> Iterator[Any]:
+    """A file object for ``path`` (``-``: stdout) that replaces ``path`` atomically when the
+    block ends without an error (a temporary file in the same directory, fsync'ed, renamed);
+    on an error the temporary file is removed and ``path`` is left as it was."""
+    if path == "-":
+        yield sys.stdout.buffer if binary else sys.stdout
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".sketchsyn-", suffix=".tmp", dir=directory)
+    out = os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"newline": ""}))
+    try:
+        yield out
+        out.flush()
+        os.fsync(out.fileno())
+        out.close()
+        os.replace(tmp, path)
+    except BaseException:
+        out.close()
+        os.unlink(tmp)
+        raise
 
 
 def _write_atomic(path: str, data: bytes) -> None:

@@ -324,6 +324,25 @@ def _open(data: str, domain: Any, columns: list[str] | None, fmt: str, **kwargs:
     return open_reader(data, None if fmt == "accesslog" else columns, fmt=fmt, **kwargs)
 
 
+_SMALL_FILE = 1 << 18  # bytes: below, a plain CSV is parsed by numpy (it is read in one block)
+
+
+def _small_plain_file(path: str) -> bool:
+    """An uncompressed file of less than 256 KiB (not stdin): numpy parses it sooner than
+    pyarrow can be imported, and the rows are the same."""
+    from ..io.compress import compression_of
+
+    if path == "-":
+        return False
+    try:
+        if os.path.getsize(path) >= _SMALL_FILE:
+            return False
+        with open(path, "rb") as fh:
+            return compression_of(fh.read(4)) is None
+    except OSError:
+        return False
+
+
 def _start(
     args: argparse.Namespace,
     fmt: str,
@@ -476,6 +495,8 @@ def _fit(args: argparse.Namespace) -> int:
     kwargs: dict[str, Any] = {"batch_size": args.batch_size, "on_bad": args.on_bad, **start}
     if delimiter is not None:
         kwargs["delimiter"] = delimiter
+    if fmt == "csv" and type(domain).__name__ != "Schema" and _small_plain_file(args.data):
+        kwargs["engine"] = "numpy"  # numpy's parser: a small file does not pay pyarrow's import
     reader = _open(args.data, domain, columns, fmt, **kwargs)
     if start_note:
         say(f"  {start_note}")

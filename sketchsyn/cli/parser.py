@@ -149,6 +149,103 @@ example:
   sketchsyn fit --resume s.bin day2.csv -o model.bin"""
 
 
+_SAMPLE_TEXT = (
+    "Draw N synthetic rows from the release MODEL as CSV, JSON lines or Parquet, with\n"
+    "the original column names, to stdout or to the file -o (format by its extension\n"
+    "or --format; Parquet needs a file). A table's release (fitted with --schema)\n"
+    "keeps the schema's types: in Parquet categories as dictionaries, datetimes as\n"
+    "timestamps, integers as int64; in CSV and JSON lines ISO datetimes and category\n"
+    "text. Rows are drawn and written in chunks of --batch-size (bounded memory).\n"
+    "Numbers print with 17 significant digits (exact floats) unless --decimals N\n"
+    "rounds them to N digits after the point (kept inside the release's bounds).\n"
+    "Sampling is post-processing: it costs no privacy, and --seed only makes the output\n"
+    "reproducible (same MODEL, -n, --seed and --batch-size: same rows)."
+)
+
+_SAMPLE_EXAMPLES = (
+    "example:\n  sketchsyn sample rides.model -n 100000 -o synthetic.csv --seed 7\n"
+    "  sketchsyn sample flights.model -n 100000 -o synthetic.parquet\n"
+    "  sketchsyn sample flights.model -n 10 --decimals 0 | head"
+)
+
+_EVALUATE_TEXT = (
+    "Print the 1-Wasserstein distance between DATA and SYNTHETIC (uniform reservoir\n"
+    "samples of --max-points rows of each, read in bounded memory) and the floor: W1\n"
+    "between two disjoint samples of DATA of the same size. Distances use the l-inf\n"
+    "metric after scaling each column of --bounds to [0, 1]. Method: exact optimal\n"
+    "transport (POT, extra [eval]) by default, the tree bound without POT, exact in 1-D.\n"
+    "--format is the format of DATA; SYNTHETIC's comes from its extension (CSV else).\n\n"
+    "Tables (--schema FILE, or --schema MODEL to take it from a release): the mean total\n"
+    "variation distance of the 1-way and of the 2-way marginals (numeric and datetime\n"
+    "columns in 16 equal bins of their public bounds, categorical ones by category) and\n"
+    "W1 per numeric column, each beside the same figure between two disjoint halves of\n"
+    "DATA (the floor), and per column.\n\n"
+    "An access log (DATA ending in .log, or --format accesslog) needs no --bounds: W1 is\n"
+    "taken on the 32-bit prefix tree of the addresses (the tree bound; --method exact:\n"
+    "on the line |x - y| / 2**32), SYNTHETIC's addresses are its column ip (or\n"
+    "--columns NAME), and the busiest /16 networks of DATA are listed with their share\n"
+    "in DATA and in SYNTHETIC. These figures describe the real data: not for publication."
+)
+
+_EVALUATE_EXAMPLES = (
+    "example:\n  sketchsyn evaluate rides.csv synthetic.csv --columns lon,lat "
+    "--bounds=-74.05:-73.75,40.6:40.9\n"
+    "  sketchsyn evaluate flights.csv synthetic.parquet --schema flights.yaml\n"
+    "  sketchsyn evaluate access.log synthetic_ips.csv"
+)
+
+_PLOT_TEXT = (
+    "Draw a sample of DATA beside synthetic rows from MODEL (matplotlib, extra [plot]).\n"
+    "2 columns: real, synthetic and the released cells coloured by density; 1 column:\n"
+    "histograms; more: pairwise marginals (real below the diagonal, synthetic above).\n"
+    "A table's release (fitted with --schema): each column's marginal as bars, real\n"
+    "beside synthetic (16 equal bins of its public bounds, or its categories), and\n"
+    "heatmaps of the three pairs of columns whose 2-way marginals differ most.\n"
+    "An IPv4 release (fitted on an access log): the IPv4 space real beside synthetic,\n"
+    "one pixel per /16 network along a Hilbert curve (each /8 a numbered square); all\n"
+    "of DATA is counted (an access log by default, or a CSV of addresses)."
+)
+
+_PLOT_EXAMPLES = (
+    "example:\n  sketchsyn plot rides.csv rides.model -o rides.png\n"
+    "  sketchsyn plot flights.csv flights.model -o flights.png\n"
+    "  sketchsyn plot access.log ip.model -o ip.png"
+)
+
+_INFO_TEXT = (
+    "Describe a release or a resumable state written by sketchsyn fit: mechanism,\n"
+    "epsilon, privacy unit, parameters, size; a table's schema (names, kinds, bounds or\n"
+    "category counts, policies); for a state, the values its columns' policies changed\n"
+    "or dropped and the input position (exact counts: for you, not for publication)."
+)
+
+_INFO_EXAMPLES = "example:\n  sketchsyn info rides.model"
+
+_SCHEMA_TEXT = (
+    "--accesslog: print the default schema of an access log as YAML, to edit and pass\n"
+    "to fit --schema (--since, --until, --paths, --bytes-cap fill in its public parts).\n\n"
+    "FILE (CSV, JSON lines or Parquet): draft a schema from the data, read in bounded\n"
+    "memory: each column's kind guessed, its bounds and categories READ FROM THE DATA.\n"
+    "Such values are exact facts about your rows (the extremes, the rare categories):\n"
+    "they are NOT private, and a release fitted with them leaks them. The draft says so\n"
+    "on stderr and at the top of the YAML; replace every bound and category list by\n"
+    "public knowledge (a data dictionary, a code list, the valid range of the\n"
+    "measurement) before fitting."
+)
+
+_SCHEMA_EXAMPLES = (
+    "example:\n  sketchsyn schema --accesslog --since 2024-05-01 --until 2024-05-02 "
+    "-o log.yaml\n  sketchsyn schema flights.csv -o draft.yaml   # then edit it"
+)
+
+_DEMO_EXAMPLES = "example:\n  sketchsyn demo --n 200000 --no-plot"
+
+
+def _sub(sub: Any, name: str, help: str, **texts: str) -> argparse.ArgumentParser:
+    """A subcommand with its one-line help, its description and its examples."""
+    return sub.add_parser(name, formatter_class=_FMT, help=help, **texts)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="sketchsyn",
@@ -158,10 +255,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"sketchsyn {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    fit = sub.add_parser(
+    fit = _sub(
+        sub,
         "fit",
-        formatter_class=_FMT,
-        help="stream DATA through PrivHP (or PMM, or the marginal synthesizer) and write the "
+        "stream DATA through PrivHP (or PMM, or the marginal synthesizer) and write the "
         "private release",
         description=_FIT_DESCRIPTION,
         epilog=_FIT_EXAMPLES,
@@ -247,27 +344,12 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")
     fit.set_defaults(func=_command("fit", "_fit"))
 
-    sample = sub.add_parser(
+    sample = _sub(
+        sub,
         "sample",
-        formatter_class=_FMT,
-        help="draw synthetic rows from a release",
-        description=(
-            "Draw N synthetic rows from the release MODEL as CSV, JSON lines or Parquet, with\n"
-            "the original column names, to stdout or to the file -o (format by its extension\n"
-            "or --format; Parquet needs a file). A table's release (fitted with --schema)\n"
-            "keeps the schema's types: in Parquet categories as dictionaries, datetimes as\n"
-            "timestamps, integers as int64; in CSV and JSON lines ISO datetimes and category\n"
-            "text. Rows are drawn and written in chunks of --batch-size (bounded memory).\n"
-            "Numbers print with 17 significant digits (exact floats) unless --decimals N\n"
-            "rounds them to N digits after the point (kept inside the release's bounds).\n"
-            "Sampling is post-processing: it costs no privacy, and --seed only makes the output\n"
-            "reproducible (same MODEL, -n, --seed and --batch-size: same rows)."
-        ),
-        epilog=(
-            "example:\n  sketchsyn sample rides.model -n 100000 -o synthetic.csv --seed 7\n"
-            "  sketchsyn sample flights.model -n 100000 -o synthetic.parquet\n"
-            "  sketchsyn sample flights.model -n 10 --decimals 0 | head"
-        ),
+        "draw synthetic rows from a release",
+        description=_SAMPLE_TEXT,
+        epilog=_SAMPLE_EXAMPLES,
     )
     sample.add_argument("model", metavar="MODEL")
     sample.add_argument("-n", type=int, required=True, help="number of rows")
@@ -284,34 +366,12 @@ def _parser() -> argparse.ArgumentParser:
     sample.add_argument("-q", "--quiet", action="store_true")
     sample.set_defaults(func=_command("release", "_sample"))
 
-    ev = sub.add_parser(
+    ev = _sub(
+        sub,
         "evaluate",
-        formatter_class=_FMT,
-        help="W1 (or marginal distances, for tables) between DATA and SYNTHETIC",
-        description=(
-            "Print the 1-Wasserstein distance between DATA and SYNTHETIC (uniform reservoir\n"
-            "samples of --max-points rows of each, read in bounded memory) and the floor: W1\n"
-            "between two disjoint samples of DATA of the same size. Distances use the l-inf\n"
-            "metric after scaling each column of --bounds to [0, 1]. Method: exact optimal\n"
-            "transport (POT, extra [eval]) by default, the tree bound without POT, exact in 1-D.\n"
-            "--format is the format of DATA; SYNTHETIC's comes from its extension (CSV else).\n\n"
-            "Tables (--schema FILE, or --schema MODEL to take it from a release): the mean total\n"
-            "variation distance of the 1-way and of the 2-way marginals (numeric and datetime\n"
-            "columns in 16 equal bins of their public bounds, categorical ones by category) and\n"
-            "W1 per numeric column, each beside the same figure between two disjoint halves of\n"
-            "DATA (the floor), and per column.\n\n"
-            "An access log (DATA ending in .log, or --format accesslog) needs no --bounds: W1 is\n"
-            "taken on the 32-bit prefix tree of the addresses (the tree bound; --method exact:\n"
-            "on the line |x - y| / 2**32), SYNTHETIC's addresses are its column ip (or\n"
-            "--columns NAME), and the busiest /16 networks of DATA are listed with their share\n"
-            "in DATA and in SYNTHETIC. These figures describe the real data: not for publication."
-        ),
-        epilog=(
-            "example:\n  sketchsyn evaluate rides.csv synthetic.csv --columns lon,lat "
-            "--bounds=-74.05:-73.75,40.6:40.9\n"
-            "  sketchsyn evaluate flights.csv synthetic.parquet --schema flights.yaml\n"
-            "  sketchsyn evaluate access.log synthetic_ips.csv"
-        ),
+        "W1 (or marginal distances, for tables) between DATA and SYNTHETIC",
+        description=_EVALUATE_TEXT,
+        epilog=_EVALUATE_EXAMPLES,
     )
     ev.add_argument("data", metavar="DATA")
     ev.add_argument("synthetic", metavar="SYNTHETIC")
@@ -328,26 +388,12 @@ def _parser() -> argparse.ArgumentParser:
     _common_input(ev)
     ev.set_defaults(func=_command("compare", "_evaluate"))
 
-    pl = sub.add_parser(
+    pl = _sub(
+        sub,
         "plot",
-        formatter_class=_FMT,
-        help="picture of real vs synthetic points and the released cells",
-        description=(
-            "Draw a sample of DATA beside synthetic rows from MODEL (matplotlib, extra [plot]).\n"
-            "2 columns: real, synthetic and the released cells coloured by density; 1 column:\n"
-            "histograms; more: pairwise marginals (real below the diagonal, synthetic above).\n"
-            "A table's release (fitted with --schema): each column's marginal as bars, real\n"
-            "beside synthetic (16 equal bins of its public bounds, or its categories), and\n"
-            "heatmaps of the three pairs of columns whose 2-way marginals differ most.\n"
-            "An IPv4 release (fitted on an access log): the IPv4 space real beside synthetic,\n"
-            "one pixel per /16 network along a Hilbert curve (each /8 a numbered square); all\n"
-            "of DATA is counted (an access log by default, or a CSV of addresses)."
-        ),
-        epilog=(
-            "example:\n  sketchsyn plot rides.csv rides.model -o rides.png\n"
-            "  sketchsyn plot flights.csv flights.model -o flights.png\n"
-            "  sketchsyn plot access.log ip.model -o ip.png"
-        ),
+        "picture of real vs synthetic points and the released cells",
+        description=_PLOT_TEXT,
+        epilog=_PLOT_EXAMPLES,
     )
     pl.add_argument("data", metavar="DATA")
     pl.add_argument("model", metavar="MODEL")
@@ -360,40 +406,22 @@ def _parser() -> argparse.ArgumentParser:
     _common_input(pl)
     pl.set_defaults(func=_command("compare", "_plot_cmd"))
 
-    info = sub.add_parser(
+    info = _sub(
+        sub,
         "info",
-        formatter_class=_FMT,
-        help="mechanism, epsilon and privacy unit, parameters, schema, leaves, bytes of a file",
-        description=(
-            "Describe a release or a resumable state written by sketchsyn fit: mechanism,\n"
-            "epsilon, privacy unit, parameters, size; a table's schema (names, kinds, bounds or\n"
-            "category counts, policies); for a state, the values its columns' policies changed\n"
-            "or dropped and the input position (exact counts: for you, not for publication)."
-        ),
-        epilog="example:\n  sketchsyn info rides.model",
+        "mechanism, epsilon and privacy unit, parameters, schema, leaves, bytes of a file",
+        description=_INFO_TEXT,
+        epilog=_INFO_EXAMPLES,
     )
     info.add_argument("model", metavar="MODEL")
     info.set_defaults(func=_command("release", "_info"))
 
-    sc = sub.add_parser(
+    sc = _sub(
+        sub,
         "schema",
-        formatter_class=_FMT,
-        help="print the default access-log schema, or draft one from a file (NOT private)",
-        description=(
-            "--accesslog: print the default schema of an access log as YAML, to edit and pass\n"
-            "to fit --schema (--since, --until, --paths, --bytes-cap fill in its public parts).\n\n"
-            "FILE (CSV, JSON lines or Parquet): draft a schema from the data, read in bounded\n"
-            "memory: each column's kind guessed, its bounds and categories READ FROM THE DATA.\n"
-            "Such values are exact facts about your rows (the extremes, the rare categories):\n"
-            "they are NOT private, and a release fitted with them leaks them. The draft says so\n"
-            "on stderr and at the top of the YAML; replace every bound and category list by\n"
-            "public knowledge (a data dictionary, a code list, the valid range of the\n"
-            "measurement) before fitting."
-        ),
-        epilog=(
-            "example:\n  sketchsyn schema --accesslog --since 2024-05-01 --until 2024-05-02 "
-            "-o log.yaml\n  sketchsyn schema flights.csv -o draft.yaml   # then edit it"
-        ),
+        "print the default access-log schema, or draft one from a file (NOT private)",
+        description=_SCHEMA_TEXT,
+        epilog=_SCHEMA_EXAMPLES,
     )
     sc.add_argument("data", metavar="FILE", nargs="?", help="a file to draft a schema from")
     sc.add_argument("--accesslog", action="store_true", help="print the access-log schema")
@@ -409,11 +437,11 @@ def _parser() -> argparse.ArgumentParser:
     _accesslog_options(sc)
     sc.set_defaults(func=_command("schemacmd", "_schema_cmd"))
 
-    demo = sub.add_parser(
+    demo = _sub(
+        sub,
         "demo",
-        formatter_class=_FMT,
-        help="stream a data set through PrivHP and print the release",
-        epilog="example:\n  sketchsyn demo --n 200000 --no-plot",
+        "stream a data set through PrivHP and print the release",
+        epilog=_DEMO_EXAMPLES,
     )
     demo.add_argument("--n", type=int, default=1_000_000, help="rows to stream (default 10**6)")
     demo.add_argument("--epsilon", type=float, default=1.0)

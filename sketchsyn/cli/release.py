@@ -14,13 +14,11 @@ import csv
 import io
 import json
 import os
-import sys
-import tempfile
 from typing import Any
 
 import numpy as np
 
-from .common import _check_output, _fail, _is_released, _load, _load_release, _say
+from .common import _check_output, _fail, _is_released, _load, _load_release, _output, _say
 
 
 def _frame_names(domain: Any) -> list[str]:
@@ -132,13 +130,7 @@ def _sample(args: argparse.Namespace) -> int:
     num, rnd = _rounding(domain, args.decimals)
     src = as_source(args.seed)
     ipv4 = _is_ipv4(domain)
-    out = sys.stdout if args.output == "-" else None
-    tmp = None
-    if out is None:
-        directory = os.path.dirname(os.path.abspath(args.output))
-        fd, tmp = tempfile.mkstemp(prefix=".sketchsyn-", suffix=".tmp", dir=directory)
-        out = os.fdopen(fd, "w", newline="")
-    try:
+    with _output(args.output) as out:
         if fmt == "csv":
             out.write(",".join(_csv_field(n) for n in names) + "\n")
         left = args.n
@@ -147,16 +139,6 @@ def _sample(args: argparse.Namespace) -> int:
             points = release.sample(m, rng=src)
             _write_rows(out, points if rnd is None else rnd(points), names, fmt, ipv4, num)
             left -= m
-        if tmp is not None:
-            out.flush()
-            os.fsync(out.fileno())
-            out.close()
-            os.replace(tmp, args.output)
-            tmp = None
-    finally:
-        if tmp is not None:
-            out.close()
-            os.unlink(tmp)
     if args.output != "-":
         _say(args)(f"sketchsyn sample: wrote {args.n:,} synthetic rows {names} to {args.output}")
     return 0

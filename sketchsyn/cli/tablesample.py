@@ -18,14 +18,11 @@ import argparse
 import csv
 import io
 import json
-import os
-import sys
-import tempfile
 from typing import Any
 
 import numpy as np
 
-from .common import _fail
+from .common import _fail, _output
 
 
 def _frame(release: Any, m: int, src: Any) -> Any:
@@ -100,7 +97,7 @@ def _csv_header(names: Any) -> bytes:
     """The header line, each name quoted only if it must be.
 
     >>> _csv_header(["a", "b,c"])
-    b'a,"b,c"\n'
+    b'a,"b,c"\\n'
     """
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerow(list(names))
@@ -121,47 +118,30 @@ def _write_table_sample(args: argparse.Namespace, release: Any, fmt: str, src: A
     rnd = _rounder(schema, args.decimals)
     if fmt == "parquet" and args.output == "-":
         raise _fail("sample -o -: Parquet needs a file (its index is at its end); give -o FILE")
-    tmp = None
-    if args.output == "-":
-        out: Any = sys.stdout.buffer
-    else:
-        directory = os.path.dirname(os.path.abspath(args.output))
-        fd, tmp = tempfile.mkstemp(prefix=".sketchsyn-", suffix=".tmp", dir=directory)
-        out = os.fdopen(fd, "wb")
-    writer = None
-    try:
-        left, first = args.n, True
-        while left > 0 or first:
-            m = min(left, args.batch_size)
-            chunk = _frame(release, m, src)
-            if rnd is not None:
-                chunk = rnd(chunk)
-            if fmt == "parquet":
-                if writer is None:
-                    writer = pq.ParquetWriter(out, chunk.schema)
-                writer.write_table(chunk)
-            elif fmt == "csv":
-                text = _text_columns(chunk)
-                if writer is None:
-                    out.write(_csv_header(schema.names))
-                    writer = pacsv.CSVWriter(out, text.schema, write_options=_csv_options(schema))
-                writer.write_table(text)
-            else:
-                out.write(_json_lines(chunk))
-            left -= m
-            first = False
-        if writer is not None:
-            writer.close()
-            writer = None
-        out.flush()
-        if tmp is not None:
-            os.fsync(out.fileno())
-            out.close()
-            os.replace(tmp, args.output)
-            tmp = None
-    finally:
-        if writer is not None:
-            writer.close()
-        if tmp is not None:
-            out.close()
-            os.unlink(tmp)
+    with _output(args.output, binary=True) as out:
+        writer = None
+        try:
+            left, first = args.n, True
+            while left > 0 or first:
+                m = min(left, args.batch_size)
+                chunk = _frame(release, m, src)
+                if rnd is not None:
+                    chunk = rnd(chunk)
+                if fmt == "parquet":
+                    if writer is None:
+                        writer = pq.ParquetWriter(out, chunk.schema)
+                    writer.write_table(chunk)
+                elif fmt == "csv":
+                    text = _text_columns(chunk)
+                    if writer is None:
+                        out.write(_csv_header(schema.names))
+                        options = _csv_options(schema)
+                        writer = pacsv.CSVWriter(out, text.schema, write_options=options)
+                    writer.write_table(text)
+                else:
+                    out.write(_json_lines(chunk))
+                left -= m
+                first = False
+        finally:
+            if writer is not None:
+                writer.close()

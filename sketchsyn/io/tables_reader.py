@@ -40,10 +40,9 @@ from __future__ import annotations
 
 import csv
 import datetime as _dt
-import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -337,6 +336,27 @@ def _json_value(kind: str, value: Any) -> tuple[Any, bool]:
     return (value, True) if isinstance(value, str) else (None, False)
 
 
+def _json_objects(
+    buf: bytes, first: int, bad: list[tuple[int, str]]
+) -> Iterator[tuple[int, dict[str, Any] | None]]:
+    """``(line number, object)`` of each JSON-lines line of a block (None for a blank or bad
+    line; a bad one is listed in ``bad`` with why)."""
+    lines = buf.split(b"\n")
+    for offset, line in enumerate(lines[:-1] if lines[-1] == b"" else lines):
+        lineno = first + offset
+        obj = None
+        if line.strip():
+            try:
+                obj = json.loads(line)
+            except (ValueError, UnicodeDecodeError) as exc:
+                bad.append((lineno, f"is not valid JSON ({exc})"))
+            else:
+                if not isinstance(obj, dict):
+                    bad.append((lineno, f"is not a JSON object (got {type(obj).__name__})"))
+                    obj = None
+        yield lineno, obj
+
+
 class JSONLinesTableReader(BatchReader):
     """The ``schema``'s columns (keys) of a JSON-lines source, typed, as Arrow tables.
 
@@ -359,24 +379,12 @@ class JSONLinesTableReader(BatchReader):
     def _parse(self, buf: bytes, first: int, count: int | None) -> tuple[Any, Any, int]:
         import pyarrow as pa
 
-        lines = buf.split(b"\n")
-        if lines and lines[-1] == b"":
-            lines.pop()
         cols = self.table_schema._cols
         values: list[list[Any]] = [[] for _ in cols]
         numbers: list[int] = []
         bad: list[tuple[int, str]] = []
-        for offset, line in enumerate(lines):
-            lineno = first + offset
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except (ValueError, UnicodeDecodeError) as exc:
-                bad.append((lineno, f"is not valid JSON ({exc})"))
-                continue
-            if not isinstance(obj, dict):
-                bad.append((lineno, f"is not a JSON object (got {type(obj).__name__})"))
+        for lineno, obj in _json_objects(buf, first, bad):
+            if obj is None:
                 continue
             row = []
             for c in cols:
@@ -399,40 +407,23 @@ class JSONLinesTableReader(BatchReader):
             nums = np.setdiff1d(nums, [b[0] for b in more], assume_unique=True)
         for lineno, why in sorted(bad + more):
             self._bad(lineno, why)
-        return table.combine_chunks(), nums, len(lines)
+        return table.combine_chunks(), nums, buf.count(b"\n")
 
 
 class _Typed:
     """The typed part of the Parquet and Arrow table readers: each column checked against its
     kind when the file is opened, and converted to the reader's output types."""
 
-    kind: str
     name: str
-    columns: list[str]
-    fingerprint: str
     table_schema: Any
-    _identity: Any
 
-    def _check_schema(self, arrow_schema: Any) -> None:
-        pa = _pyarrow(self.kind)
-        names = list(arrow_schema.names)
-        missing = [c for c in self.columns if c not in names]
-        if missing:
+    def _check_type(self, name: str, t: Any, pa: Any) -> None:
+        kind = self.table_schema.column(name).kind
+        if not _compatible(kind, t.value_type if pa.types.is_dictionary(t) else t, pa):
             raise InputError(
-                f"{self.name}: column {missing[0]!r} is not in the {self.kind}; the columns "
-                f"are {names}"
+                f"{self.name}: column {name!r} has type {t}, which does not hold {kind} values "
+                "(the schema's kind)"
             )
-        for c in self.table_schema._cols:
-            t = arrow_schema.field(c.name).type
-            if pa.types.is_dictionary(t):
-                t = t.value_type
-            if not _compatible(c.kind, t, pa):
-                raise InputError(
-                    f"{self.name}: column {c.name!r} has type {t}, which does not hold "
-                    f"{c.kind} values (the schema's kind)"
-                )
-        text = f"{arrow_schema}|{self._identity()}"
-        self.fingerprint = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
     def _convert(self, batch: Any, first_row: int) -> tuple[Any, np.ndarray, list]:
         import pyarrow as pa
@@ -502,30 +493,26 @@ def open_table_reader(source: Any, schema: Any, fmt: str | None = None, **kwargs
     [{'ok': [True, False]}]
     """
     from .arrowread import columnar_format
+    from .readers import _FORMATS
 
-    if fmt is None:
-        named = isinstance(source, str) and source != "-"
-        fmt = (format_of(source) or columnar_format(source)) if named else None
-        fmt = fmt or "csv"
+    named = isinstance(source, str) and source != "-"
+    fmt = fmt or (named and (format_of(source) or columnar_format(source))) or "csv"
+    if fmt not in _FORMATS:
+        raise ParameterError(
+            f"The 'fmt' parameter of open_table_reader must be one of {list(_FORMATS)}. Got "
+            f"{fmt!r} instead."
+        )
+    delimiter = kwargs.pop("delimiter", None)
     if fmt == "csv":
-        if kwargs.get("delimiter") is None:
-            kwargs.pop("delimiter", None)
-            tsv = isinstance(source, str) and source.lower().split(".gz")[0].endswith(".tsv")
-            if tsv:
-                kwargs["delimiter"] = "\t"
-        return CSVTableReader(source, schema, **kwargs)
-    kwargs.pop("delimiter", None)
-    if fmt == "jsonl":
-        return JSONLinesTableReader(source, schema, **kwargs)
-    if fmt == "parquet":
-        return ParquetTableReader(source, schema, **kwargs)
-    if fmt == "arrow":
-        return ArrowTableReader(source, schema, **kwargs)
+        tsv = named and source.lower().split(".gz")[0].endswith(".tsv")
+        kwargs["delimiter"] = delimiter or ("\t" if tsv else ",")
     if fmt == "accesslog":
-        from .accesslog_table import AccessLogTableReader
-
-        return AccessLogTableReader(source, schema, **kwargs)
-    raise ParameterError(
-        f"The 'fmt' parameter of open_table_reader must be one of ['csv', 'jsonl', 'parquet', "
-        f"'arrow', 'accesslog']. Got {fmt!r} instead."
-    )
+        from .accesslog_table import AccessLogTableReader as reader
+    else:
+        reader = {
+            "csv": CSVTableReader,
+            "jsonl": JSONLinesTableReader,
+            "parquet": ParquetTableReader,
+            "arrow": ArrowTableReader,
+        }[fmt]
+    return reader(source, schema, **kwargs)
