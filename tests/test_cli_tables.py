@@ -185,6 +185,9 @@ def test_sample_to_csv_parquet_and_json_lines_keeps_the_declared_types(files):
     first = json.loads((tmp / "s.jsonl").read_text().splitlines()[0])
     assert first["when"][10] == "T" and isinstance(first["month"], int)
     user_error(run("sample", model, "-n", "3", "-o", "-", "--format", "parquet"), "Parquet needs")
+    rounded = ok(run("sample", model, "-n", "50", "--decimals", "1", "--seed", "5")).out
+    delays = [line.split(",")[2] for line in rounded.splitlines()[1:]]
+    assert all(round(float(d), 1) == float(d) and -60 <= float(d) <= 600 for d in delays), delays
 
 
 # ----------------------------------------------------------------------------- bad rows

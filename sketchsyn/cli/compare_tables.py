@@ -250,6 +250,9 @@ def _plot_table(args: argparse.Namespace, release: Any, plt: Any) -> int:
             ax = axes[start + i, k]
             ax.set_visible(True)
             art = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis", vmin=0, vmax=top)
+            by_name = {e["name"]: e for e in entries}
+            ax.set_xticks(range(sizes[b]), _bin_labels(by_name[b], sizes[b]), fontsize=6)
+            ax.set_yticks(range(sizes[a]), _bin_labels(by_name[a], sizes[a]), fontsize=6)
             if k == 1:
                 fig.colorbar(art, ax=ax, label="share of rows")
             ax.set_xlabel(b, fontsize=8)

@@ -266,6 +266,11 @@ def _resume(args: argparse.Namespace) -> Any:
             ("--memory", args.memory),
             ("--mechanism", args.mechanism),
             ("--epsilon", args.epsilon),
+            ("--schema", args.schema),
+            ("--since", args.since),
+            ("--until", args.until),
+            ("--paths", args.paths),
+            ("--bytes-cap", args.bytes_cap),
         )
         if value is not None
     ]
@@ -473,8 +478,6 @@ def _fit(args: argparse.Namespace) -> int:
         how = f"resumed from {args.resume}"
         domain = summary.domain
         columns = list(domain.columns) if domain.columns else _parse_columns(args.columns)
-        if args.schema:
-            raise _fail("--resume takes the schema from the state; drop --schema")
         if args.columns and _parse_columns(args.columns) != columns:
             raise _fail(f"--columns {args.columns!r} differs from the state's columns {columns}")
         if columns is None:
