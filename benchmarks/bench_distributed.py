@@ -1,5 +1,5 @@
-"""Rows per second of one process, Dask (1 and 2 workers) and Spark (local[1], local[2]) on the
-same Parquet files.
+"""Rows per second of one process, Dask (1 and 2 workers) and Spark's two paths (local[1],
+local[2]) on the same Parquet files.
 
     pip install ".[dask,spark]" && python benchmarks/bench_distributed.py [--rows 10000000]
     python benchmarks/bench_distributed.py --quick      # 2·10^6 rows, a smoke run
@@ -17,7 +17,10 @@ merged summary back (it checks that the merged root counter is the number of row
   its own files and only summaries cross processes: ``summarize`` on
   ``dask.dataframe.read_parquet`` (pandas partitions) and ``summarize_files`` (each task reads
   its file with sketchsyn's reader, no DataFrame);
-* Spark: ``spark.read.parquet`` on ``local[1]`` and ``local[2]`` (``sketchsyn.spark``).
+* Spark on ``local[1]`` and ``local[2]``: ``sketchsyn.spark.fit`` on ``spark.read.parquet``
+  (the JVM decodes Parquet and hands every row to a Python worker as Arrow batches) and
+  ``sketchsyn.spark.fit_files`` (only the paths go to the executors; each task reads its file
+  with sketchsyn's reader, no row passes through the JVM).
 
 Cluster start-up and a warm-up run (which imports sketchsyn in every worker) are not timed.
 Next to rows/s it prints the cores the setup kept busy, the CPU time of all its processes per
@@ -121,12 +124,13 @@ def dask_runs(directory: Path, warm: Path, workers: int, files: bool) -> Callabl
     return run
 
 
-def spark_runs(directory: Path, warm: Path, cores: int) -> Callable[[], PrivHP]:
+def spark_runs(directory: Path, warm: Path, cores: int, files: bool) -> Callable[[], PrivHP]:
+    """Start a local Spark session of ``cores`` cores and warm it up; ``files``:
+    ``sketchsyn.spark.fit_files`` instead of ``fit`` on ``spark.read.parquet``."""
     from pyspark.sql import SparkSession
 
     from sketchsyn import spark as sspark
 
-    os.environ["PYSPARK_PYTHON"] = sys.executable
     spark = (
         SparkSession.builder.master(f"local[{cores}]")
         .config("spark.ui.enabled", "false")
@@ -135,11 +139,13 @@ def spark_runs(directory: Path, warm: Path, cores: int) -> Callable[[], PrivHP]:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    sspark.fit(spark.read.parquet(str(warm)), MAKE, columns=COLUMNS)
 
-    def run() -> PrivHP:
-        return sspark.fit(spark.read.parquet(str(directory)), MAKE, columns=COLUMNS)
+    def run(where: Path = directory) -> PrivHP:
+        if files:
+            return sspark.fit_files(spark, str(where), MAKE, columns=COLUMNS)
+        return sspark.fit(spark.read.parquet(str(where)), MAKE, columns=COLUMNS)
 
+    run(warm)
     run.close = spark.stop  # type: ignore[attr-defined]
     return run
 
@@ -168,7 +174,7 @@ def malloc_effect(rows: int) -> None:
         "import functools, resource, sys, time\n"
         "import numpy as np\n"
         "from sketchsyn import Box, PrivHP\n"
-        "from sketchsyn.dask import _roomy_malloc\n"
+        "from sketchsyn.distributed import roomy_malloc\n"
         "make = functools.partial(PrivHP, Box.unit(2), 1.0, 64, 1024, depth=20, raw=True)\n"
         "X = np.random.default_rng(0).random((int(sys.argv[1]), 2))\n"
         "def run():\n"
@@ -180,7 +186,7 @@ def malloc_effect(rows: int) -> None:
         "    return time.process_time() - c, f\n"
         "run()\n"
         "plain = run()\n"
-        "with _roomy_malloc():\n"
+        "with roomy_malloc():\n"
         "    roomy = run()\n"
         "print(*plain, *roomy)\n"
     )
@@ -265,7 +271,11 @@ def main() -> None:
                 start = functools.partial(dask_runs, files=True)
                 setups.append((f"Dask {w} worker(s), summarize_files", start, w))
         if "spark" not in args.skip:
-            setups += [(f"Spark local[{c}]", spark_runs, c) for c in (1, 2)]
+            for c in (1, 2):
+                start = functools.partial(spark_runs, files=False)
+                setups.append((f"Spark local[{c}], fit(read.parquet)", start, c))
+                start = functools.partial(spark_runs, files=True)
+                setups.append((f"Spark local[{c}], fit_files", start, c))
         for label, start, n in setups:
             run = start(data, warm, n)
             try:

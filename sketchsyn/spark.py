@@ -1,13 +1,22 @@
-"""Summaries of Spark DataFrames: one summary per partition, a tree of merges, one release.
+"""Summaries of Spark DataFrames and files: a summary per partition, a tree of merges, one release.
 
 Needs the ``spark`` extra (``pip install "sketchsyn[spark]"``, pyspark on a Java 17 or newer) and
-sketchsyn installed where the executors run Python. Each partition of a Spark DataFrame is read
-as Arrow record batches (:meth:`pyspark.sql.DataFrame.mapInArrow`, no row-by-row Python) and
-summarised by a fresh summary from ``make()``; each partition's summary leaves its executor as
-its ``to_bytes()`` (a few hundred kilobytes whatever the partition's size), the bytes are merged
-pairwise up a tree (:meth:`pyspark.RDD.treeAggregate`, about ``split_every`` summaries per task,
-so the driver receives a few of them, not one per partition) and the caller releases the merged
-summary once.
+sketchsyn installed where the executors run Python. Two paths, both with DataFrame operations
+only (no RDD, which Spark Connect and serverless Spark do not offer):
+
+* :func:`fit` on a Spark DataFrame: each partition is read as Arrow record batches
+  (:meth:`pyspark.sql.DataFrame.mapInArrow`, no row-by-row Python) and summarised by a fresh
+  summary from ``make()``; every row crosses from the JVM to a Python worker once.
+* :func:`fit_files` on Parquet (or Arrow IPC, CSV, JSON lines) files: only the list of paths
+  goes to the executors, and each task reads its files itself with sketchsyn's readers, as
+  :func:`sketchsyn.dask.summarize_files` does; no row passes through the JVM.
+
+Each partition's summary leaves its executor as bytes (a few hundred kilobytes whatever the
+partition's size); the bytes are merged up a tree of ``repartition`` + ``mapInArrow`` stages (at
+most ``split_every`` summaries into one per step, so the driver receives a few of them, not one
+per partition) and the caller releases the merged summary once. On a local master with
+``PYSPARK_PYTHON`` unset the Python workers run the driver's interpreter (``sys.executable``),
+not whichever ``python3`` comes first on the ``PATH``.
 
 The two modes are those of :mod:`sketchsyn.dask`, with the same guarantees and refusals:
 
@@ -29,7 +38,7 @@ The two modes are those of :mod:`sketchsyn.dask`, with the same guarantees and r
     seeded ``rng`` are refused up front, sketches sharing one seeded draw when they merge
     (:class:`~sketchsyn.errors.IncompatibleError`).
 
-Privacy unit in both modes: one row of the DataFrame.
+Privacy unit in both modes: one row of the DataFrame (or of the files).
 
 The per-partition step is :func:`summarize_arrow`, which any engine that hands out Arrow
 record batches can call; here it summarises two batches of one "partition" and the bytes merge:
@@ -48,30 +57,36 @@ record batches can call; here it summarises two batches of one "partition" and t
 True
 
 On a cluster, ``fit(df, make, columns=["x", "y"])`` does the same for every partition of ``df``
-(see the Spark page of the documentation for a complete, runnable example).
+and ``fit_files(spark, "rides/", make, columns=["x", "y"])`` for every file (see the Spark page
+of the documentation for a complete, runnable example).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
-from .dask import _MODES, _check_call, _check_summary, _roomy_malloc
+from .distributed import (
+    MODES,
+    FileTask,
+    check_call,
+    check_file_call,
+    from_wire,
+    missing_columns,
+    summarize_arrow_batches,
+    to_wire,
+)
 from .errors import ParameterError, check_choice, check_int
 
-__all__ = ["fit", "release", "summarize", "summarize_arrow"]
+__all__ = ["fit", "fit_files", "release", "summarize", "summarize_arrow"]
 
 _WHERE = "sketchsyn.spark"
-_COLUMN = "summary"  # the one binary column of summarize()'s DataFrame
-
-
-def _batch_block(batch: Any) -> np.ndarray:
-    """An Arrow record batch as rows × columns (a 1-D array of keys for one column)."""
-    columns = [batch.column(i).to_numpy(zero_copy_only=False) for i in range(batch.num_columns)]
-    return columns[0] if len(columns) == 1 else np.column_stack(columns)
+_PART, _COLUMN = "part", "summary"  # a partition's number and its summary's bytes
+_SCHEMA = f"{_PART} long, {_COLUMN} binary"
+_SPARK_DEFAULT_PYTHON = "python3"  # what pyspark runs when PYSPARK_PYTHON is unset
 
 
 def summarize_arrow(
@@ -81,7 +96,7 @@ def summarize_arrow(
     mode: str = "trusted",
     batch_size: int = 65536,
 ) -> bytes:
-    """The ``to_bytes()`` of one summary fed with every row of ``batches`` (one partition).
+    """The bytes of one summary fed with every row of ``batches`` (one partition).
 
     Parameters
     ----------
@@ -98,77 +113,181 @@ def summarize_arrow(
     Returns
     -------
     bytes
-        The summary's bytes; their header says ``trusted`` (raw) or ``private``.
+        The summary's ``to_bytes()``; their header says ``trusted`` (raw) or ``private``. In
+        trusted mode they also hold the exact diagnostics (``n_seen``) where the class has them.
     """
-    mode = check_choice(mode, "mode", _WHERE, _MODES)
+    mode = check_choice(mode, "mode", _WHERE, MODES)
     batch_size = check_int(batch_size, "batch_size", _WHERE, minimum=1)
-    summary = make()
-    _check_summary(summary, mode, _WHERE)
-    keys = not hasattr(summary, "consume")  # a sketch: one column of keys
-    pending: list[np.ndarray] = []
-    rows = 0
+    summary = summarize_arrow_batches(make, mode, batches, batch_size, _WHERE)
+    return to_wire(summary, mode)
 
-    def flush() -> None:
-        block = pending[0] if len(pending) == 1 else np.concatenate(pending)
-        if keys:
-            if block.ndim != 1:
-                raise ParameterError(
-                    f"A sketch in {_WHERE} summarises one column of keys; the data has "
-                    f"{block.shape[1]} columns. Select one with 'columns'."
-                )
-            summary.update_many(block)
-        else:
-            summary.consume([block if block.ndim == 2 else block[:, None]], batch_size)
-        pending.clear()
 
-    with _roomy_malloc():
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            pending.append(_batch_block(batch))
-            rows += batch.num_rows
-            if rows >= batch_size:
-                flush()
-                rows = 0
-        if pending:
-            flush()
-    return summary.to_bytes()
+def _row(part: int, blob: bytes) -> Any:
+    """One row of the summaries' DataFrames: a partition's number and its summary's bytes."""
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_arrays(
+        [pa.array([part], type=pa.int64()), pa.array([blob], type=pa.binary())],
+        names=[_PART, _COLUMN],
+    )
+
+
+def _partition_id() -> int:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return 0 if context is None else int(context.partitionId())
 
 
 class _PartitionStep:
-    """``mapInArrow`` function: one partition's batches in, one row with its summary's bytes out."""
+    """``mapInArrow`` function: one partition's batches in, one row with its summary out."""
 
     def __init__(self, make: Callable[[], Any], mode: str, batch_size: int) -> None:
         self.make, self.mode, self.batch_size = make, mode, batch_size
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
         blob = summarize_arrow(batches, self.make, mode=self.mode, batch_size=self.batch_size)
-        yield pa.RecordBatch.from_arrays([pa.array([blob], type=pa.binary())], names=[_COLUMN])
+        yield _row(_partition_id(), blob)
 
 
-class _MergeBytes:
-    """Tree step: merge two summaries' bytes (None is the empty start of an aggregation)."""
+class _FileStep:
+    """``mapInArrow`` function over task numbers: each task reads its group of files with
+    sketchsyn's readers, here on the executor, into one summary (only the paths were sent)."""
 
-    def __init__(self, cls: type) -> None:
-        self.cls = cls
+    def __init__(self, groups: list[list[str]], task: FileTask) -> None:
+        self.groups, self.task = groups, task
 
-    def __call__(self, left: Any, right: Any) -> Any:
-        if left is None or right is None:
-            return right if left is None else left
-        merged = self.cls.from_bytes(bytes(left))
-        merged.merge(self.cls.from_bytes(bytes(right)))
-        return merged.to_bytes()
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        tasks = [int(i) for batch in batches for i in batch.column(0).to_pylist()]
+        if tasks:
+            yield _row(tasks[0], self.task([p for task in tasks for p in self.groups[task]]))
 
 
-def _add_row(merge: _MergeBytes) -> Callable[[Any, Any], Any]:
-    """``seqOp`` of the aggregation: a row of :func:`summarize`'s DataFrame into the bytes."""
+class _MergeStep:
+    """``mapInArrow`` function of one level of the tree: the rows of a partition that share a
+    ``part`` merged into one row (at most ``split_every`` of them each)."""
 
-    def add(acc: Any, row: Any) -> Any:
-        return merge(acc, row[0])
+    def __init__(self, cls: type, mode: str) -> None:
+        self.cls, self.mode = cls, mode
 
-    return add
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        merged: dict[int, Any] = {}
+        for batch in batches:
+            parts, blobs = batch.column(0).to_pylist(), batch.column(1).to_pylist()
+            for part, blob in zip(parts, blobs, strict=True):
+                summary = from_wire(blob, self.cls)
+                if part in merged:
+                    merged[part].merge(summary)
+                else:
+                    merged[part] = summary
+        for part in sorted(merged):
+            yield _row(part, to_wire(merged[part], self.mode))
+
+
+def _worker_python(
+    environ: Mapping[str, str], master: str, current: str, executable: str
+) -> str | None:
+    """The interpreter Spark's Python workers should run when sketchsyn chooses it, or None to
+    leave Spark's choice.
+
+    pyspark runs ``python3`` (from the ``PATH``) for its workers unless ``PYSPARK_PYTHON`` is
+    set; with a virtual environment that is not activated, that is another Python, without
+    sketchsyn or mmh3. On a local master (the workers run on this machine) the driver's own
+    interpreter is then the right one; on a cluster the executors' Python is theirs to set.
+
+    >>> _worker_python({}, "local[2]", "python3", "/venv/bin/python")
+    '/venv/bin/python'
+    >>> _worker_python({"PYSPARK_PYTHON": "python3"}, "local[2]", "python3", "/venv/bin/python")
+    >>> _worker_python({}, "yarn", "python3", "/venv/bin/python")
+    """
+    if environ.get("PYSPARK_PYTHON") or not master.startswith("local"):
+        return None
+    if current != _SPARK_DEFAULT_PYTHON or current == executable:
+        return None  # chosen by someone, or already the driver's
+    return executable
+
+
+def _session_of(data: Any) -> Any:
+    """Use the driver's interpreter for the workers of a local classic session when nothing else
+    was chosen (:func:`_worker_python`); returns the session."""
+    session = getattr(data, "sparkSession", data)
+    try:
+        context = session.sparkContext  # a classic session (Spark Connect has none)
+    except Exception:  # noqa: BLE001 (Spark Connect: the server runs the workers)
+        return session
+    python = _worker_python(os.environ, context.master, context.pythonExec, sys.executable)
+    if python is not None:
+        context.pythonExec = python  # read when each Python function is sent to the executors
+    return session
+
+
+def _collect(frame: Any) -> list[Any]:
+    """``frame.collect()``; a worker that cannot import a module fails with one line that says
+    what to set, not a Java trace."""
+    try:
+        return frame.collect()
+    except Exception as exc:
+        found = re.search(r"No module named '([^']+)'", str(exc))
+        if found is None:
+            raise
+        raise RuntimeError(
+            f"Spark's Python workers cannot import {found.group(1)!r}: install sketchsyn where "
+            f"the executors run Python and set PYSPARK_PYTHON to that interpreter before the "
+            f"Spark session starts (here: PYSPARK_PYTHON={sys.executable})"
+        ) from None
+
+
+def _partitions(data: Any) -> int:
+    """How many partitions of ``data`` hold rows (a query that reads no column), to size the
+    tree of merges; the merges are right whatever this says."""
+    from pyspark.sql import functions as F
+
+    top = data.select(F.spark_partition_id().alias("p")).agg(F.max("p")).first()
+    return 0 if top is None or top[0] is None else int(top[0]) + 1
+
+
+def _merge_tree(frame: Any, parts: int, cls: type, mode: str, split_every: int) -> bytes | None:
+    """The bytes of the merge of every summary in ``frame`` (rows of ``part`` and ``summary``,
+    ``part`` from 0 to about ``parts``), merged up a tree of DataFrame stages: at each level the
+    rows whose ``part // split_every`` agree meet in one partition (``repartition``) and merge
+    there (``mapInArrow``); the driver merges the last few. No RDD API is used."""
+    from pyspark.sql import functions as F
+
+    merge = _MergeStep(cls, mode)
+    n = parts
+    while n > split_every:
+        n = -(-n // split_every)
+        key = F.floor(F.col(_PART) / split_every).cast("long").alias(_PART)
+        frame = frame.select(key, _COLUMN).repartition(n, _PART).mapInArrow(merge, _SCHEMA)
+    merged = None
+    for row in _collect(frame):
+        summary = from_wire(row[1], cls)
+        if merged is None:
+            merged = summary
+        else:
+            merged.merge(summary)
+    return None if merged is None else to_wire(merged, mode)
+
+
+def _summaries(
+    data: Any, make: Callable[[], Any], mode: str, columns: Any, batch_size: int, probe: Any
+) -> Any:
+    """The DataFrame of partition summaries (``part``, ``summary``) of ``data``, checked."""
+    if not (hasattr(data, "mapInArrow") and hasattr(data, "columns")):
+        raise ParameterError(
+            f"The 'data' parameter of {_WHERE} must be a Spark DataFrame. "
+            f"Got a {type(data).__name__} instead."
+        )
+    cols = list(data.columns) if columns is None else list(columns)
+    missing_columns(cols, list(data.columns), _WHERE)
+    if not hasattr(probe, "consume") and len(cols) != 1:
+        raise ParameterError(
+            f"A sketch in {_WHERE} summarises one column of keys; got columns {cols}. "
+            f"Choose one with 'columns'."
+        )
+    _session_of(data)
+    step = _PartitionStep(make, mode, batch_size)
+    return data.select(*cols).mapInArrow(step, _SCHEMA)
 
 
 def summarize(
@@ -182,47 +301,26 @@ def summarize(
     """The partition summaries of ``data`` as a lazy Spark DataFrame (one row per partition).
 
     Nothing runs until an action: :func:`fit` merges the rows up a tree. The DataFrame has one
-    binary column, ``summary``, holding each partition's ``to_bytes()``.
+    binary column, ``summary``, holding each partition's bytes (:func:`summarize_arrow`).
 
     Parameters
     ----------
     data : pyspark.sql.DataFrame
         Rows of the domain; the ``columns`` are its coordinates, in the domain's order.
     make : callable
-        Builds one empty summary with the public parameters, e.g.
-        ``functools.partial(PrivHP, domain, 1.0, 64, 1024, depth=20, raw=True)``. It is called
-        once per partition on the executors (and once here, to check the mode), so it must be
-        picklable and must not carry a seed in ``mode="untrusted"``.
+        The factory of one empty summary, e.g. ``functools.partial(PrivHP, domain, 1.0, 64,
+        1024, depth=20, raw=True)``: each executor calls it once per partition, the driver
+        once to check the mode. Picklable, and seedless in ``mode="untrusted"``.
     mode : {"trusted", "untrusted"}
-        Trusted aggregator (raw summaries, noise once at the release) or untrusted executors
-        (summaries private before they leave the executor). See the module docstring.
+        A trusted aggregator (raw summaries, noise once at the release) or untrusted executors
+        (summaries private before they leave the executor); see the module docstring.
     columns : sequence of str, optional
-        DataFrame columns to use, in the domain's order (default: all columns).
+        The coordinates' columns, in the domain's order (default: every column).
     batch_size : int, default 65536
-        Rows per ``update_many`` call inside a partition.
+        Rows per ``update_many`` call in a partition.
     """
-    mode, _, batch_size = _check_call(_WHERE, make, mode, None, batch_size)
-    probe = make()
-    _check_summary(probe, mode, _WHERE)
-    if not (hasattr(data, "mapInArrow") and hasattr(data, "columns")):
-        raise ParameterError(
-            f"The 'data' parameter of {_WHERE} must be a Spark DataFrame. "
-            f"Got a {type(data).__name__} instead."
-        )
-    cols = list(data.columns) if columns is None else list(columns)
-    missing = [c for c in cols if c not in data.columns]
-    if missing:
-        raise ParameterError(
-            f"The 'columns' parameter of {_WHERE} names columns the data lacks: {missing}. "
-            f"Columns: {list(data.columns)}."
-        )
-    if not hasattr(probe, "consume") and len(cols) != 1:
-        raise ParameterError(
-            f"A sketch in {_WHERE} summarises one column of keys; got columns {cols}. "
-            f"Choose one with 'columns'."
-        )
-    step = _PartitionStep(make, mode, batch_size)
-    return data.select(*cols).mapInArrow(step, f"{_COLUMN} binary")
+    mode, _, batch_size, probe = check_call(_WHERE, make, mode, None, batch_size)
+    return _summaries(data, make, mode, columns, batch_size, probe).select(_COLUMN)
 
 
 def fit(
@@ -237,34 +335,77 @@ def fit(
     """Summarise every partition of ``data`` and merge the summaries; return the merged
     summary (not yet released), on the driver.
 
-    The merges run on the executors up a tree (:meth:`pyspark.RDD.treeAggregate` with a depth
-    chosen so that each task merges about ``split_every`` summaries); the driver merges the last
-    few. Summaries cross processes as ``to_bytes()``, which leaves out the exact diagnostics:
-    the merged summary's ``n_seen`` counts only rows it was fed locally (none). Needs the
-    classic Spark API (an RDD behind the DataFrame); Spark Connect sessions are refused.
+    DataFrame operations only (no RDD, which Spark Connect and serverless Spark lack): a
+    query that reads no column first counts the partitions that hold rows, to size the tree;
+    then one ``mapInArrow`` stage summarises the partitions, and each level of the tree brings
+    up to ``split_every`` summaries together (``repartition``) and merges them
+    (``mapInArrow``), until the driver merges the last ``split_every`` or fewer. In trusted
+    mode the merged summary's ``n_seen`` is the number of rows; in untrusted mode it is 0
+    (nothing exact leaves an executor).
 
     Parameters
     ----------
     data, make, mode, columns, batch_size
         As in :func:`summarize`.
     split_every : int, default 8
-        About how many summaries one task of the tree merges (``≥ 2``).
+        Most summaries merged into one by a step of the tree (``≥ 2``).
     """
-    split_every = check_int(split_every, "split_every", _WHERE, minimum=2)
-    frame = summarize(data, make, mode=mode, columns=columns, batch_size=batch_size)
-    try:
-        rdd = frame.rdd
-    except Exception as exc:  # Spark Connect DataFrames have no RDD behind them
+    mode, split_every, batch_size, probe = check_call(_WHERE, make, mode, split_every, batch_size)
+    frame = _summaries(data, make, mode, columns, batch_size, probe)
+    blob = _merge_tree(frame, _partitions(data), type(probe), mode, split_every)
+    return make() if blob is None else from_wire(blob, type(probe))
+
+
+def fit_files(
+    spark: Any,
+    paths: Any,
+    make: Callable[[], Any],
+    *,
+    columns: Sequence[str],
+    mode: str = "trusted",
+    split_every: int = 8,
+    batch_size: int = 262144,
+    files_per_task: int = 1,
+    threads: bool = False,
+    **reader: Any,
+) -> Any:
+    """The merged summary of data files, each task reading its own files on its executor.
+
+    The lean path for files, as :func:`sketchsyn.dask.summarize_files`: only the list of paths
+    goes to the executors (with ``spark.range`` numbering the tasks, one per group of
+    ``files_per_task`` files); a task opens its Parquet (or Arrow IPC, CSV, JSON lines) files
+    with sketchsyn's readers (:func:`sketchsyn.io.readers.open_reader`: the ``columns`` decoded
+    straight into float64 row batches, no Spark rows and no transfer from the JVM to Python)
+    and feeds a fresh summary from ``make()``; the summaries are merged up the tree of
+    :func:`fit`. The modes, their checks and their guarantees are those of :func:`fit`.
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession
+        The session whose executors read the files.
+    paths, columns, batch_size, files_per_task, threads, **reader
+        As in :func:`sketchsyn.dask.summarize_files`: a directory, a glob pattern, a file or a
+        sequence of files, which every executor must see at these paths; the columns to read,
+        in the domain's order; rows per ``update_many`` call (default 262,144); files per task
+        (default 1); a reader thread and PrivHP's second counting thread per task (default
+        off: a task keeps to its core); the reader options ``on_bad``, ``fmt``, ``delimiter``.
+    make, mode, split_every
+        As in :func:`fit`.
+    """
+    where = f"{_WHERE}.fit_files"
+    if not (hasattr(spark, "range") and hasattr(spark, "createDataFrame")):
         raise ParameterError(
-            f"{_WHERE} needs a classic Spark session (its tree of merges runs on the RDD "
-            f"behind the DataFrame); this DataFrame has none ({type(exc).__name__})."
-        ) from exc
-    parts = rdd.getNumPartitions()
-    depth = max(1, math.ceil(math.log(max(parts, 2)) / math.log(split_every)))
-    cls = type(make())
-    merge = _MergeBytes(cls)
-    blob = rdd.treeAggregate(None, _add_row(merge), merge, depth=depth)
-    return make() if blob is None else cls.from_bytes(bytes(blob))
+            f"The 'spark' parameter of {where} must be a SparkSession. "
+            f"Got a {type(spark).__name__} instead."
+        )
+    mode, split_every, batch_size, probe = check_call(where, make, mode, split_every, batch_size)
+    cols, groups = check_file_call(where, paths, columns, files_per_task, reader)
+    _session_of(spark)
+    task = FileTask(make, mode, cols, batch_size, bool(threads), dict(reader), where)
+    tasks = spark.range(len(groups), numPartitions=len(groups))  # one task number each
+    frame = tasks.mapInArrow(_FileStep(groups, task), _SCHEMA)
+    blob = _merge_tree(frame, len(groups), type(probe), mode, split_every)
+    return make() if blob is None else from_wire(blob, type(probe))
 
 
 def release(data: Any, make: Callable[[], Any], **kwargs: Any) -> Any:

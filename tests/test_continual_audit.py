@@ -1,4 +1,5 @@
-"""Privacy audits of ContinualPrivHP's counters on neighbouring streams one deletion apart.
+"""Privacy audits of ContinualPrivHP's counters on neighbouring streams one deletion apart
+(of a row inserted before, and of a row never inserted).
 
 The audit of tests/test_privacy_audit.py, on the blocks that the root cell's releases at every
 step determine (Honaker: the two single-step nodes the releases expose raw): ε̂ ≤ σ_0 for the
@@ -37,7 +38,9 @@ def _blocks(counter: str, r: np.ndarray) -> np.ndarray:
     return np.array([r[0], r[2], r[2] - r[1], r[3] - r[2]])
 
 
-def _continual_mech(counter: str) -> Mechanism:
+def _continual_mech(counter: str, inserted: bool = True) -> Mechanism:
+    """D deletes x at step 3, D' has an empty step 3; steps 1 and 2 insert x (``inserted``)
+    or are empty: a deletion of a row never inserted, applied like any other."""
     kw = {"kary": dict(arity=3), "honaker": dict(releases=4)}.get(counter, {})
     # Honaker's audit reads one node of three: a larger ε keeps its power to see a 2× error.
     eps = 12.0 if counter == "honaker" else 6.0
@@ -66,7 +69,7 @@ def _continual_mech(counter: str) -> Mechanism:
         c._table = c._new_table(cells, c._streams)
         out = []
         for step in range(4):
-            if step < 2:
+            if step < 2 and inserted:
                 c.update_many(x)
             elif step == 2 and deletes:
                 c.remove_many(x)
@@ -76,7 +79,7 @@ def _continual_mech(counter: str) -> Mechanism:
         return _blocks(counter, np.array(out, dtype=np.int64))
 
     return Mechanism(
-        name=f"ContinualPrivHP-{counter}",
+        name=f"ContinualPrivHP-{counter}" + ("" if inserted else "-never-inserted"),
         epsilon=float(c.sigmas[0]),
         build=build,
         state=lambda y: y,
@@ -104,6 +107,31 @@ def test_audit_of_one_deletion_catches_half_the_noise(counter: str, monkeypatch)
     monkeypatch.setattr(accounting, "laplace_scale", lambda *a, **k: real(*a, **k) / 2)
     mech = _continual_mech(counter)
     eps_hat, top, _, _ = audit(mech)
+    assert eps_hat > top / 2, (eps_hat, top)
+
+
+# The same audit where x was never inserted: steps 1 and 2 are empty, D deletes x at step 3
+# (the root's exact count goes to −1), D' has an empty step 3. Before issue 34 the deletion was
+# refused (the exact counts proved it impossible), so D could not even be built: the refusal
+# told the neighbours apart. Measured (600 runs per stream): ε̂ 0.76 (binary) and 1.55 (k-ary)
+# ≤ σ_0 = 2.22; with every scale halved 2.09 > 1.48 and 3.69 > 2.22 (the same draws as the
+# audit above: the noise does not depend on the data).
+@pytest.mark.parametrize("counter", ["binary", "kary"])
+def test_audit_of_deleting_a_row_never_inserted(counter: str) -> None:
+    mech = _continual_mech(counter, inserted=False)
+    eps_hat, top, _, _ = audit(mech)
+    assert math.isfinite(eps_hat) and eps_hat <= mech.epsilon, (eps_hat, mech.epsilon)
+    used = {"binary": 2 / 3, "kary": 1.0}[counter]
+    assert top == pytest.approx(used * mech.epsilon, rel=1e-6)
+
+
+@pytest.mark.parametrize("counter", ["binary", "kary"])
+def test_audit_of_deleting_a_row_never_inserted_catches_half_the_noise(
+    counter: str, monkeypatch
+) -> None:
+    real = accounting.laplace_scale
+    monkeypatch.setattr(accounting, "laplace_scale", lambda *a, **k: real(*a, **k) / 2)
+    eps_hat, top, _, _ = audit(_continual_mech(counter, inserted=False))
     assert eps_hat > top / 2, (eps_hat, top)
 
 

@@ -15,7 +15,7 @@ from scipy import stats
 
 from sketchsyn import Box, ContinualPrivHP, KaryTreeBank
 from sketchsyn.counters.karytree import balanced_digits
-from sketchsyn.errors import InputError, ParameterError, SerializationError
+from sketchsyn.errors import InputError, ParameterError, ReleasedError, SerializationError
 from sketchsyn.io.serial import header_of, pack, read
 from sketchsyn.privacy.noise import discrete_laplace_variance
 from sketchsyn.synth.continual import binary_levels
@@ -199,9 +199,18 @@ def test_a_release_between_epochs_is_the_last_closed_epochs() -> None:
     np.testing.assert_array_equal(exact_values(c, 0), [10])
     c.update_many(DATA[17:23])
     assert c.epoch == 2 and c.release() is not first and c.release().params["t"] == 20
-    empty = tiny(3, releases=4)
-    empty.update_many(DATA[:9])
-    assert empty.release().leaves().count.sum() == 0  # no epoch closed yet: no rows released
+
+
+@pytest.mark.parametrize("kw", [dict(releases=4), dict(release_every=10)])
+def test_a_release_before_the_first_epoch_closes_is_refused_naming_its_row(kw: dict) -> None:
+    # Issue 34: it was an empty release (total 0, uniform samples), silently.
+    c = tiny(3, **kw)  # the first epoch closes at row 10
+    assert c.release().leaves().count.sum() == 0  # t = 0: the empty stream, described exactly
+    c.update_many(DATA[:9])
+    with pytest.raises(ReleasedError, match=r"closes at row 10 .* t >= 10"):
+        c.release()
+    c.skip(1)
+    assert c.release().params["t"] == 10
 
 
 @pytest.mark.parametrize("counter", ["binary", "kary", "honaker"])
@@ -271,22 +280,64 @@ def test_the_release_follows_moving_objects(kw: dict) -> None:
     assert (np.abs(sample - 0.15) < 0.1).all(axis=1).mean() < 0.02
 
 
-def test_a_deletion_the_counts_prove_impossible_is_refused_whole() -> None:
-    c = tiny(0)
-    c.update_many(DATA[:5])
-    before = c.to_bytes()
-    with pytest.raises(InputError, match="never inserted"):
-        c.remove_many(np.concatenate([DATA[:2], DATA[:2]]))  # fine, then twice
-        c.remove_many(np.array([[0.999]]))
-    assert c.t == 9 or c.to_bytes() == before
-    d = tiny(0)
-    d.update_many(np.full((3, 1), 0.1))
-    snap = d.to_bytes()
-    with pytest.raises(InputError, match="never inserted"):
-        d.remove_many(np.full((1, 1), 0.9))
-    assert d.to_bytes() == snap and d.t == 3
-    d.remove(np.array([0.1]))
-    assert d.t == 4 and d._exact._tree[0] == 2
+def test_the_issue_34_deletion_is_applied_after_an_empty_step() -> None:
+    def make() -> ContinualPrivHP:
+        return ContinualPrivHP(
+            Box.unit(1), 1.0, k=4, width=16, horizon=10, depth=6, releases=2, rng=1
+        )
+
+    x, y = make(), make()
+    x.update([0.3])
+    x.remove([0.3])
+    y.skip(1)
+    y.remove([0.3])  # raised InputError and left t at 1 before issue 34
+    assert (x.t, x.epoch) == (y.t, y.epoch) == (2, 0)
+    assert y._exact._tree[0] == -1 and x._exact._tree[0] == 0
+
+
+def _public_trace(c: ContinualPrivHP, calls: list) -> list:
+    """What each call shows without the noise: raised or not (and what), ``t``, the epoch."""
+    out = []
+    for name, arg in calls:
+        try:
+            getattr(c, name)(arg)
+            outcome = None
+        except ValueError as exc:
+            outcome = type(exc).__name__
+        out.append((outcome, c.t, c.epoch))
+    return out
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(releases=4), dict(sketch="count-sketch")])
+def test_a_deletion_call_does_not_depend_on_the_counts(kw: dict) -> None:
+    # Streams that differ in their counts (rows inserted, or empty steps instead) take the
+    # same calls: every call must raise or not, and leave t and the epoch, alike.
+    rng = np.random.default_rng(7)
+    for trial in range(30):
+        calls = []
+        for _ in range(12):
+            op = rng.choice(["update_many", "remove_many", "skip"])
+            n = int(rng.integers(0 if op == "skip" else 1, 4))
+            rows = rng.random((n, 1))
+            if op == "remove_many" and rng.random() < 0.2:
+                rows[0, 0] = 1.5  # outside the domain: refused for what the row is
+            calls.append((str(op), n if op == "skip" else rows))
+        deleting = [c for c in calls if c[0] != "update_many"]
+        histories = [
+            calls,  # the insertions made
+            [("skip", len(a)) if n == "update_many" else (n, a) for n, a in calls],  # none
+            [(n, (a + 0.5) % 1 if n == "update_many" else a) for n, a in calls],  # others
+        ]
+        traces = [_public_trace(tiny(trial, **kw), h) for h in histories]
+        assert traces[0] == traces[1] == traces[2], (trial, traces)
+        # The deletions alone, on an empty summary: applied, one step each.
+        c = tiny(trial, **kw)
+        got = _public_trace(c, deleting)
+        steps = [0 if o else (len(a) if n == "remove_many" else a) for (o, _, _), (n, a) in
+                 zip(got, deleting, strict=True)]  # fmt: skip
+        assert c.t == sum(steps)
+        loaded = ContinualPrivHP.from_bytes(c.to_bytes())  # negative counts load back
+        np.testing.assert_array_equal(loaded.cell_values(0), c.cell_values(0))
 
 
 # ------------------------------------------------------------------ bytes

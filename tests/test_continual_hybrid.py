@@ -238,15 +238,16 @@ def test_every_forged_field_and_array_is_refused_or_sane() -> None:
     got = read(c.to_bytes(), "ContinualPrivHP")
     cases = _forgeries("ContinualPrivHP", got.version, got.meta, got.arrays, "trusted")
     assert len(cases) > 300 and {"ybase", "yupto", "yseg", "knoise"} <= set(got.arrays)
-    for field, label, make in cases:
+    for case in cases:
         try:
-            loaded = ContinualPrivHP.from_bytes(make())
+            loaded = ContinualPrivHP.from_bytes(case.make())
         except SerializationError as exc:
-            assert _names_a_field(str(exc), field, label), (field, label, str(exc))
+            assert _names_a_field(str(exc), case.field, case.label), (case, str(exc))
         else:
+            assert not case.refuse, case
             _sane(loaded, ContinualPrivHP)
             # an array forgery loads only as a valid value (a noise of -1, an unused phase)
-            assert field != "<arrays>" or label.endswith("= -1"), label
+            assert case.field != "<arrays>" or case.label.endswith("= -1"), case.label
 
 
 def test_merge_appends_unreleased_streams_only() -> None:

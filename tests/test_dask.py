@@ -47,7 +47,6 @@ def _exact(X: np.ndarray, make=RAW) -> PrivHP:
 
 
 def _assert_same_state(merged: PrivHP, one: PrivHP) -> None:
-    # n_seen is not compared: a summary crosses processes as to_bytes() without diagnostics.
     assert isinstance(merged, PrivHP)
     assert merged.raw and merged._tree[0] == one.n_seen  # the root counter: every row, once
     np.testing.assert_array_equal(merged._tree, one._tree)
@@ -156,13 +155,13 @@ def test_release_helper_runs_once_on_the_caller(data) -> None:
 
 
 def _minor_faults(roomy: bool) -> int:
-    """Page faults of 50 allocations of 2 MiB in this process, with or without _roomy_malloc."""
+    """Page faults of 50 allocations of 2 MiB in this process, with or without roomy_malloc."""
     import contextlib
     import resource
 
-    from sketchsyn.dask import _roomy_malloc
+    from sketchsyn.distributed import roomy_malloc
 
-    with _roomy_malloc() if roomy else contextlib.nullcontext():
+    with roomy_malloc() if roomy else contextlib.nullcontext():
         start = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         for _ in range(50):
             block = np.ones(1 << 18)
@@ -180,3 +179,38 @@ def test_workers_keep_freed_temporaries_while_summarising(client) -> None:
     for worker in before:
         assert before[worker] > 20_000 and after[worker] > 20_000, (before, after)
         assert roomy[worker] < before[worker] / 10, (roomy, before)
+
+
+def test_merged_summary_counts_every_row_in_trusted_mode_only(client, data) -> None:
+    """Issue 34: "After `sketchsyn.dask.fit`, `n_seen` is 0 on the merged summary": trusted
+    partition summaries cross processes with their exact diagnostics, so the merged n_seen is
+    the sum (PrivHP, PMM); untrusted ones carry nothing exact, so it stays 0."""
+    arr = da.from_array(data, chunks=(9_000, 2))
+    assert sdask.fit(arr, RAW, split_every=2).n_seen == len(data)
+    pmm = functools.partial(PMM, DOMAIN, 1.0, depth=6)
+    assert sdask.fit(arr, pmm).n_seen == len(data)
+    files = sdask.fit(arr, NOISY, mode="untrusted")
+    assert files.n_seen == 0 and not files.raw
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc")
+def test_client_process_keeps_its_malloc_settings(client, data, monkeypatch) -> None:
+    """The nanny leaves MALLOC_TRIM_THRESHOLD_ in this (client) process's environment, but glibc
+    read its settings when this process started: summarising here must not impose the workers'
+    thresholds nor trim the heap under the cluster's running threads."""
+    from sketchsyn import distributed
+
+    assert os.environ.get("MALLOC_TRIM_THRESHOLD_") == "65536"  # set by the nanny, here too
+    calls = []
+
+    class Recorder:
+        def mallopt(self, *args):
+            calls.append(("mallopt", args))
+
+        def malloc_trim(self, *args):
+            calls.append(("malloc_trim", args))
+
+    monkeypatch.setattr(distributed, "_glibc", Recorder)
+    arr = da.from_array(data[:5_000], chunks=(1_000, 2))
+    sdask.fit(arr, RAW, scheduler="sync")  # every partition summarised in this process
+    assert calls == []

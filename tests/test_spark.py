@@ -1,17 +1,15 @@
-"""sketchsyn.spark on local[2]: exact trusted merges, private executors, the Dask face's refusals.
+"""sketchsyn.spark on local[2]: exact trusted merges, private executors, the Dask face's refusals,
+a tree of merges without RDDs, and the Python the workers run.
 
-One SparkSession for the module (its start-up is most of this file's time); small data.
+One SparkSession for the test session (``spark`` in conftest.py; its start-up is most of this
+file's time); small data.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import os
-import re
-import shutil
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,67 +28,13 @@ from sketchsyn.io.serial import header_of
 pytest.importorskip("pyspark")
 pa = pytest.importorskip("pyarrow")
 pd = pytest.importorskip("pandas")
-if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-    pytest.skip("pyspark needs a Java runtime (java on PATH or JAVA_HOME)", allow_module_level=True)
 
 from sketchsyn import spark as sspark  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 DOMAIN = Box.unit(2)
 RAW = functools.partial(PrivHP, DOMAIN, 1.0, 16, 256, depth=12, raw=True)
 NOISY = functools.partial(PrivHP, DOMAIN, 1.0, 16, 256, depth=12)
 P = 6  # partitions of the test frame
-
-
-@pytest.fixture(scope="module")
-def spark():
-    from pyspark.sql import SparkSession
-
-    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "PYSPARK_PYTHON")}
-    # The executors' Python workers import this checkout's sketchsyn with this interpreter.
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), saved["PYTHONPATH"]]))
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("sketchsyn-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", str(P))  # createDataFrame's partitions: no shuffle
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        # A short-lived test JVM: quick start-up matters more than peak speed.
-        .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    try:
-        yield session
-    finally:
-        _stop_with_jvm(session)
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
-def _stop_with_jvm(session) -> None:
-    """Stop the session and the JVM pyspark started for it (its memory is not held for the rest
-    of the test run): the JVM exits when the pipe to its stdin closes."""
-    from pyspark import SparkContext
-
-    gateway = SparkContext._gateway
-    session.stop()
-    proc = getattr(gateway, "proc", None)
-    if gateway is None or proc is None:
-        return
-    gateway.shutdown()
-    proc.stdin.close()
-    try:
-        proc.wait(timeout=30)
-    except Exception:  # noqa: BLE001 (still running: this process started it, so end it)
-        proc.kill()
-    SparkContext._gateway = None
-    SparkContext._jvm = None
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +59,6 @@ def _exact(X: np.ndarray, make=RAW) -> PrivHP:
 
 
 def _assert_same_state(merged: PrivHP, one: PrivHP) -> None:
-    # n_seen is not compared: a summary crosses processes as to_bytes() without diagnostics.
     assert isinstance(merged, PrivHP)
     assert merged.raw and merged._tree[0] == one.n_seen  # the root counter: every row, once
     np.testing.assert_array_equal(merged._tree, one._tree)
@@ -226,11 +169,71 @@ def test_arrow_step_gathers_small_batches_and_is_exact(data) -> None:
         sspark.summarize_arrow(batches, RAW, batch_size=0)
 
 
-def test_docs_page_example_runs(spark) -> None:
-    page = (ROOT / "docs" / "spark.md").read_text()
-    code = re.search(r"```python\n(.*?)```", page, re.S)
-    assert code is not None
-    scope: dict = {}
-    exec(compile(code.group(1), "docs/spark.md", "exec"), scope)
-    assert isinstance(scope["release"], PrivateDistribution)
-    assert scope["merged"]._tree[0] == 200_000
+def test_merges_use_dataframe_operations_only(frame, data, no_rdds, monkeypatch) -> None:
+    """Issue 34: "Spark without RDDs. `sketchsyn.spark.fit` uses `RDD.treeAggregate`; Spark
+    Connect and serverless Spark have no RDD API." The whole fit runs with the RDD API made to
+    raise, up a tree (6 partitions, split_every=2: 6 -> 3 -> 2 summaries, the driver merges
+    2), and the merged raw state is one machine's."""
+    collected = []
+    real = sspark._collect
+
+    def counting(frame):
+        rows = real(frame)
+        collected.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(sspark, "_collect", counting)
+    with pytest.raises(AssertionError, match="RDD API"):
+        frame.rdd  # noqa: B018 (the guard is on)
+    merged = sspark.fit(frame, RAW, columns=["x", "y"], split_every=2, batch_size=7_000)
+    _assert_same_state(merged, _exact(data))
+    assert collected == [2]  # the driver received split_every summaries, not 6
+    merged = sspark.fit(frame, RAW, columns=["x", "y"], split_every=8)  # no level: 6 rows
+    _assert_same_state(merged, _exact(data))
+    assert collected == [2, P]
+
+
+def test_merged_summary_counts_every_row_in_trusted_mode_only(frame, data) -> None:
+    """Issue 34: "After `sketchsyn.dask.fit`, `n_seen` is 0 on the merged summary" (Spark
+    alike): trusted bytes keep the exact diagnostics, so n_seen is the sum over the partitions
+    (PrivHP and PMM); untrusted bytes hold nothing exact, so it stays 0."""
+    assert sspark.fit(frame, RAW, columns=["x", "y"], split_every=2).n_seen == len(data)
+    pmm = functools.partial(PMM, DOMAIN, 1.0, depth=6)
+    assert sspark.fit(frame, pmm, columns=["x", "y"]).n_seen == len(data)
+    assert sspark.fit(frame, NOISY, mode="untrusted", columns=["x", "y"]).n_seen == 0
+
+
+def test_workers_default_to_the_drivers_python() -> None:
+    """Issue 34: "A venv that is not activated breaks Spark workers ("No module named 'mmh3'"
+    inside a Java trace)": on a local master with PYSPARK_PYTHON unset the workers run the
+    driver's interpreter; a set PYSPARK_PYTHON, an interpreter chosen otherwise, or a cluster
+    master are left alone."""
+    choose = sspark._worker_python
+    venv = "/home/me/venv/bin/python"
+    assert choose({}, "local[2]", "python3", venv) == venv
+    assert choose({"PYSPARK_PYTHON": ""}, "local[*]", "python3", venv) == venv
+    assert choose({"PYSPARK_PYTHON": "/usr/bin/python3"}, "local[2]", "python3", venv) is None
+    assert choose({}, "local[2]", "/opt/py/bin/python", venv) is None  # set on the context
+    assert choose({}, "local[2]", venv, venv) is None
+    assert choose({}, "yarn", "python3", venv) is None
+    assert choose({}, "spark://host:7077", "python3", venv) is None
+
+
+def test_session_without_pyspark_python_gets_the_drivers(frame, monkeypatch) -> None:
+    """The live check: a context left with pyspark's default 'python3' and PYSPARK_PYTHON
+    unset runs its workers with sys.executable once sketchsyn.spark sends them a step."""
+    context = frame.sparkSession.sparkContext
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    monkeypatch.setattr(context, "pythonExec", "python3")
+    sspark.summarize(frame, RAW, columns=["x", "y"])
+    assert context.pythonExec == sys.executable
+
+
+def test_a_worker_that_cannot_import_says_what_to_set(monkeypatch) -> None:
+    class Failing:
+        def collect(self):
+            raise RuntimeError("Py4JJavaError: ... ModuleNotFoundError: No module named 'mmh3'")
+
+    with pytest.raises(RuntimeError, match=r"cannot import 'mmh3'.*PYSPARK_PYTHON=") as info:
+        sspark._collect(Failing())
+    assert "\n" not in str(info.value)  # one line

@@ -169,3 +169,16 @@ def test_sample_in_the_callers_library(library) -> None:
     assert out.num_rows if library == "pyarrow" else out.height == 7
     units = php.release().sample(7, rng=1, as_frame=False)
     assert units.shape == (7, 4) and units.dtype == np.float64
+
+
+def test_copies_of_a_raw_summary_keep_its_diagnostics() -> None:
+    import copy
+    import pickle
+
+    raw = _php(raw=True)
+    raw.update_many(_flights(500))
+    for clone in (pickle.loads(pickle.dumps(raw)), copy.deepcopy(raw), raw.snapshot()):
+        assert clone.n_seen == 500
+    private = _php()
+    private.update_many(_flights(500))
+    assert pickle.loads(pickle.dumps(private)).n_seen == 0  # exact counts are not private

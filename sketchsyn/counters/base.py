@@ -68,7 +68,7 @@ from ..errors import (
     check_epsilon,
     check_int,
 )
-from ..io.serial import MetaReader
+from ..io.serial import Arrays, MetaReader
 from ..io.summary import Summary
 from ..privacy.lineage import Lineage
 from ..privacy.noise import (
@@ -83,6 +83,7 @@ __all__: list[str] = []
 
 _VERSION = 1
 _LIMIT = 2**62  # no step value, batch total or state value may reach this magnitude
+_FLIMIT = float(_LIMIT)  # the same bound on a float state (Honaker's estimates)
 _CAPACITY = 64  # levels reserved for trees whose depth grows with t (t < 2**62)
 
 
@@ -231,8 +232,10 @@ class _Counter(Summary):
     """Shared machinery of every counter: the step protocol and the common header fields.
 
     Bytes, pickling, snapshots and equality come from :class:`~sketchsyn.io.summary.Summary`;
-    a counter supplies ``_state`` and ``_from_state``. Every counter's state is **trusted**
-    (see the module notes): it holds values that reveal exact counts next to later releases.
+    a counter supplies ``_state`` and ``_load_state`` (``_from_state`` calls it, then refuses
+    a header field or an array it never read: :meth:`~sketchsyn.io.serial.MetaReader.done`).
+    Every counter's state is **trusted** (see the module notes): it holds values that reveal
+    exact counts next to later releases.
     """
 
     STATE_PRIVACY = "trusted"
@@ -294,6 +297,22 @@ class _Counter(Summary):
     lineage = ReadOnly[Lineage]("The identity of this counter's noise (shared by its copies).")
 
     # -------------------------------------------------------------- bytes
+    @classmethod
+    def _from_state(
+        cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
+    ) -> Any:
+        """:meth:`_load_state`, then no header field or array may be left unread."""
+        obj = cls._load_state(fields, arrays, version, blob, rng)
+        fields.done(arrays)
+        return obj
+
+    @classmethod
+    @abc.abstractmethod
+    def _load_state(
+        cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
+    ) -> Any:
+        """The counter from checked header ``fields`` and ``arrays`` (every one read)."""
+
     def _common_meta(self, last: bool = True) -> dict[str, Any]:
         """The header fields every counter writes: read-only flag, lineage, latest release."""
         meta: dict[str, Any] = {"frozen": self._frozen, "lineage": self._lineage.to_meta()}
@@ -305,7 +324,7 @@ class _Counter(Summary):
         """Read the common fields (``last``: ``"int"``, ``"float"`` or ``None`` when the
         latest releases are an array)."""
         self._lineage = fields.lineage()
-        self._frozen = fields.bool("frozen", default=False)
+        self._frozen = fields.bool("frozen")
         if fields.has("exact_state"):  # written by earlier releases; the header says it now
             fields.bool("exact_state")
         if last == "int":
@@ -336,9 +355,4 @@ def _int_array(
     fields: MetaReader, arrays: dict[str, np.ndarray], name: str, shape: tuple[int, ...]
 ) -> np.ndarray:
     """An int64 array of exactly ``shape`` whose values stay below ``2**62`` in magnitude."""
-    arr = fields.array(arrays, name, np.int64, shape)
-    if arr.size and bool((np.abs(arr.astype(np.float64)) >= 2.0**62).any()):
-        raise SerializationError(
-            f"{fields._label} blob array {name!r} holds values beyond 2**62 in magnitude"
-        )
-    return arr.copy()
+    return fields.bounded(arrays, name, np.int64, shape, -_LIMIT + 1, _LIMIT - 1).copy()

@@ -24,6 +24,18 @@ __all__: list[str] = []
 
 
 # ------------------------------------------------------------------ what both engines share
+def _abs_sum(values: np.ndarray) -> float:
+    """The largest column sum of ``|values|`` (``(levels, m)``), summed in float64: an int64
+    sum of values near ``2**62`` would wrap.
+
+    >>> _abs_sum(np.array([[2**62 - 1], [-(2**62) + 1]], dtype=np.int64)) == 2.0**63
+    True
+    """
+    if not values.size:
+        return 0.0
+    return float(np.abs(values).sum(axis=0, dtype=np.float64).max())
+
+
 class _Engine:
     """``levels`` levels of ``m`` counters (a bank steps several together; arrays are
     ``(levels, m)``) at local step ``u``, with ``open_``, the noisy partial sum of each level's
@@ -72,7 +84,8 @@ class _Tree(_Engine):
         super().__init__(levels, kind, param, src, m)
 
     def mass(self) -> int:
-        return int(np.abs(self.closed).sum(axis=0).max() + np.abs(self.open_).sum(axis=0).max())
+        """A bound on any release's magnitude (float sums: a level sum of int64 may wrap)."""
+        return int(_abs_sum(self.closed) + _abs_sum(self.open_))
 
     def release(self) -> np.ndarray:
         """The release at the current step from the closed p-sums, ``(m,)``."""
@@ -198,7 +211,8 @@ class _HonakerTree(_Engine):
             self.vj.append(w * v)
 
     def mass(self) -> int:
-        return int(np.abs(self.open_).sum(axis=0).max() + np.abs(self.est).sum(axis=0).max()) + 1
+        """A bound on any release's magnitude (float sums: a level sum of int64 may wrap)."""
+        return int(_abs_sum(self.open_) + _abs_sum(self.est)) + 1
 
     def release(self) -> np.ndarray:
         return self._at_bits(self.est)

@@ -241,7 +241,7 @@ class SqrtFactorizationCounter(_Counter):
         return meta, {"x": self._x[: self._t].copy(), "y": self._y[: self._t].copy()}
 
     @classmethod
-    def _from_state(
+    def _load_state(
         cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> SqrtFactorizationCounter:
         rho = fields.epsilon("rho")

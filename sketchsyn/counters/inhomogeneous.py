@@ -192,10 +192,11 @@ class _InhomogeneousParams:
     def _stored_budgets(fields: MetaReader, kind: str) -> Callable[[int], float]:
         """The ``budgets`` given to ``from_bytes``, else the :func:`online_budgets` stored in
         the blob's header (its fields checked)."""
+        stored_field = fields.value("budgets")  # read either way: the header must hold it
         given = _GIVEN_BUDGETS.get()
         if given is not None:
             return given
-        if fields.get("budgets", None) is None:
+        if stored_field is None:
             raise SerializationError(
                 f"{kind} blob header field 'budgets' is empty: the counter was built with a "
                 "custom budgets callable; pass it again as from_bytes(blob, budgets=...)"
@@ -203,6 +204,7 @@ class _InhomogeneousParams:
         stored = MetaReader(fields.dict("budgets"), f"{kind} budgets")
         eps = stored.epsilon("epsilon")
         budgets = OnlineBudgets(eps, stored.int("d", 1, 64), stored.int("j", 0, 2**31))
+        stored.done({})
         try:  # the level budgets must be realisable (a huge j gives none)
             for r in range(4):
                 _budget(budgets(r), None, f"{kind} budgets({r})")
@@ -475,7 +477,7 @@ class InhomogeneousSparseCounter(_InhomogeneousParams, _Counter):
         return meta, {}
 
     @classmethod
-    def _from_state(
+    def _load_state(
         cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> InhomogeneousSparseCounter:
         kind = cls._kind

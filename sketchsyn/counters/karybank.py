@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SerializationError, check_int, check_memory
+from ..errors import check_int, check_memory
 from ..io.serial import Arrays, MetaReader
 from ..privacy.rng import RNGLike
 from .base import _bank_steps, _check_s, _check_total, _int_array
@@ -29,6 +29,7 @@ from .karytree import (
     _MAX_HORIZON,
     _MAX_K,
     KaryTreeCounter,
+    _check_windows,
     _read_tree_fields,
     karytree_levels,
 )
@@ -186,19 +187,18 @@ class KaryTreeBank(KaryTreeCounter):
         return meta, {"blocks": self._engine.win.copy(), "last": self.query()}
 
     @classmethod
-    def _from_state(
+    def _load_state(
         cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> KaryTreeBank:
         size = fields.int("size", 1, _MAX_SIZE)
         eps, horizon, k, sensitivity, t, levels = _read_tree_fields(fields, cls._kind)
         blocks = _int_array(fields, arrays, "blocks", (levels, k - 1, size))
         last = _int_array(fields, arrays, "last", (size,))
-        if set(arrays) != {"blocks", "last"}:
-            raise SerializationError(f"{cls._kind} blob holds unexpected arrays {sorted(arrays)}")
         obj = cls(size, eps, horizon, k=k, sensitivity=sensitivity, rng=rng)
         obj._restore_common(fields, last=None)
         obj._engine.win[...] = blocks
         obj._engine.u = t
+        _check_windows(obj._engine, last, cls._kind, "array 'last'")
         obj._last = last
         return obj
 

@@ -135,7 +135,8 @@ class _KaryEngine:
         return (t + (big - 1) // 2) // big
 
     def mass(self) -> int:
-        return int(np.abs(self.win).sum(axis=(0, 1)).max())
+        """A bound on any release's magnitude (summed in float64: an int64 sum may wrap)."""
+        return int(np.abs(self.win).sum(axis=(0, 1), dtype=np.float64).max())
 
     def release(self) -> np.ndarray:
         """The release at step ``u`` from the stored windows, ``(mc,)``."""
@@ -230,6 +231,22 @@ class _KaryEngine:
         for row, j in enumerate(moved):
             self.win[j] = fresh[row]
         self.u = t1
+
+
+def _check_windows(engine: _KaryEngine, last: np.ndarray, kind: str, what: str) -> None:
+    """Refuse loaded blocks that no counter at step ``u`` holds: a window still centred on 0
+    has nothing before its centre (those blocks lie at positions ≤ 0: no data, no noise), and
+    the latest release (``what``) is the signed sum of the blocks in use at ``u``."""
+    for j in range(engine.h):
+        if engine.centre(j, engine.u) == 0 and engine.win[j, : engine.m].any():
+            raise SerializationError(
+                f"{kind} blob array 'blocks' holds level-{j} blocks before step 1, which no "
+                f"counter at header field 't' = {engine.u} has"
+            )
+    if not np.array_equal(engine.release(), last):
+        raise SerializationError(
+            f"{kind} blob {what} is not the release of the stored blocks at step {engine.u}"
+        )
 
 
 class KaryTreeCounter(_Counter):
@@ -442,7 +459,7 @@ class KaryTreeCounter(_Counter):
         return meta, {"blocks": self._engine.win[:, :, 0].copy()}
 
     @classmethod
-    def _from_state(
+    def _load_state(
         cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> KaryTreeCounter:
         eps, horizon, k, sensitivity, t, levels = _read_tree_fields(fields, cls._kind)
@@ -451,6 +468,7 @@ class KaryTreeCounter(_Counter):
         obj._restore_common(fields)
         obj._engine.win[:, :, 0] = blocks
         obj._engine.u = t
+        _check_windows(obj._engine, np.array([obj._last]), cls._kind, "header field 'last'")
         return obj
 
     def __repr__(self) -> str:

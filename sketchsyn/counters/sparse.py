@@ -441,7 +441,7 @@ class SparseCounter(_Counter):
         return meta, _tree_arrays(self._sub._tree, "sub.")
 
     @classmethod
-    def _from_state(
+    def _load_state(
         cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> SparseCounter:
         eps = fields.epsilon("epsilon")

@@ -650,7 +650,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         return meta, {k: np.ascontiguousarray(a).copy() for k, a in arrays.items()}
 
     @classmethod
-    def _from_state(
+    def _load_state(
         cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> InhomogeneousSparseBank:
         kind = cls._kind

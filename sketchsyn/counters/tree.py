@@ -40,6 +40,7 @@ from ..privacy.rng import RNGLike, as_source
 from . import base as core
 from .base import (
     _CAPACITY,
+    _FLIMIT,
     _as_steps,
     _bank_steps,
     _budget,
@@ -446,29 +447,27 @@ class BinaryMechanism(_Counter):
 
     @classmethod
     def _read_size(cls, fields: MetaReader) -> int:
-        size = fields.int("size", 1, 1, default=1)
-        return size
+        return fields.int("size", 1, 1)
 
     @classmethod
-    def _from_state(
+    def _load_state(
         cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> BinaryMechanism:
         kind = cls._kind
         m = cls._read_size(fields)
         eps, rho = _read_budget(fields, kind)
-        horizon = fields.optional_int("horizon", minimum=1)
-        if horizon is not None and horizon > 2**62 - 1:
-            fields.int("horizon", 1, 2**62 - 1)
-        estimator = (
-            fields.str("estimator", ("tree", "honaker")) if fields.has("estimator") else "tree"
-        )
+        horizon = fields.optional_int("horizon", 1, 2**62 - 1, present=True)
+        estimator = fields.str("estimator", ("tree", "honaker"))
         if estimator == "honaker" and horizon is None:
-            raise SerializationError(f"{kind} blob: estimator 'honaker' needs a finite horizon")
+            raise SerializationError(
+                f"{kind} blob header fields 'estimator' = 'honaker' and 'horizon' = None "
+                "disagree: Honaker's estimator needs a finite horizon"
+            )
         sensitivity = _read_sensitivity(fields)
         t = fields.int("t", 0, 2**62 if horizon is None else horizon)
         honaker = estimator == "honaker"
         if honaker:
-            lasts = fields.array(arrays, "lasts", np.float64, (m,)).copy()
+            lasts = fields.bounded(arrays, "lasts", np.float64, (m,), -_FLIMIT, _FLIMIT).copy()
         else:
             lasts = _int_array(fields, arrays, "lasts", (m,))
         # Every array is now known to match the size; the parameters are checked, so the
@@ -484,7 +483,9 @@ class BinaryMechanism(_Counter):
             if honaker:
                 tree = obj._tree
                 tree.open_[...] = _int_array(fields, arrays, "open", (levels, m))
-                tree.est[...] = fields.array(arrays, "est", np.float64, (levels, m))
+                tree.est[...] = fields.bounded(
+                    arrays, "est", np.float64, (levels, m), -_FLIMIT, _FLIMIT
+                )
                 tree.u = t
             else:
                 obj._tree = _load_tree(levels, t, m, fields, arrays, "")

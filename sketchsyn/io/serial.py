@@ -65,6 +65,7 @@ __all__ = [
     "BlobHeader",
     "MetaReader",
     "bad_contents",
+    "check_range",
     "check_version",
     "header_of",
     "pack",
@@ -455,6 +456,8 @@ class MetaReader:
         self._meta = meta
         self._label = label
         self._ints: dict[str, int] = {}  # integer fields read so far: what arrays are sized by
+        self._read: set[str] = set()  # fields asked for (read or matched) so far: see done()
+        self._arrays_read: set[str] = set()  # arrays asked for so far
 
     def _fail(self, name: str, what: str) -> SerializationError:
         value = self._meta.get(name)
@@ -466,6 +469,7 @@ class MetaReader:
         )
 
     def _get(self, name: str, default: Any) -> Any:
+        self._read.add(name)
         if name not in self._meta:
             if default is _MISSING:
                 raise SerializationError(f"{self._label} blob header lacks the field {name!r}")
@@ -510,6 +514,7 @@ class MetaReader:
     def nested(self, arrays: Mapping[str, np.ndarray], name: str, cls: Any, **kwargs: Any) -> Any:
         """The summary of class ``cls`` stored as the 1-D byte array ``name`` (``kwargs`` go to
         ``cls.from_bytes``); every refusal names the array."""
+        self._arrays_read.add(name)
         raw = arrays.get(name)
         if raw is None or raw.dtype != np.uint8 or raw.ndim != 1:
             raise SerializationError(f"{self._label} blob array {name!r} must be 1-D bytes")
@@ -520,6 +525,7 @@ class MetaReader:
         """The ``lineage`` field as a :class:`~sketchsyn.privacy.lineage.Lineage` (checked)."""
         from ..privacy.lineage import Lineage
 
+        self._read.add("lineage")
         return Lineage.from_meta(self._meta.get("lineage"), self._label)
 
     def names(self) -> set[str]:
@@ -548,10 +554,19 @@ class MetaReader:
         self._ints[name] = value
         return value
 
-    def optional_int(self, name: str, minimum: int | None = None) -> int | None:
-        if self._get(name, None) is None:
+    def optional_int(
+        self,
+        name: str,
+        minimum: int | None = None,
+        maximum: int | None = None,
+        *,
+        present: bool = False,
+    ) -> int | None:
+        """An int or ``None`` (null); ``present``: the field must be in the header even when
+        null (a field the writer always writes), else a missing field is ``None``."""
+        if self._get(name, _MISSING if present else None) is None:
             return None
-        return self.int(name, minimum=minimum)
+        return self.int(name, minimum=minimum, maximum=maximum)
 
     def float(
         self,
@@ -621,6 +636,7 @@ class MetaReader:
         shape: tuple[int, ...],
     ) -> np.ndarray:
         """The array ``name`` with exactly ``dtype`` and ``shape`` (else SerializationError)."""
+        self._arrays_read.add(name)
         arr = arrays.get(name)
         if arr is None:
             raise SerializationError(f"{self._label} blob lacks the array {name!r}")
@@ -634,6 +650,81 @@ class MetaReader:
         if arr.dtype.kind == "f" and arr.size and not np.isfinite(arr).all():
             raise SerializationError(f"{self._label} blob array {name!r} holds NaN or infinity")
         return arr
+
+    def bounded(
+        self,
+        arrays: Mapping[str, np.ndarray],
+        name: str,
+        dtype: Any,
+        shape: tuple[int, ...],
+        low: float,
+        high: float,
+    ) -> np.ndarray:
+        """:meth:`array`, whose values all lie in ``[low, high]`` (:func:`check_range`).
+
+        >>> r = MetaReader({}, "Demo")
+        >>> r.bounded({"x": np.array([-2**63], dtype=np.int64)}, "x", np.int64, (1,), -9, 9)
+        Traceback (most recent call last):
+        ...
+        sketchsyn.errors.SerializationError: Demo blob array 'x' holds -9223372036854775808, outside [-9, 9]
+        """  # noqa: E501
+        arr = self.array(arrays, name, dtype, shape)
+        check_range(arr, low, high, f"{self._label} blob array {name!r}")
+        return arr
+
+    def matches(self, params: Mapping[str, Any]) -> None:
+        """Each of ``params`` (the fields an object rebuilt from this header writes) is in the
+        header with exactly that value: a field the loader derives from others (or rebuilds)
+        cannot hold anything else.
+
+        >>> MetaReader({"k": 4, "release_k": 9}, "Demo").matches({"k": 4, "release_k": 4})
+        Traceback (most recent call last):
+        ...
+        sketchsyn.errors.SerializationError: Demo blob header field 'release_k' must be 4 (what the other fields give), got 9
+        """  # noqa: E501
+        for name, want in params.items():
+            got = self._get(name, _MISSING)
+            if got != want or isinstance(got, bool) != isinstance(want, bool):
+                raise self._fail(name, f"{want!r} (what the other fields give)")
+
+    def done(self, arrays: Mapping[str, np.ndarray]) -> None:
+        """Refuse a header field or an array that the loader never asked for: the blob holds
+        something its class does not write (call it last, after every field and array is read).
+
+        >>> r = MetaReader({"width": 4, "extra": 1}, "Demo")
+        >>> r.int("width")
+        4
+        >>> r.done({})
+        Traceback (most recent call last):
+        ...
+        sketchsyn.errors.SerializationError: Demo blob header holds the unknown field(s) ['extra']
+        """
+        unknown = sorted(set(self._meta) - self._read)
+        if unknown:
+            raise SerializationError(
+                f"{self._label} blob header holds the unknown field(s) {unknown}"
+            )
+        extra = sorted(set(arrays) - self._arrays_read)
+        if extra:
+            raise SerializationError(f"{self._label} blob holds the unknown array(s) {extra}")
+
+
+def check_range(arr: np.ndarray, low: float, high: float, what: str) -> None:
+    """Refuse (:class:`SerializationError` naming ``what``) an array with a value outside
+    ``[low, high]``. The extremes are compared, never negated: ``np.abs`` of the int64 minimum
+    is itself (negative), so a check on ``abs(x)`` lets ``-2**63`` through.
+
+    >>> check_range(np.array([3, -2**63], dtype=np.int64), -(2**52), 2**52, "array 'noise'")
+    Traceback (most recent call last):
+    ...
+    sketchsyn.errors.SerializationError: array 'noise' holds -9223372036854775808, outside [-4503599627370496, 4503599627370496]
+    """  # noqa: E501
+    if not arr.size:
+        return
+    lo, hi = arr.min().item(), arr.max().item()
+    for value in (lo, hi):
+        if not low <= value <= high:
+            raise SerializationError(f"{what} holds {value!r}, outside [{low!r}, {high!r}]")
 
 
 _MISSING: Any = object()

@@ -57,7 +57,7 @@ import numpy as np
 from ...errors import SerializationError
 from ...privacy import accounting
 from ...privacy.noise import discrete_laplace, discrete_laplace_variance
-from .noise import _by_level, _KaryTable, cell_bytes, hybrid_segments
+from .noise import NOISE_LIMIT, _by_level, _KaryTable, cell_bytes, hybrid_segments
 
 __all__ = ["hybrid_scales"]
 
@@ -213,7 +213,7 @@ class _HybridTable:
 
     def load(self, fields: Any, arrays: dict[str, np.ndarray], e: int) -> None:
         n = self.base.size
-        base = fields.array(arrays, "ybase", np.int64, (n,))
+        base = fields.bounded(arrays, "ybase", np.int64, (n,), -NOISE_LIMIT, NOISE_LIMIT)
         upto = fields.array(arrays, "yupto", np.uint8, (n,))
         seg = fields.array(arrays, "yseg", np.int64, (1,))
         now = self.locate(e)[0] if int(e) > 0 else -1
@@ -223,8 +223,6 @@ class _HybridTable:
                 f"ContinualPrivHP blob array 'yseg' names segment {s}, not one of -1 … {now} "
                 f"(epoch {e})"
             )
-        if base.size and int(np.abs(base).max()) >= 2**52:
-            raise SerializationError("ContinualPrivHP blob array 'ybase' holds values out of range")
         if upto.size and int(upto.max()) > max(s, 0):
             raise SerializationError(
                 f"ContinualPrivHP blob array 'yupto' counts closed segments past segment {s}"

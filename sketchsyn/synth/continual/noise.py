@@ -58,6 +58,10 @@ __all__ = [
     "memory_bytes",
 ]
 
+# The largest magnitude a loaded noise value may have (a sum of a few integer Laplace draws is
+# far below it; float64 holds every integer up to it exactly).
+NOISE_LIMIT = 2**52 - 1
+_HONAKER_LIMIT = 2**60 - 1  # Honaker's partial sums and estimates (noise plus data)
 _ROW_ARITY = 5  # per-row steps: k = 5 has the lowest variance at today's memory (docs)
 # The hybrid per row: k = 9 is the knee of its mean variance over log-spaced steps (docs)
 _HYBRID_ROW_ARITY = 9
@@ -129,11 +133,9 @@ class _BinaryTable:
 
     def load(self, fields: Any, arrays: dict[str, np.ndarray], e: int) -> None:
         n, h = self.noise_.shape
-        noise = fields.array(arrays, "noise", np.int64, (n, h))
+        noise = fields.bounded(arrays, "noise", np.int64, (n, h), -NOISE_LIMIT, NOISE_LIMIT)
         drawn = fields.array(arrays, "drawn", np.bool_, (n, h))
         block = fields.array(arrays, "block", np.int64, (h,))
-        if noise.size and int(np.abs(noise).max()) >= 2**52:
-            raise SerializationError("ContinualPrivHP blob array 'noise' holds values out of range")
         if drawn.size and int(drawn.view(np.uint8).max()) > 1:
             raise SerializationError("ContinualPrivHP blob array 'drawn' holds non-boolean bytes")
         limits = np.array([e >> i for i in range(h)], dtype=np.int64)
@@ -257,13 +259,9 @@ class _KaryTable:
 
     def load(self, fields: Any, arrays: dict[str, np.ndarray], e: int) -> None:
         n, h, m = self.noise_.shape
-        noise = fields.array(arrays, "knoise", np.int64, (n, h, m))
+        noise = fields.bounded(arrays, "knoise", np.int64, (n, h, m), -NOISE_LIMIT, NOISE_LIMIT)
         count = fields.array(arrays, "kcount", np.uint8, (n, h))
         phase = fields.array(arrays, "kphase", np.int64, (h,))
-        if noise.size and int(np.abs(noise).max()) >= 2**52:
-            raise SerializationError(
-                "ContinualPrivHP blob array 'knoise' holds values out of range"
-            )
         if count.size and int(count.max()) > m:
             raise SerializationError(f"ContinualPrivHP blob array 'kcount' holds counts above {m}")
         limits = np.array([2 * (e + self.k ** (j + 1)) for j in range(h)], dtype=np.int64)
@@ -343,12 +341,9 @@ class _HonakerBank:
 
     def load(self, fields: Any, arrays: dict[str, np.ndarray], e: int) -> None:
         n = int(self.offsets[-1])
-        est = fields.array(arrays, "hest", np.float64, (self.h, n))
-        opened = fields.array(arrays, "hopen", np.int64, (self.h, n))
-        if est.size and float(np.abs(est).max()) >= 2.0**60:
-            raise SerializationError("ContinualPrivHP blob array 'hest' holds values out of range")
-        if opened.size and int(np.abs(opened).max()) >= 2**60:
-            raise SerializationError("ContinualPrivHP blob array 'hopen' holds values out of range")
+        lim = _HONAKER_LIMIT
+        est = fields.bounded(arrays, "hest", np.float64, (self.h, n), -lim, lim)
+        opened = fields.bounded(arrays, "hopen", np.int64, (self.h, n), -lim, lim)
         for level, engine in enumerate(self.engines):
             lo, hi = self.offsets[level], self.offsets[level + 1]
             engine.est[...] = est[:, lo:hi]

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import IncompatibleError, ParameterError, SerializationError
-from ...io.serial import MetaReader
+from ...io.serial import MetaReader, check_range
 from ..offline.histogram import check_same_params
 
 __all__: list[str] = []
@@ -41,9 +41,9 @@ def load_state(cls: Any, fields: MetaReader, arrays: dict[str, np.ndarray], vers
     counter, arity, releases, every = "binary", None, None, None
     if version >= 2:
         counter = fields.str("counter", _COUNTERS)
-        arity = fields.optional_int("arity", minimum=3)
-        releases = fields.optional_int("releases", minimum=1)
-        every = fields.optional_int("release_every", minimum=1)
+        arity = fields.optional_int("arity", minimum=3, present=True)
+        releases = fields.optional_int("releases", minimum=1, present=True)
+        every = fields.optional_int("release_every", minimum=1, present=True)
     try:
         obj = cls(
             domain,
@@ -63,8 +63,14 @@ def load_state(cls: Any, fields: MetaReader, arrays: dict[str, np.ndarray], vers
         )
     except ParameterError as exc:
         raise SerializationError(f"{_KIND} blob header fields are inconsistent: {exc}") from None
+    # Every other field is derived (counter_depth, release_k, the default arity): it must be
+    # what the object rebuilt from the fields above writes (version 1: no counter fields).
+    params = obj._params()
+    if version < 2:
+        for name in ("counter", "arity", "releases", "release_every"):
+            params.pop(name)
+    fields.matches(params)
     L, n_cells = obj.L_k, int(obj._offsets[-1])
-    expected = {"tree", "bank", *obj._table.arrays()} | ({"closed"} if obj._scheduled else set())
     try:
         tree_a = fields.array(arrays, "tree", np.int64, (obj._n_tree,))
         bank_a = fields.array(arrays, "bank", np.int64, (depth - L, sketch_depth, width))
@@ -75,14 +81,12 @@ def load_state(cls: Any, fields: MetaReader, arrays: dict[str, np.ndarray], vers
             f"{exc} (header fields k={k}, width={width}, sketch_depth={sketch_depth}, "
             f"depth={depth}, horizon={horizon})"
         ) from None
-    if set(arrays) != expected:
-        raise SerializationError(f"{_KIND} blob holds unexpected arrays {sorted(arrays)}")
+    fields.done(arrays)
     n_seen = _check_counts(tree_a, bank_a, L, t, sketch, "tree", "bank")
     if closed is not None:
-        n_tree = obj._n_tree
-        shape = bank_a.shape
+        n_tree, shape, end = obj._n_tree, bank_a.shape, obj._end(obj._epoch_of(t))
         _check_counts(
-            closed[:n_tree], closed[n_tree:].reshape(shape), L, t, sketch, "closed", "closed"
+            closed[:n_tree], closed[n_tree:].reshape(shape), L, end, sketch, "closed", "closed"
         )
     ex = obj._exact
     ex._tree[...] = tree_a
@@ -100,26 +104,34 @@ def load_state(cls: Any, fields: MetaReader, arrays: dict[str, np.ndarray], vers
 def _check_counts(
     tree_a: np.ndarray, bank_a: np.ndarray, L: int, t: int, sketch: str, tname: str, bname: str
 ) -> int:
-    """The net count of a hierarchy of exact counts of at most ``t`` events (else
-    SerializationError naming the array)."""
+    """The net count of a hierarchy of exact counts of at most ``t`` events, insertions and
+    deletions (else SerializationError naming the array). Each event moves one cell of every
+    counter level and one bucket of every sketch row by ±1 (deletions are all applied, so
+    counts may be negative): every level and row moves at most ``t`` in all (``Σ|c| ≤ t``),
+    the counter levels sum to the root, and so do the Count-Min rows.
+
+    >>> _check_counts(np.array([1, 2, -1]), np.zeros((0, 1, 4), np.int64), 1, 3, "count-min",
+    ...               "tree", "bank")
+    1
+    """
+    where = f"{_KIND} blob array {tname!r}"
+    check_range(tree_a, -t, t, where)  # no |x| below may wrap: every value is within ±t
+    check_range(bank_a, -t, t, f"{_KIND} blob array {bname!r}")
     n_seen = int(tree_a[0])
-    levels_ok = all(
-        int(tree_a[2**level - 1 : 2 ** (level + 1) - 1].sum()) == n_seen for level in range(L + 1)
-    )
-    if not (0 <= n_seen <= t) or (tree_a < 0).any() or not levels_ok:
-        raise SerializationError(
-            f"{_KIND} blob array {tname!r} is not a hierarchy of exact counts of at most t={t} rows"
-        )
-    if (
-        sketch == "count-min"
-        and bank_a.size
-        and ((bank_a < 0).any() or (bank_a.sum(axis=2) != n_seen).any())
-    ):
-        raise SerializationError(
-            f"{_KIND} blob array {bname!r} is not a Count-Min bank of {n_seen} rows"
-        )
-    if sketch == "count-sketch" and bank_a.size and (np.abs(bank_a) > t).any():
-        raise SerializationError(f"{_KIND} blob array {bname!r} has counts above t={t}")
+    for level in range(L + 1):
+        cells = tree_a[2**level - 1 : 2 ** (level + 1) - 1]
+        if float(np.abs(cells).sum(dtype=np.float64)) > t or int(cells.sum()) != n_seen:
+            raise SerializationError(
+                f"{where} is not a hierarchy of exact counts of at most t={t} events (level "
+                f"{level})"
+            )
+    if bank_a.size:
+        moved = np.abs(bank_a).sum(axis=2, dtype=np.float64)
+        if (moved > t).any() or (sketch == "count-min" and (bank_a.sum(axis=2) != n_seen).any()):
+            raise SerializationError(
+                f"{_KIND} blob array {bname!r} is not a {sketch} bank of at most t={t} events "
+                f"netting {n_seen} rows"
+            )
     return n_seen
 
 

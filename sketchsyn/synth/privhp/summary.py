@@ -657,6 +657,12 @@ class PrivHP(LevelBank, Sizing, Summary):
         summary (exact counts: a curator's state)."""
         return "trusted" if self._raw else "private"
 
+    def _copy_options(self) -> dict[str, Any]:
+        """A copy in this process (deepcopy, pickle, snapshot, Dask transport) of a raw summary
+        keeps the exact diagnostics: its state holds exact counts already. A private summary's
+        copies leave them out (they are not private)."""
+        return {"include_diagnostics": True} if self._raw else {}
+
     def _saved_privacy(self, include_diagnostics: bool = False) -> str:
         """``to_bytes(include_diagnostics=True)`` adds exact counts: a trusted checkpoint."""
         return "trusted" if self._raw or bool(include_diagnostics) else "private"
