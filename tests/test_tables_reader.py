@@ -233,3 +233,39 @@ def test_table_metrics_definitions():
         codes(
             {"c": ["q"]}, {"columns": [{"name": "c", "kind": "categorical", "categories": ["a"]}]}
         )
+
+
+def test_the_library_metrics_are_the_benchmarks_definitions():
+    """``benchmarks/table_metrics.py`` (bench_tables.py's scores) and
+    ``sketchsyn.evaluate.tables`` give the same scores on the kinds both bin."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "table_metrics.py"
+    spec = importlib.util.spec_from_file_location("bench_table_metrics", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    schema = {
+        "columns": [
+            {"name": "c", "kind": "categorical", "categories": ["a", "b", "c"], "policy": "other"},
+            {"name": "m", "kind": "integer", "low": 1, "high": 12},
+            {"name": "h", "kind": "integer", "low": 0, "high": 23},
+            {"name": "x", "kind": "numeric", "low": -60.0, "high": 600.0},
+            {"name": "ok", "kind": "boolean"},
+        ]
+    }
+    rng = np.random.default_rng(5)
+
+    def frame(n: int) -> dict:
+        return {
+            "c": rng.choice(["a", "b", "c", "zz"], n),
+            "m": rng.integers(1, 13, n),
+            "h": rng.integers(-2, 26, n),
+            "x": rng.normal(20, 80, n),
+            "ok": rng.random(n) < 0.7,
+        }
+
+    real, fake = frame(3000), frame(2000)
+    ours, theirs = table_scores(real, fake, schema), bench.table_scores(real, fake, schema)
+    assert ours == theirs
+    assert codes(real, schema)[1] == bench.codes(real, schema)[1]
