@@ -28,6 +28,12 @@ timing. On a shared machine wall times are noisy (the CPU ratio is the steadier 
     python benchmarks/bench_cli.py                                  # 10**7 rows
     python benchmarks/bench_cli.py --rows 1e8 --data /tmp/rides8 --repeat 2 --fit-batch-sizes ""
     python benchmarks/bench_cli.py --rows 1e6                       # a quick run
+    python benchmarks/bench_cli.py --small                          # 1,000 rows beside polars
+
+``--small`` times only a 1,000-row file (CSV and Parquet): ``sketchsyn fit`` and
+``polars.read_csv`` / ``polars.read_parquet`` on it, each in a fresh process, interleaved
+``--repeat`` times (default 9 in this mode), and prints the median and the best CPU seconds of
+each and fit's ratio to polars: at this size the whole cost is start-up and imports.
 """
 
 from __future__ import annotations
@@ -102,9 +108,22 @@ def _lines(cols: list[np.ndarray], decimals: tuple[int, ...]) -> bytes:
     return memoryview(lines.buffers()[2])[offsets[0] : offsets[len(lines)]].tobytes()
 
 
+def child_env() -> dict[str, str]:
+    """The children's environment: this checkout first on the path, and Python's bytecode cache
+    on (an installed package has its ``.pyc`` files; ``PYTHONDONTWRITEBYTECODE=1`` would make
+    every run compile sketchsyn's sources again, a cost no user pays), unless ``--compile``."""
+    env = child_env()
+    if not COMPILE_EACH_RUN:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+COMPILE_EACH_RUN = False
+
+
 def timed(cmd: list[str]) -> tuple[float, float, float]:
     """(wall seconds, CPU seconds, peak RSS in MB) of a child process; raises if it fails."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = child_env()
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -336,7 +355,7 @@ def update_alone(parquet_path: Path, rows: int, memory: str) -> tuple[float, flo
     (lo0, lo1), (hi0, hi1) = zip(*(b.split(":") for b in BOUNDS.split(",")), strict=True)
     cmd = [sys.executable, "-c", UPDATE_ALONE, str(parquet_path), str(rows), memory]
     out = subprocess.run([*cmd, lo0, hi0, lo1, hi1], check=True, capture_output=True, text=True,
-                         env=dict(os.environ, PYTHONPATH=str(ROOT)))  # fmt: skip
+                         env=child_env())  # fmt: skip
     wall, cpu = (float(v) for v in out.stdout.split())
     return wall, cpu
 
@@ -377,7 +396,7 @@ def overlap(csv_path: Path, rows: int, memory: str, repeat: int) -> None:
     """Reading the CSV and PrivHP's updates in one process, with the reader thread parsing the
     next block while PrivHP counts the last one, and without it (``threads=False``)."""
     (lo0, lo1), (hi0, hi1) = zip(*(b.split(":") for b in BOUNDS.split(",")), strict=True)
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = child_env()
     got: dict[str, list[tuple[float, float]]] = {"1": [], "0": []}
     for _ in range(repeat):
         for threads in ("1", "0"):
@@ -398,11 +417,58 @@ def overlap(csv_path: Path, rows: int, memory: str, repeat: int) -> None:
     print(f"  wall without the thread / with it: {speedup:.2f} (1: no overlap; at most 2 cores)")
 
 
+def small(repeat: int) -> None:
+    """``fit`` and polars on a 1,000-row file, interleaved, ``repeat`` times each."""
+    import statistics
+
+    with tempfile.TemporaryDirectory(prefix="bench_cli_small_") as tmp:
+        csv_path, parquet_path = Path(tmp) / "rides.csv", Path(tmp) / "rides.parquet"
+        cmd = [sys.executable, __file__, "--rows", "1000", "--make-data", tmp]
+        subprocess.run(cmd, check=True)
+        print(f"load average at the start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+        cache = "off (--compile)" if COMPILE_EACH_RUN else "on"
+        print(f"1,000 rows; {repeat} interleaved runs of each, in fresh processes")
+        print(f"Python's bytecode cache: {cache}")
+        print(f"{'':30}{'CPU s (median)':>15}{'CPU s (best)':>14}{'wall s (median)':>17}")
+        for kind, path in (("csv", csv_path), ("parquet", parquet_path)):
+            polars = whole_readers(path, kind, True).get(f"polars.read_{kind}")
+            if polars is None:
+                print("polars is not installed: nothing to compare with")
+                return
+            fit = ours(path, 1000, "256KB", Path(tmp) / "m.model", [])["sketchsyn fit"]
+            timed(fit)  # once first: Python's bytecode cache written, as an install has it
+            runs: dict[str, list[tuple[float, float, float]]] = {"polars": [], "fit": []}
+            for _ in range(repeat):
+                runs["polars"].append(timed(polars))
+                runs["fit"].append(timed(fit))
+            cpu = {k: [r[1] for r in v] for k, v in runs.items()}
+            for name, label in (("polars", f"polars.read_{kind}"), ("fit", "sketchsyn fit")):
+                wall = statistics.median(r[0] for r in runs[name])
+                print(
+                    f"  {label:28}{statistics.median(cpu[name]):>15.3f}{min(cpu[name]):>14.3f}"
+                    f"{wall:>17.3f}"
+                )
+            ratio = statistics.median(cpu["fit"]) / statistics.median(cpu["polars"])
+            best = min(cpu["fit"]) / min(cpu["polars"])
+            print(f"  fit / polars ({kind}): CPU {ratio:.2f}x (medians), {best:.2f}x (best runs)")
+        print(f"load average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=float, default=1e7, help="rows (default 1e7)")
     parser.add_argument("--memory", default="256KB", help="sketchsyn fit --memory")
-    parser.add_argument("--repeat", type=int, default=1, help="paired rounds (medians printed)")
+    parser.add_argument(
+        "--repeat", type=int, help="paired rounds, medians printed (default 1; 9 with --small)"
+    )
+    parser.add_argument(
+        "--small", action="store_true", help="only fit and polars on a 1,000-row file"
+    )
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="keep PYTHONDONTWRITEBYTECODE from the environment (sources compiled at every run)",
+    )
     parser.add_argument(
         "--data", metavar="DIR", help="keep the generated files in DIR and reuse them"
     )
@@ -425,7 +491,13 @@ def main() -> None:
     )
     parser.add_argument("--make-data", metavar="DIR", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global COMPILE_EACH_RUN
+    COMPILE_EACH_RUN = args.compile
     rows = int(args.rows)
+    if args.small:
+        small(args.repeat or 9)
+        return
+    args.repeat = args.repeat or 1
     if args.make_data:
         make_data(Path(args.make_data) / "rides.csv", Path(args.make_data) / "rides.parquet", rows)
         make_heads(Path(args.make_data) / "rides.csv", Path(args.make_data) / "rides.parquet")

@@ -1,5 +1,6 @@
 """Shared pieces of the command line: the usage error, argument parsing (columns, bounds,
-sizes), atomic files, loading what ``sketchsyn fit`` wrote, and the evaluation reservoir.
+sizes), output paths checked before any work, atomic files, loading what ``sketchsyn fit``
+wrote (a damaged file named as such), and the evaluation reservoir.
 
 >>> _parse_bounds("0:1,-5:5", ["x", "y"])
 ([0.0, -5.0], [1.0, 5.0])
@@ -10,15 +11,17 @@ sizes), atomic files, loading what ``sketchsyn fit`` wrote, and the evaluation r
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import re
 import sys
-from collections.abc import Collection
+import tempfile
+from collections.abc import Collection, Iterator
 from typing import Any
 
 import numpy as np
 
 from ..errors import InputError
-from ..synth.privhp.summary import PrivHP
 
 
 class UsageError(Exception):
@@ -138,6 +141,29 @@ def _parse_bytes(text: str) -> int:
     return int(value * _UNITS[unit])
 
 
+@contextlib.contextmanager
+def _output(path: str, binary: bool = False) -> Iterator[Any]:
+    """A file object for ``path`` (``-``: stdout) that replaces ``path`` atomically when the
+    block ends without an error (a temporary file in the same directory, fsync'ed, renamed);
+    on an error the temporary file is removed and ``path`` is left as it was."""
+    if path == "-":
+        yield sys.stdout.buffer if binary else sys.stdout
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".sketchsyn-", suffix=".tmp", dir=directory)
+    out = os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"newline": ""}))
+    try:
+        yield out
+        out.flush()
+        os.fsync(out.fileno())
+        out.close()
+        os.replace(tmp, path)
+    except BaseException:
+        out.close()
+        os.unlink(tmp)
+        raise
+
+
 def _write_atomic(path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` so that a crash leaves the old or the new file, never a torn one
     (:func:`sketchsyn.io.checkpoint.save`'s atomic write; the temporary file is
@@ -159,12 +185,55 @@ def _blob_kind(blob: bytes) -> str | None:
         return None
 
 
+def _check_output(path: str | None, flag: str) -> None:
+    """Refuse an output path that cannot be written, before any input is read: its directory
+    must exist and be writable, and the path must not be a directory (``-`` is stdout).
+
+    >>> _check_output("/no/such/dir/x.model", "-o")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sketchsyn.cli.common.UsageError: -o '/no/such/dir/x.model': the directory ... does not exist
+    """
+    if path is None or path == "-":
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise _fail(f"{flag} {path!r}: the directory {directory!r} does not exist")
+    if os.path.isdir(path):
+        raise _fail(f"{flag} {path!r} is a directory; give a file name")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise _fail(f"{flag} {path!r}: the directory {directory!r} is not writable")
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        raise _fail(f"{flag} {path!r} exists and is not writable")
+
+
+def _looks_like_ours(blob: bytes) -> bool:
+    """A sketchsyn container by its first bytes: the magic, or the magic with one byte changed
+    (a flipped bit there is damage, not another kind of file)."""
+    from ..io.serial import MAGIC
+
+    head = blob[: len(MAGIC)]
+    if len(blob) <= len(MAGIC):
+        return head == MAGIC[: len(head)] and len(head) > 0
+    return sum(a != b for a, b in zip(head, MAGIC, strict=True)) <= 1
+
+
+def _damaged(what: str, path: str, why: str) -> UsageError:
+    return _fail(
+        f"{what} {path!r} is damaged: {why}. It was written by sketchsyn and has changed "
+        "since; write it again with sketchsyn fit, or restore a copy"
+    )
+
+
 def _load(path: str, what: str) -> Any:
-    """A release or a state from a file written by ``sketchsyn fit``."""
+    """A release or a state from a file written by ``sketchsyn fit``; a damaged one (a
+    truncated file, a flipped bit) is named as damaged, with the file."""
+    from ..errors import SerializationError
     from ..synth.distribution import PrivateDistribution
     from ..synth.marginal.model import MarginalDistribution
     from ..synth.marginal.synthesizer import MarginalSynthesizer
     from ..synth.offline.pmm import PMM
+    from ..synth.privhp.summary import PrivHP
 
     try:
         with open(path, "rb") as fh:
@@ -179,12 +248,43 @@ def _load(path: str, what: str) -> Any:
         "MarginalSynthesizer": MarginalSynthesizer,
     }
     kind = _blob_kind(blob)
+    if kind is None and _looks_like_ours(blob):
+        from ..io.serial import MAGIC, header_of
+
+        if blob[: len(MAGIC)] != MAGIC:
+            raise _damaged(what, path, f"its first bytes are not sketchsyn's mark {MAGIC!r}")
+        try:
+            header_of(blob)
+        except SerializationError as exc:
+            raise _not_read(what, path, exc) from None
+        raise _damaged(what, path, "its header cannot be read")
     if kind == "ResumableRun":  # a state saved with the input position it consumed
         blob = _unpack_run(blob, path)[0]
         kind = _blob_kind(blob)
     if kind not in kinds:
+        if kind is not None:  # a sketchsyn container of another kind, or a damaged one
+            from ..io.serial import read
+
+            try:
+                read(blob, kind)
+            except SerializationError as exc:
+                raise _not_read(what, path, exc) from None
+            raise _fail(
+                f"{what} {path!r} is not a file written by sketchsyn fit (it holds a {kind})"
+            )
         raise _fail(f"{what} {path!r} is not a file written by sketchsyn fit")
-    return kinds[kind].from_bytes(blob)
+    try:
+        return kinds[kind].from_bytes(blob)
+    except SerializationError as exc:
+        raise _not_read(what, path, exc) from None
+
+
+def _not_read(what: str, path: str, exc: Exception) -> UsageError:
+    """A file of ours that does not read: written by a newer sketchsyn, or damaged."""
+    text = str(exc).rstrip(".")
+    if "Upgrade sketchsyn" in text:
+        return _fail(f"{what} {path!r}: {text}")
+    return _damaged(what, path, text)
 
 
 def _unpack_run(blob: bytes, path: str) -> tuple[bytes, dict[str, Any]]:
@@ -194,7 +294,7 @@ def _unpack_run(blob: bytes, path: str) -> tuple[bytes, dict[str, Any]]:
     try:
         return unpack_run(blob)
     except SerializationError as exc:
-        raise _fail(f"{path!r} is not a readable resumable state: {exc}") from None
+        raise _not_read("the resumable state", path, exc) from None
 
 
 def _load_run(path: str) -> dict[str, Any] | None:

@@ -1,5 +1,6 @@
 """``sketchsyn evaluate`` (W1 between DATA and SYNTHETIC beside the data-vs-data floor) and
-``sketchsyn plot`` (real vs synthetic points and the released cells).
+``sketchsyn plot`` (real vs synthetic points and the released cells); tables go to
+:mod:`sketchsyn.cli.compare_tables`.
 
 >>> _ot_or_tree() in ("ot", "tree")
 True
@@ -14,7 +15,15 @@ from typing import Any
 import numpy as np
 
 from ..domains import Box
-from .common import _fail, _load_release, _parse_bounds, _parse_columns, _Reservoir, _say
+from .common import (
+    _check_output,
+    _fail,
+    _load_release,
+    _parse_bounds,
+    _parse_columns,
+    _Reservoir,
+    _say,
+)
 from .release import _is_ipv4
 
 
@@ -63,6 +72,11 @@ def _csv_header(path: str) -> list[str] | None:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from ..evaluate.metrics import OT_LIMIT, wasserstein1
+
+    if args.schema:
+        from .compare_tables import _evaluate_table
+
+        return _evaluate_table(args)
 
     ipv4 = _data_format(args, args.data) == "accesslog"
     if args.max_points is None:
@@ -126,10 +140,15 @@ def _plot_cmd(args: argparse.Namespace) -> int:
         import matplotlib.pyplot as plt
     except ImportError:
         raise _fail("plot needs matplotlib: pip install 'sketchsyn[plot]'") from None
+    _check_output(args.output, "-o")
     release = _load_release(args.model)
     domain = release.domain
     if _is_ipv4(domain):
         return _plot_ipv4(args, release, plt)
+    if type(domain).__name__ == "Schema":
+        from .compare_tables import _plot_table
+
+        return _plot_table(args, release, plt)
     if type(domain).__name__ != "Box":
         raise _fail(f"plot draws numeric (Box) and IPv4 releases; this one's domain is {domain!r}")
     columns = list(domain.columns) if domain.columns else _parse_columns(args.columns)

@@ -1,8 +1,9 @@
-"""``sketchsyn fit``: stream a file through PrivHP (or PMM) in bounded memory, write the release
-and/or a resumable state.
+"""``sketchsyn fit``: stream a file through PrivHP (or PMM, or the marginal synthesizer) in
+bounded memory, write the release and/or a resumable state. Numeric columns come from
+``--columns/--bounds``; a table's typed columns from ``--schema`` (:mod:`sketchsyn.cli.tables`).
 
 >>> import argparse
->>> args = argparse.Namespace(bounds="0:1,0:2", columns="x,y", out_of_bounds="clip")
+>>> args = argparse.Namespace(bounds="0:1,0:2", columns="x,y", out_of_bounds="clip", schema=None)
 >>> _build_domain(args, "csv")[0]
 Box(lower=[0.0, 0.0], upper=[1.0, 2.0], out_of_bounds='clip', columns=['x', 'y'])
 """
@@ -20,6 +21,7 @@ import numpy as np
 from ..domains import Box
 from ..synth.privhp.summary import PrivHP
 from .common import (
+    _check_output,
     _fail,
     _is_released,
     _load,
@@ -35,6 +37,18 @@ from .common import (
 def _build_domain(args: argparse.Namespace, fmt: str) -> tuple[Any, list[str]]:
     from ..domains import BitDomain
 
+    if args.schema:
+        from .tables import _load_schema, _refuse_numeric_flags
+
+        _refuse_numeric_flags(args)
+        schema = _load_schema(args, fmt)
+        return schema, list(schema.names)
+    given = [f"--{f}" for f in ("since", "until", "paths") if getattr(args, f, None)]
+    if given or getattr(args, "bytes_cap", None) is not None:
+        raise _fail(
+            f"{', '.join(given or ['--bytes-cap'])} build the default access-log schema: add "
+            "--schema default (with --format accesslog)"
+        )
     if fmt == "accesslog":
         if args.bounds:
             raise _fail("--bounds is not used with --format accesslog (the IPv4 space is public)")
@@ -43,7 +57,8 @@ def _build_domain(args: argparse.Namespace, fmt: str) -> tuple[Any, list[str]]:
     if columns is None:
         raise _fail("--columns is required: the comma-separated numeric columns to read")
     lower, upper = _parse_bounds(args.bounds, columns)
-    return Box(lower, upper, out_of_bounds=args.out_of_bounds, columns=columns), columns
+    policy = args.out_of_bounds or "raise"
+    return Box(lower, upper, out_of_bounds=policy, columns=columns), columns
 
 
 def _privhp_plan(args: argparse.Namespace, domain: Any) -> tuple[PrivHP, str]:
@@ -82,6 +97,8 @@ def _privhp_plan(args: argparse.Namespace, domain: Any) -> tuple[PrivHP, str]:
                 said |= "more than helps" in warning
                 _note(args, warning.replace("memory_bytes = ", f"--memory {args.memory} = "))
         php = planner(domain, args.epsilon, budget, n, **kwargs)
+        if plan is not None:
+            _coarse_note(args, plan, domain, budget, n)
         if not said and php.nbytes < budget // 2:
             _note(
                 args,
@@ -122,6 +139,42 @@ def _privhp_plan(args: argparse.Namespace, domain: Any) -> tuple[PrivHP, str]:
         f"plain memory rule: depth from expected_n={n:,}, k={k}, sketch_depth={j}, largest "
         f"power-of-two width within {budget:,} bytes"
     )
+
+
+def _coarse_note(args: argparse.Namespace, plan: Any, domain: Any, budget: int, n: int) -> None:
+    """A warning when ``--memory`` holds a shallower tree than epsilon*n supports, with the
+    depth it holds and the budget that would hold the planner's target depth."""
+    p = plan(domain, args.epsilon, budget, n)
+    if p.depth >= p.target_depth:
+        return
+    lo, hi = budget, 1 << 40
+    if plan(domain, args.epsilon, hi, n).depth < p.target_depth:
+        return
+    while hi - lo > max(lo // 100, 1):  # the smallest budget reaching the target, within 1%
+        mid = (lo + hi) // 2
+        lo, hi = (
+            (mid, hi) if plan(domain, args.epsilon, mid, n).depth < p.target_depth else (lo, mid)
+        )
+    _note(
+        args,
+        f"warning: --memory {args.memory} ({budget:,} bytes) holds a tree of depth {p.depth} "
+        f"only ({p.nbytes:,} bytes of state), where epsilon*n = {args.epsilon:g} x {n:,} "
+        f"supports depth {p.target_depth}: the release will be coarse (cells of 2^-"
+        f"{p.depth // domain.d} of each column's range or wider). About {hi:,} bytes "
+        f"(--memory {_size_text(hi)}) reach depth {p.target_depth}.",
+    )
+
+
+def _size_text(n: int) -> str:
+    """A byte count as a --memory value, rounded up: ``"12KB"``, ``"3MB"``.
+
+    >>> _size_text(11_500), _size_text(2_000_001)
+    ('12KB', '3MB')
+    """
+    for unit, size in (("GB", 10**9), ("MB", 10**6), ("KB", 10**3)):
+        if n >= size:
+            return f"{-(-n // size)}{unit}"
+    return f"{n}B"
 
 
 def _note(args: argparse.Namespace, text: str) -> None:
@@ -213,6 +266,11 @@ def _resume(args: argparse.Namespace) -> Any:
             ("--memory", args.memory),
             ("--mechanism", args.mechanism),
             ("--epsilon", args.epsilon),
+            ("--schema", args.schema),
+            ("--since", args.since),
+            ("--until", args.until),
+            ("--paths", args.paths),
+            ("--bytes-cap", args.bytes_cap),
         )
         if value is not None
     ]
@@ -260,12 +318,45 @@ def _input_format(args: argparse.Namespace) -> str:
     return format_of(args.data) or columnar_format(args.data) or "csv"
 
 
+def _open(data: str, domain: Any, columns: list[str] | None, fmt: str, **kwargs: Any) -> Any:
+    """The reader of DATA: typed Arrow tables for a schema, numeric batches otherwise."""
+    if type(domain).__name__ == "Schema":
+        from ..io.tables_reader import open_table_reader
+
+        return open_table_reader(data, domain, fmt=fmt, **kwargs)
+    from ..io.readers import open_reader
+
+    return open_reader(data, None if fmt == "accesslog" else columns, fmt=fmt, **kwargs)
+
+
+_SMALL_FILE = 1 << 18  # bytes: below, a plain CSV is parsed by numpy (it is read in one block)
+
+
+def _small_plain_file(path: str) -> bool:
+    """An uncompressed file of less than 256 KiB (not stdin): numpy parses it sooner than
+    pyarrow can be imported, and the rows are the same."""
+    from ..io.compress import compression_of
+
+    if path == "-":
+        return False
+    try:
+        if os.path.getsize(path) >= _SMALL_FILE:
+            return False
+        with open(path, "rb") as fh:
+            return compression_of(fh.read(4)) is None
+    except OSError:
+        return False
+
+
 def _start(
-    args: argparse.Namespace, fmt: str, run: dict[str, Any] | None, columns: list[str] | None
+    args: argparse.Namespace,
+    fmt: str,
+    run: dict[str, Any] | None,
+    domain: Any,
+    columns: list[str] | None,
 ) -> tuple[dict[str, Any], str | None]:
     """Reader keywords that start where a resumed run stopped, and a line saying so."""
     from ..io.batchreader import Position, starts_with
-    from ..io.readers import open_reader
 
     skip = args.skip_rows
     if skip is not None and skip < 0:
@@ -290,7 +381,7 @@ def _start(
         )
     position = Position(run["rows"], run["offset"], run["digest"])
     if fmt in ("parquet", "arrow"):
-        probe = open_reader(args.data, columns, fmt=fmt)
+        probe = _open(args.data, domain, columns, fmt)
         same = probe.fingerprint == position.digest
         probe.close()
     else:
@@ -357,8 +448,8 @@ def _signal_warning(summary: Any, n: int) -> str | None:
 
 
 def _fit(args: argparse.Namespace) -> int:
+    from ..errors import InputError
     from ..io.progress import progress
-    from ..io.readers import open_reader
 
     run = None
     if args.resume:
@@ -371,6 +462,8 @@ def _fit(args: argparse.Namespace) -> int:
         args.state = args.resume
     if not args.output and not args.state:
         raise _fail("give -o MODEL (the release) and/or --state FILE (a resumable state)")
+    _check_output(args.output, "-o")  # before any input is read
+    _check_output(args.state, "--state")
     fmt = _input_format(args)
     if args.delimiter is not None and fmt != "csv":
         raise _fail(f"--delimiter is for CSV input, not {fmt}")
@@ -400,15 +493,18 @@ def _fit(args: argparse.Namespace) -> int:
     say = _say(args)
     say(f"sketchsyn fit: {type(summary).__name__}, {summary.nbytes:,} bytes of state ({how})")
     for note in getattr(args, "plan_notes", None) or []:
-        say(f"  note: {note}")
-    start, start_note = _start(args, fmt, run, None if fmt == "accesslog" else columns)
+        say(f"  {note}" if note.startswith("warning:") else f"  note: {note}")
+    start, start_note = _start(args, fmt, run, domain, columns)
     kwargs: dict[str, Any] = {"batch_size": args.batch_size, "on_bad": args.on_bad, **start}
     if delimiter is not None:
         kwargs["delimiter"] = delimiter
-    reader = open_reader(args.data, None if fmt == "accesslog" else columns, fmt=fmt, **kwargs)
+    if fmt == "csv" and type(domain).__name__ != "Schema" and _small_plain_file(args.data):
+        kwargs["engine"] = "numpy"  # numpy's parser: a small file does not pay pyarrow's import
+    reader = _open(args.data, domain, columns, fmt, **kwargs)
     if start_note:
         say(f"  {start_note}")
-    check = fmt != "accesslog" and domain.out_of_bounds == "raise"
+    check = isinstance(domain, Box) and domain.out_of_bounds == "raise"
+    table = type(domain).__name__ == "Schema"
     every = args.checkpoint_every
     since = 0
     t0 = time.perf_counter()
@@ -416,7 +512,14 @@ def _fit(args: argparse.Namespace) -> int:
     for batch in bar:
         if check:
             _check_inside(batch, domain, reader, columns)
-        summary.update_many(batch)
+        try:
+            summary.update_many(batch)
+        except InputError as exc:
+            if not table:
+                raise
+            from .tables import _named_row
+
+            raise _named_row(exc, reader) from None
         since += batch.shape[0]
         if args.state and every and since >= every and reader.position is not None:
             _save_run(args.state, summary, reader, fmt, run, complete=False)
@@ -433,13 +536,23 @@ def _fit(args: argparse.Namespace) -> int:
             f"  skipped {reader.n_ipv6:,} IPv6 client line(s): the IPv4 domain does not hold "
             "them (they are not in the release)"
         )
-    if summary.n_dropped:
+    if table:
+        from .tables import _policy_lines
+
+        for line in _policy_lines(summary):
+            say(f"  {line}")
+    elif summary.n_dropped:
         say(
             f"  {summary.n_dropped:,} rows outside --bounds were dropped (exact count for you, "
             "the data holder; it is not part of the release)"
         )
     total = (run or {}).get("n_rows", 0) + reader.n_rows
     warning = _signal_warning(summary, total)
+    if total == 0:
+        warning = (
+            f"0 rows were read from {reader.name}: the release holds noise only and "
+            "describes no data"
+        )
     if warning:
         say(f"  warning: {warning}")
     if args.output:

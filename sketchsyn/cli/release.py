@@ -1,5 +1,6 @@
-"""``sketchsyn sample`` (synthetic rows from a release, CSV or JSON lines) and ``sketchsyn info``
-(what a file written by ``sketchsyn fit`` holds).
+"""``sketchsyn sample`` (synthetic rows from a release: CSV or JSON lines; a table's release also
+Parquet, :mod:`sketchsyn.cli.tablesample`) and ``sketchsyn info`` (what a file written by
+``sketchsyn fit`` holds, a table's schema included).
 
 >>> import numpy as np
 >>> _ipv4_text(np.array([167772161], dtype=np.uint64))
@@ -13,13 +14,11 @@ import csv
 import io
 import json
 import os
-import sys
-import tempfile
 from typing import Any
 
 import numpy as np
 
-from .common import _fail, _is_released, _load, _load_release, _say
+from .common import _check_output, _fail, _is_released, _load, _load_release, _output, _say
 
 
 def _frame_names(domain: Any) -> list[str]:
@@ -104,22 +103,34 @@ def _sample(args: argparse.Namespace) -> int:
 
     if args.n < 0:
         raise _fail(f"-n must be >= 0; got {args.n}")
+    _check_output(args.output, "-o")
     release = _load_release(args.model)
     domain = release.domain
     names = _frame_names(domain)
     fmt = args.format or (None if args.output == "-" else format_of(args.output)) or "csv"
+    if type(domain).__name__ == "Schema":
+        if fmt not in ("csv", "jsonl", "parquet"):
+            raise _fail(
+                f"-o {args.output!r}: sample writes CSV, JSON lines or Parquet "
+                "(--format csv|jsonl|parquet)"
+            )
+        from .tablesample import _write_table_sample
+
+        _write_table_sample(args, release, fmt, as_source(args.seed))
+        if args.output != "-":
+            _say(args)(
+                f"sketchsyn sample: wrote {args.n:,} synthetic rows {names} to {args.output}"
+            )
+        return 0
     if fmt not in ("csv", "jsonl"):
-        raise _fail(f"-o {args.output!r}: sample writes CSV or JSON lines (--format csv|jsonl)")
+        raise _fail(
+            f"-o {args.output!r}: sample writes CSV or JSON lines (--format csv|jsonl); Parquet "
+            "is for a table's release (fitted with --schema)"
+        )
     num, rnd = _rounding(domain, args.decimals)
     src = as_source(args.seed)
     ipv4 = _is_ipv4(domain)
-    out = sys.stdout if args.output == "-" else None
-    tmp = None
-    if out is None:
-        directory = os.path.dirname(os.path.abspath(args.output))
-        fd, tmp = tempfile.mkstemp(prefix=".sketchsyn-", suffix=".tmp", dir=directory)
-        out = os.fdopen(fd, "w", newline="")
-    try:
+    with _output(args.output) as out:
         if fmt == "csv":
             out.write(",".join(_csv_field(n) for n in names) + "\n")
         left = args.n
@@ -128,16 +139,6 @@ def _sample(args: argparse.Namespace) -> int:
             points = release.sample(m, rng=src)
             _write_rows(out, points if rnd is None else rnd(points), names, fmt, ipv4, num)
             left -= m
-        if tmp is not None:
-            out.flush()
-            os.fsync(out.fileno())
-            out.close()
-            os.replace(tmp, args.output)
-            tmp = None
-    finally:
-        if tmp is not None:
-            out.close()
-            os.unlink(tmp)
     if args.output != "-":
         _say(args)(f"sketchsyn sample: wrote {args.n:,} synthetic rows {names} to {args.output}")
     return 0
@@ -175,9 +176,30 @@ def _info(args: argparse.Namespace) -> int:
 
         for line in _run_lines(_load_run(args.model)):
             print(line)
+    if type(domain).__name__ == "Schema":
+        from .tables import _policy_lines, _schema_lines
+
+        for line in _schema_lines(domain):
+            print(line)
+        if kind not in ("PrivateDistribution", "MarginalDistribution"):
+            for line in _diagnostic_lines(obj) + _policy_lines(obj):
+                print(f"  {line}")
+        return 0
     print(f"  domain: {domain!r}")
     print(f"  columns: {list(domain.columns) if domain.columns else 'none'}")
     return 0
+
+
+def _diagnostic_lines(state: Any) -> list[str]:
+    """A state's exact row counts, when it holds them (``fit --state`` keeps them)."""
+    seen = getattr(state, "n_seen", 0) or 0
+    dropped = getattr(state, "n_dropped", 0) or 0
+    if not seen and not dropped:
+        return []
+    return [
+        f"rows counted: {seen:,}; rows dropped by the columns' policies: {dropped:,} (exact "
+        "counts for you, not part of the release)"
+    ]
 
 
 def _budget_lines(obj: Any, params: dict[str, Any], default: Any = None) -> None:

@@ -112,14 +112,18 @@ class _ColumnarReader(abc.ABC):
                 f"are {names}"
             )
         for c in self.columns:
-            t = schema.field(c).type
-            if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
-                raise InputError(
-                    f"{self.name}: column {c!r} has type {t}, not a number (integer, float or "
-                    "decimal)"
-                )
+            self._check_type(c, schema.field(c).type, pa)
         text = f"{schema}|{self._identity()}"
         self.fingerprint = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+    def _check_type(self, name: str, t: Any, pa: Any) -> None:
+        """Refuse a column whose Arrow type ``t`` holds no numbers (the typed table readers
+        of :mod:`sketchsyn.io.tables_reader` check their columns' kinds instead)."""
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
+            raise InputError(
+                f"{self.name}: column {name!r} has type {t}, not a number (integer, float or "
+                "decimal)"
+            )
 
     def _identity(self) -> str:
         return ""

@@ -358,6 +358,9 @@ class BatchReader(abc.ABC):
                     "consumed (its bytes differ): it is not the same input"
                 )
             self.line += self.resume.rows
+            # The lines just read size the first block (else it would assume 64 bytes a line).
+            if self._window.count(b"\n") >= 16:
+                self._bytes_per_line = len(self._window) / self._window.count(b"\n")
         self._skipped_to()
         left = self.skip_rows
         while left > 0:
