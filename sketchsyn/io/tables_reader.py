@@ -176,6 +176,10 @@ class CSVTableReader(CSVReader):
         As for :class:`~sketchsyn.io.readers.CSVReader`.
     """
 
+    # The typed tables may keep slices of the block (strings): it gets its own bytes, never a
+    # view of the reader's reused buffer.
+    _views = False
+
     def __init__(self, source: Any, schema: Any, **kwargs: Any) -> None:
         _pyarrow("a table (CSV with a schema)")
         self.table_schema = schema
