@@ -279,7 +279,9 @@ def summarize_files(
     make : callable
         Builds one empty summary, as for :func:`summarize`.
     columns : sequence of str
-        Columns to read, in the domain's order.
+        Columns to read, in the domain's order; for a summary of a table (its domain a
+        :class:`~sketchsyn.domains.Schema`), the schema's column names, read by name and typed
+        (:func:`sketchsyn.io.tables_reader.open_table_reader`).
     mode : {"trusted", "untrusted"}
         As for :func:`summarize`.
     split_every : int, default 8

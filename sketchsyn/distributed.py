@@ -310,8 +310,10 @@ def summarize_paths(
 ) -> Any:
     """A fresh summary from ``make()`` fed with the ``columns`` of files read here with
     sketchsyn's readers (:func:`sketchsyn.io.readers.open_reader`: float64 row batches, no
-    DataFrame). ``threads=False`` keeps the work on this thread (no reader thread, no second
-    PrivHP counting thread), which suits one worker thread per core."""
+    DataFrame; for a summary of a table, :func:`sketchsyn.io.tables_reader.open_table_reader`:
+    the schema's columns by name, typed Arrow tables). ``threads=False`` keeps the work on this
+    thread (no reader thread, no second PrivHP counting thread), which suits one worker thread
+    per core."""
     from .io.readers import open_reader
     from .synth.privhp.bank import one_thread
 
@@ -319,9 +321,20 @@ def summarize_paths(
     check_summary(summary, mode, where)
     rows = hasattr(summary, "consume")
     kwargs = {"batch_size": batch_size, "threads": threads, **reader}
+    opener = open_reader
+    if reads_tables(summary):  # a table: its schema's columns read by name, typed
+        from .io.tables_reader import open_table_reader
+
+        names = list(summary.domain.names)
+        if sorted(columns) != sorted(names):
+            raise ParameterError(
+                f"The 'columns' parameter of {where} must name the schema's columns {names} "
+                f"(a summary of a table reads them by name). Got {columns!r} instead."
+            )
+        opener, columns = open_table_reader, summary.domain  # type: ignore[assignment]
     with roomy_malloc(), contextlib.nullcontext() if threads else one_thread():
         for path in paths:
-            for batch in open_reader(path, columns, **kwargs):
+            for batch in opener(path, columns, **kwargs):
                 if rows:
                     summary.update_many(batch)
                 else:  # a sketch: one column of keys

@@ -386,7 +386,8 @@ def fit_files(
     paths, columns, batch_size, files_per_task, threads, **reader
         As in :func:`sketchsyn.dask.summarize_files`: a directory, a glob pattern, a file or a
         sequence of files, which every executor must see at these paths; the columns to read,
-        in the domain's order; rows per ``update_many`` call (default 262,144); files per task
+        in the domain's order (for a summary of a table, the schema's names, read by name and
+        typed); rows per ``update_many`` call (default 262,144); files per task
         (default 1); a reader thread and PrivHP's second counting thread per task (default
         off: a task keeps to its core); the reader options ``on_bad``, ``fmt``, ``delimiter``.
     make, mode, split_every

@@ -166,6 +166,23 @@ def _start_spark() -> tuple[Any, Any]:
 SHARED = {"client": _Shared("client", _start_dask), "spark": _Shared("spark", _start_spark)}
 
 
+class _Groups:
+    """Under pytest-xdist (``--dist loadgroup``), the tests of one shared resource run in one
+    worker: one Dask cluster and one Spark JVM per run, not one per worker. (A plugin object:
+    its hook runs before xdist's, which reads the groups.)"""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            for name in SHARED:
+                if name in getattr(item, "fixturenames", ()):
+                    item.add_marker(pytest.mark.xdist_group(name))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_Groups(), "sketchsyn-xdist-groups")
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Note, after any deselection, the last test of the last module that uses each shared

@@ -69,3 +69,41 @@ def test_spark_frames_of_a_table(spark) -> None:
     one = _one_machine(df)
     assert (merged._tree == one._tree).all() and (merged._bank == one._bank).all()
     assert merged.release().sample(5, rng=1)["month"].between(1, 12).all()
+
+
+def _files(tmp_path, df: pd.DataFrame) -> list[str]:
+    """The table in three files: two Parquet, one CSV (each task reads its own)."""
+    parts = np.array_split(np.arange(len(df)), 3)
+    paths = []
+    for i, idx in enumerate(parts[:2]):
+        path = tmp_path / f"part{i}.parquet"
+        df.iloc[idx].to_parquet(path)
+        paths.append(str(path))
+    path = tmp_path / "part2.csv"
+    df.iloc[parts[2]].to_csv(path, index=False)
+    return [*paths, str(path)]
+
+
+def test_dask_files_of_a_table(client, tmp_path) -> None:
+    from sketchsyn import dask as sdask
+    from sketchsyn.errors import ParameterError
+
+    df = _table()
+    paths = _files(tmp_path, df)
+    lazy = sdask.summarize_files(paths, RAW, columns=["month", "carrier", "delay"])
+    merged = lazy.compute()
+    one = _one_machine(df)
+    assert (merged._tree == one._tree).all() and (merged._bank == one._bank).all()
+    assert merged.n_seen == len(df)
+    with pytest.raises(ParameterError, match="schema's columns"):
+        sdask.summarize_files(paths, RAW, columns=["month", "carrier"]).compute()
+
+
+def test_spark_files_of_a_table(spark, tmp_path) -> None:
+    from sketchsyn import spark as sspark
+
+    df = _table()
+    paths = _files(tmp_path, df)
+    merged = sspark.fit_files(spark, paths, RAW, columns=list(SCHEMA.names))
+    one = _one_machine(df)
+    assert (merged._tree == one._tree).all() and (merged._bank == one._bank).all()
