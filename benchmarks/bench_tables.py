@@ -527,6 +527,14 @@ def _write(rows: list[dict], path: Path) -> None:
         w.writerows(rows)
 
 
+def _relative(path: str) -> str:
+    """``path`` relative to the checkout when it is inside it (as the docs name files)."""
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return path
+
+
 def _tables(rows: list[dict], eps_list, schema, n: int, opts) -> str:
     numeric = [c["name"] for c in schema["columns"] if c["kind"] == "numeric"]
     out = [
@@ -534,7 +542,7 @@ def _tables(rows: list[dict], eps_list, schema, n: int, opts) -> str:
         f"16-bin grid, W1 divided by the bound width (mean of {len(numeric)} numeric columns); "
         f"sketchsyn at {_size(opts.memory)}, peers on {opts.peer_bins} bins per numeric column "
         f"(`python benchmarks/bench_tables.py {' '.join(sys.argv[1:])}`; raw rows: "
-        "`benchmarks/results/tables*.csv`).",
+        f"`{opts.tables_from or _relative(opts.out)}`).",
         "",
         "| method | ε | seeds | 1-way TVD | 2-way TVD | W1 / width | fit s | peak MB "
         "| state bytes |",
