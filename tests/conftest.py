@@ -168,15 +168,32 @@ SHARED = {"client": _Shared("client", _start_dask), "spark": _Shared("spark", _s
 
 class _Groups:
     """Under pytest-xdist (``--dist loadgroup``), the tests of one shared resource run in one
-    worker: one Dask cluster and one Spark JVM per run, not one per worker. (A plugin object:
-    its hook runs before xdist's, which reads the groups.)"""
+    worker: one Dask cluster and one Spark JVM per run, not one per worker; and the tests of a
+    module that share a module-scoped fixture (a fit, a fuzz run) run in one worker, which
+    computes it once. (A plugin object: its hook runs before xdist's, which reads the groups.)"""
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
-            for name in SHARED:
-                if name in getattr(item, "fixturenames", ()):
-                    item.add_marker(pytest.mark.xdist_group(name))
+            names = getattr(item, "fixturenames", ())
+            shared = [name for name in SHARED if name in names]
+            if shared:
+                item.add_marker(pytest.mark.xdist_group(shared[0]))
+            elif _module_fixture(item):
+                item.add_marker(pytest.mark.xdist_group(item.path.stem))
+
+
+def _module_fixture(item: pytest.Item) -> bool:
+    """True when ``item`` uses a module-scoped fixture (computed once per worker that runs a
+    test of the module)."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info is not None else ()
+    return any(d.scope == "module" for group in defs for d in group)
+    for defs in info.name2fixturedefs.values():
+        for fixturedef in defs:
+            if fixturedef.scope == "module" and fixturedef.argname not in info.initialnames[:0]:
+                return True
+    return False
 
 
 def pytest_configure(config: pytest.Config) -> None:

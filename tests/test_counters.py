@@ -380,6 +380,10 @@ INH_BUDGETS = online_budgets(75.0, 2, 7)
 INH_SKIPS = (6, 50)  # t = 16 -> 22 inside level 7; 22 -> 72: level 7 ends, level 8 passed whole
 
 
+# The two tests that read these runs go to one pytest-xdist worker: they are computed once.
+_SHARES_SCALAR_RUNS = pytest.mark.xdist_group("inhomogeneous_scalar_runs")
+
+
 @lru_cache(maxsize=1)
 def _inhomogeneous_scalar_runs() -> dict:
     """10^4 seeded InhomogeneousSparseCounter runs per side (shared with the bank's test):
@@ -417,6 +421,7 @@ def _inhomogeneous_scalar_runs() -> dict:
     return sides
 
 
+@_SHARES_SCALAR_RUNS
 def test_inhomogeneous_skip_has_the_law_of_stepping():
     """InhomogeneousSparseCounter: skip inside a time level (segments close in the span) and
     across level ends (a level passed whole), 10^4 runs per side (see the helper)."""
@@ -428,6 +433,7 @@ def test_inhomogeneous_skip_has_the_law_of_stepping():
     assert 0.05 < (sides["skip"]["t=72"] != 8).mean() < 0.5
 
 
+@_SHARES_SCALAR_RUNS
 def test_inhomogeneous_bank_skip_has_the_law_of_stepping():
     """InhomogeneousSparseBank of 10^4 counters with the scalar test's parameters: after a step
     of 8 at t = 16, skip(2), skip(4) and skip(50), each read by query() (lazy: a counter's idle
