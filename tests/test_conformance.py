@@ -495,24 +495,30 @@ def test_state_audit_sees_exact_counts() -> None:
 NBYTES_ALLOWANCE = 64 * 1024
 
 
-def _held(make: Callable[[], Any]) -> tuple[int, int]:
-    """(nbytes, bytes freed when the object is dropped) of ``make()``."""
+def _held(make: Callable[[], Any], trials: int = 3) -> tuple[int, int]:
+    """(nbytes, bytes freed when the object is dropped) of ``make()``: the least of ``trials``
+    measurements. tracemalloc counts every thread, so a thread an earlier test left working
+    (numba compiling PrivHP's kernels, a reader thread ending) can free its own memory inside
+    one window; it cannot make every window larger, and the object holds the same each time."""
     import gc
     import tracemalloc
 
     make()  # caches and lazy imports first
     gc.collect()
-    tracemalloc.start()
-    try:
-        obj = make()
-        gc.collect()
-        with_obj = tracemalloc.get_traced_memory()[0]
-        nbytes = int(obj.nbytes)
-        del obj
-        gc.collect()
-        return nbytes, with_obj - tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
+    results = []
+    for _ in range(trials):
+        tracemalloc.start()
+        try:
+            obj = make()
+            gc.collect()
+            with_obj = tracemalloc.get_traced_memory()[0]
+            nbytes = int(obj.nbytes)
+            del obj
+            gc.collect()
+            results.append((nbytes, with_obj - tracemalloc.get_traced_memory()[0]))
+        finally:
+            tracemalloc.stop()
+    return min(results, key=lambda r: r[1])
 
 
 @pytest.mark.parametrize("kind", _kinds())
