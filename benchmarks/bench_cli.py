@@ -112,7 +112,7 @@ def child_env() -> dict[str, str]:
     """The children's environment: this checkout first on the path, and Python's bytecode cache
     on (an installed package has its ``.pyc`` files; ``PYTHONDONTWRITEBYTECODE=1`` would make
     every run compile sketchsyn's sources again, a cost no user pays), unless ``--compile``."""
-    env = child_env()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
     if not COMPILE_EACH_RUN:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env

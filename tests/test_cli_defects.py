@@ -229,3 +229,24 @@ def test_help_imports_no_subcommand_and_import_sketchsyn_stays_lazy():
     assert "numpy" not in mods and not {m for m in mods if m.startswith("sketchsyn.")} - {
         "sketchsyn.attributes"
     }
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "1"), ("2", "2")])
+def test_the_command_keeps_openblas_to_one_thread_unless_the_environment_says(given, expected):
+    """The command's own process sets OPENBLAS_NUM_THREADS=1 before numpy's import (its thread
+    pool cost a small fit a fifth of its CPU for no linear algebra); a user's value is kept."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("OPENBLAS_NUM_THREADS", None)
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    code = (
+        "import os, sys\n"
+        "sys.argv = ['sketchsyn', 'schema', '--accesslog']\n"
+        "from sketchsyn.__main__ import command\n"
+        "status = command()\n"
+        "import numpy\n"
+        "print(status, os.environ['OPENBLAS_NUM_THREADS'], file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stderr.decode().split()[-2:] == ["0", expected]
