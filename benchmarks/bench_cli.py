@@ -334,14 +334,14 @@ import resource, sys, time
 import pyarrow.parquet as pq
 from sketchsyn import Box, PrivHP
 from sketchsyn.cli.common import _parse_bytes
-path, rows, memory, lo0, hi0, lo1, hi1 = sys.argv[1:]
+path, rows, memory, lo0, hi0, lo1, hi1, passes = sys.argv[1:]
 t = pq.read_table(path, columns=["lon", "lat"])
 X = t.to_pandas().to_numpy(dtype="float64")
 del t
 dom = Box([float(lo0), float(lo1)], [float(hi0), float(hi1)])
-p = PrivHP.for_memory(dom, 1.0, _parse_bytes(memory), int(rows), rng=1)
+p = PrivHP.for_memory(dom, 1.0, _parse_bytes(memory), int(rows) * int(passes), rng=1)
 r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-for i in range(0, len(X), 262144):
+for i in list(range(0, len(X), 262144)) * int(passes):
     p.update_many(X[i : i + 262144])
 wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF)
 cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
@@ -349,15 +349,38 @@ print(f"{wall:.3f} {cpu:.3f}")
 """
 
 
-def update_alone(parquet_path: Path, rows: int, memory: str) -> tuple[float, float]:
+def update_alone(
+    parquet_path: Path, rows: int, memory: str, passes: int = 1, kernels: str | None = None
+) -> tuple[float, float]:
     """PrivHP's updates alone: the same plan as ``fit``, the rows already in memory (read before
-    the clock starts), 262,144-row batches, in a fresh process. (wall s, CPU s)."""
+    the clock starts), 262,144-row batches, fed ``passes`` times, in a fresh process, with
+    ``SKETCHSYN_KERNELS=kernels`` when given. (wall s, CPU s)."""
     (lo0, lo1), (hi0, hi1) = zip(*(b.split(":") for b in BOUNDS.split(",")), strict=True)
     cmd = [sys.executable, "-c", UPDATE_ALONE, str(parquet_path), str(rows), memory]
-    out = subprocess.run([*cmd, lo0, hi0, lo1, hi1], check=True, capture_output=True, text=True,
-                         env=child_env())  # fmt: skip
+    env = child_env()
+    if kernels is not None:
+        env["SKETCHSYN_KERNELS"] = kernels
+    out = subprocess.run([*cmd, lo0, hi0, lo1, hi1, str(passes)], check=True, capture_output=True,
+                         text=True, env=env)  # fmt: skip
     wall, cpu = (float(v) for v in out.stdout.split())
     return wall, cpu
+
+
+def kernel_start(parquet_path: Path, rows: int, memory: str, repeat: int) -> None:
+    """PrivHP's updates alone on the file's rows fed once and ten times, in interleaved fresh
+    processes: the numpy path alone (``SKETCHSYN_KERNELS=numpy``), the kernels started after
+    ``kernels.START_ROWS`` rows (the default) and at the first batch (``eager``)."""
+    import statistics
+
+    print(f"\nPrivHP's updates alone, CPU s (median of {repeat} interleaved runs; rows in memory):")
+    print(f"  {'rows':>14}{'numpy':>10}{'default':>10}{'eager':>10}")
+    for passes in (1, 10):
+        got: dict[str, list[float]] = {"numpy": [], "numba": [], "eager": []}
+        for _ in range(repeat):
+            for switch in got:
+                got[switch].append(update_alone(parquet_path, rows, memory, passes, switch)[1])
+        med = [statistics.median(got[k]) for k in ("numpy", "numba", "eager")]
+        print(f"  {rows * passes:>14,}" + "".join(f"{v:>10.2f}" for v in med))
 
 
 def logs(tmp: Path, lines: int) -> None:
@@ -465,6 +488,11 @@ def main() -> None:
         "--small", action="store_true", help="only fit and polars on a 1,000-row file"
     )
     parser.add_argument(
+        "--kernel-start",
+        action="store_true",
+        help="only PrivHP's updates on the rows fed once and 10 times: numpy, kernels, eager",
+    )
+    parser.add_argument(
         "--compile",
         action="store_true",
         help="keep PYTHONDONTWRITEBYTECODE from the environment (sources compiled at every run)",
@@ -527,6 +555,10 @@ def main() -> None:
                 while fh.read(1 << 24):
                     pass
         print(f"load average at the start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+        if args.kernel_start:
+            kernel_start(parquet_path, rows, args.memory, args.repeat)
+            print(f"load average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+            return
         sizes = [int(v) for v in args.fit_batch_sizes.split(",") if v.strip()]
         model = tmp / "m.model"
         csv_cmds = streaming_readers(csv_path) | whole_readers(csv_path, "csv", args.whole)

@@ -76,6 +76,39 @@ def test_sketchsyn_does_not_import_numba():
 
 
 @needs_numba
+@needs_numba
+@pytest.mark.parametrize(("switch", "expected"), [("numba", "False False True"), ("eager", "True")])
+def test_the_kernels_start_only_after_start_rows(switch, expected):
+    """A fresh process starts the kernels (imports numba) once it has counted START_ROWS rows,
+    not at its first large batch: a short job never pays numba's import; ``eager`` starts them
+    at the first large batch."""
+    import os
+    import subprocess
+    import sys
+
+    code = """
+import sys
+import numpy as np
+from sketchsyn import Box, PrivHP
+from sketchsyn.synth.privhp import kernels
+kernels.START_ROWS = 100_000
+X = np.random.default_rng(1).random((60_000, 2))
+a = PrivHP(Box.unit(2), 1.0, k=8, width=300, depth=20, rng=3)
+a.update_many(X)
+if kernels._STARTED:
+    print(True)
+    raise SystemExit
+started, imported = kernels._STARTED, "numba" in sys.modules
+a.update_many(X)  # 120,000 rows counted: past START_ROWS
+print(started, imported, kernels._STARTED)
+"""
+    env = dict(os.environ, SKETCHSYN_KERNELS=switch)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert out.stdout.split() == expected.split()
+
+
 def test_a_process_counts_with_numpy_until_the_kernels_are_ready():
     """In a fresh process the first large batch starts the compile and is counted by the numpy
     path; a later one by the kernels; the state is the one of the numpy path throughout."""

@@ -280,7 +280,7 @@ class LevelBank:
         counts). Deeper sketch levels hash every item's prefix.
         """
         r, L, n = self._depth, self._L_c, codes.size
-        if n >= kernels.MIN_ROWS and kernels.ready():
+        if n >= kernels.MIN_ROWS and kernels.ready(rows=n):  # the rows count toward the start
             return self._kernel_counts(codes)
         n_sketch = len(self._sketches)
         # Deepest level counted per cell: at least L_c, at most r, and 2**level ≤ n·ratio (and

@@ -22,11 +22,13 @@ GIL: PrivHP's two worker threads run them as they run the numpy jobs.
 
 Install with ``pip install "sketchsyn[fast]"`` (numba). Without numba, with the environment
 variable ``SKETCHSYN_KERNELS=numpy``, or inside :func:`numpy_only`, PrivHP uses the numpy path.
-numba is not imported with sketchsyn: the first batch of ``MIN_ROWS`` rows or more starts a
-thread that imports it and compiles the kernels (seconds; numba caches the machine code beside
-this module when it can write there, and later processes load it in about a second), while
-PrivHP goes on counting with the numpy path; the kernels take over from the first batch after
-they are ready (:func:`ready`). Smaller batches never start them.
+numba is not imported with sketchsyn. Once a process has counted ``START_ROWS`` rows (2**24)
+in batches of ``MIN_ROWS`` rows or more, a thread imports numba and compiles the kernels
+(seconds; numba caches the machine code beside this module when it can write there, and later
+processes load it in about 0.8 CPU-s), while PrivHP goes on counting with the numpy path; the
+kernels take over from the first batch after they are ready (:func:`ready`). Smaller batches
+and shorter jobs never start them (the start would cost more than they save);
+``SKETCHSYN_KERNELS=eager`` starts them at the first large batch.
 
 >>> import numpy as np
 >>> from sketchsyn import Box
@@ -53,6 +55,7 @@ from ...domains.morton import _SPREAD2, _SPREAD3
 __all__ = [
     "AVAILABLE",
     "MIN_ROWS",
+    "START_ROWS",
     "encode_box",
     "enabled",
     "hash_items",
@@ -70,6 +73,11 @@ __all__ = [
 AVAILABLE = importlib.util.find_spec("numba") is not None
 #: Batches with fewer rows take the numpy path and never start the kernels.
 MIN_ROWS = 4096
+#: Rows a process counts with the numpy path (in batches of ``MIN_ROWS`` or more) before it
+#: starts the kernels: importing numba and loading the cached kernels costs about 0.8 CPU-s,
+#: which the kernels win back only after a few times 10**7 rows (about 17 ns saved a row), so
+#: a shorter job never pays it. ``SKETCHSYN_KERNELS=eager`` starts them at the first batch.
+START_ROWS = 1 << 24
 _SWITCH = os.environ.get("SKETCHSYN_KERNELS", "numba").strip().lower()
 _LOCAL = threading.local()
 _TINY = float(np.finfo(np.float64).tiny)
@@ -107,24 +115,29 @@ _KERNELS = (
 _READY = threading.Event()
 _START = threading.Lock()
 _STARTED = False
+_SEEN = 0  # rows counted with the numpy path before the start (at most START_ROWS matter)
 _FAILED: BaseException | None = None
 
 
-def ready(wait: bool = False) -> bool:
-    """True once the kernels can run without compiling; the first call starts a thread that
-    imports numba and compiles them (or loads numba's cached machine code), while PrivHP goes
-    on with the numpy path: a process never waits for it unless ``wait`` is true. The counts
-    are the same on both paths, so the switch is invisible in the state.
+def ready(wait: bool = False, rows: int = 0) -> bool:
+    """True once the kernels can run without compiling. A batch of ``rows`` rows about to be
+    counted adds them to the process's count; once it reaches :data:`START_ROWS` (or at once
+    with ``wait`` or ``SKETCHSYN_KERNELS=eager``) a thread imports numba and compiles the
+    kernels (or loads numba's cached machine code), while PrivHP goes on with the numpy path:
+    a process never waits for it unless ``wait`` is true. The counts are the same on both
+    paths, so the switch is invisible in the state.
 
     >>> ready() in (True, False)
     True
     """
-    global _STARTED
+    global _STARTED, _SEEN
     if not enabled():
         return False
     if not _READY.is_set():
         with _START:
-            if not _STARTED:
+            _SEEN = min(_SEEN + rows, START_ROWS)
+            go = wait or _SWITCH == "eager" or _SEEN >= START_ROWS
+            if go and not _STARTED:
                 _STARTED = True
                 threading.Thread(target=_compile, name="sketchsyn-kernels", daemon=True).start()
         if wait:
