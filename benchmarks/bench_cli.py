@@ -209,6 +209,8 @@ def ours(
     fit += [f"--bounds={BOUNDS}", "--epsilon", "1", "--memory", memory, "--expected-n", str(rows)]
     fit += ["-o", str(model), "--quiet"]
     out = {"sketchsyn reader alone": reader, "sketchsyn fit": fit}
+    if importlib.util.find_spec("numba") is not None:  # the fast extra: also fit without it
+        out["sketchsyn fit, numpy path"] = ["env", "SKETCHSYN_KERNELS=numpy", *fit]
     for size in batch_sizes:
         out[f"sketchsyn fit --batch {size}"] = [*fit, "--batch-size", str(size)]
     return out
