@@ -404,31 +404,10 @@ class ContinualPrivHP(Summary):
             k, width, sketch_depth, depth, horizon, counter, arity, releases, release_every
         )
 
-    @classmethod
-    def plan(
-        cls,
-        domain: Any,
-        epsilon: float,
-        memory_bytes: int,
-        horizon: int,
-        *,
-        expected_n: int | None = None,
-        releases: int | None = None,
-        release_every: int | None = None,
-    ) -> continual_plan.ContinualPlan:
-        """The :class:`~sketchsyn.synth.continual.plan.ContinualPlan` that :meth:`for_memory`
-        builds. ``expected_n`` is the expected number of **live** records at a release, net of
-        deletions (a public guess, default ``horizon``); the rule uses public inputs only
-        (module ``continual_plan``).
-
-        >>> from sketchsyn import Box
-        >>> ContinualPrivHP.plan(Box.unit(2), 1.0, 2**18, 2**18, expected_n=2**14, releases=8).k
-        1024
-        """
-        return continual_plan.plan(
-            domain, epsilon, memory_bytes, horizon, expected_n=expected_n, releases=releases,
-            release_every=release_every,
-        )  # fmt: skip
+    plan = staticmethod(continual_plan.plan)
+    """The :class:`~sketchsyn.synth.continual.plan.ContinualPlan` that :meth:`for_memory`
+    builds (:func:`sketchsyn.synth.continual.plan.plan`, same arguments): ``expected_n`` is
+    the expected number of **live** records at a release, a public guess."""
 
     @classmethod
     def for_memory(

@@ -74,7 +74,6 @@ from ...errors import (
     IncompatibleError,
     ParameterError,
     ReleasedError,
-    SerializationError,
     check_bool,
     check_choice,
     check_domain,
@@ -93,46 +92,19 @@ from ...sketches.sketch import CountMinSketch, CountSketch
 from .. import tree
 from ..distribution import PrivateDistribution
 from ..offline.histogram import check_same_params
+from . import loading
 from .bank import LevelBank
+from .loading import ALLOCATIONS, KIND, NEIGHBOURS
 from .release import least_squares_levels, noisy_state, release_once
 from .sizing import HEADER_BYTES, Sizing
 
 __all__ = ["PrivHP"]
 
-_KIND = "PrivHP"
+_KIND = KIND
 # The least-squares step now lives in sketchsyn.synth.privhp.release; the old private name stays.
 _least_squares_levels = least_squares_levels
-_STATE_FIELDS = ("raw", "frozen", "lineage", "released", "diagnostics", "flushed")
 _SKETCHES = {"count-min": CountMinSketch, "count-sketch": CountSketch}
-_ALLOCATIONS = ("optimal", "uniform")
-_NEIGHBOURS = ("add-remove", "replace")
-_MAX_K = 2**62  # k and release_k: any larger value behaves like 2**depth anyway
-
-
-def _read_params(fields: MetaReader) -> dict[str, Any]:
-    """The constructor parameters in a blob's header, each checked for type and range."""
-    known = {
-        "domain", "epsilon", "k", "width", "sketch_depth", "depth", "sketch", "allocation",
-        "seed", "neighbours", "counter_depth", "release_k",
-    }  # fmt: skip
-    unknown = fields.names() - known - set(_STATE_FIELDS)
-    if unknown:
-        raise SerializationError(f"{_KIND} blob header has unknown fields {sorted(unknown)}")
-    depth = fields.int("depth", minimum=1, maximum=64)
-    return {
-        "domain": fields.domain().to_dict(),  # checked here, rebuilt by the constructor
-        "epsilon": fields.epsilon("epsilon"),
-        "k": fields.int("k", minimum=1, maximum=_MAX_K),
-        "width": fields.int("width", minimum=1, maximum=2**31),
-        "sketch_depth": fields.int("sketch_depth", minimum=1, maximum=1024),
-        "depth": depth,
-        "sketch": fields.str("sketch", tuple(_SKETCHES)),
-        "allocation": fields.str("allocation", _ALLOCATIONS),
-        "seed": fields.int("seed", minimum=0, maximum=2**32 - 1),
-        "neighbours": fields.str("neighbours", _NEIGHBOURS),
-        "counter_depth": fields.int("counter_depth", minimum=0, maximum=depth),
-        "release_k": fields.int("release_k", minimum=1, maximum=_MAX_K),
-    }
+_ALLOCATIONS, _NEIGHBOURS = ALLOCATIONS, NEIGHBOURS
 
 
 class PrivHP(LevelBank, Sizing, Summary):
@@ -722,7 +694,7 @@ class PrivHP(LevelBank, Sizing, Summary):
         rest = {k: v for k, v in params.items() if k not in ("domain", "epsilon")}
         return cls(domain_from_dict(params["domain"]), params["epsilon"], **rest, rng=rng, raw=raw)
 
-    _STATE_LIMIT = 2**52  # |loaded count|: rows (< 4.5e15) + noise (scale ≤ 2**30); sums < 2**63
+    _STATE_LIMIT = loading.STATE_LIMIT
 
     @classmethod
     def _from_state(
@@ -732,85 +704,18 @@ class PrivHP(LevelBank, Sizing, Summary):
 
         Every header field, the domain and every array's dtype, shape and range (counts within
         ±2**52) are validated before the summary is built; a field or array the class does not
-        write is refused. A released blob loads as a released summary: it refuses updates and
-        merges, and ``release()`` returns the stored release.
-        Loading the same blob twice in one process gives two copies sharing one release guard.
-        ``rng`` seeds the noise a loaded ``raw=True`` summary draws at its release (default:
-        the OS CSPRNG).
+        write is refused (:func:`~sketchsyn.synth.privhp.loading.load_state`). A released blob
+        loads as a released summary: it refuses updates and merges, and ``release()`` returns
+        the stored release. Loading the same blob twice in one process gives two copies sharing
+        one release guard. ``rng`` seeds the noise a loaded ``raw=True`` summary draws at its
+        release (default: the OS CSPRNG).
         """
-        if version == 1:  # exact diagnostics and the release position in the header
-            meta = fields.as_dict()
-            meta["diagnostics"] = {
-                "n_seen": meta.pop("n_seen", None),
-                "n_dropped": meta.pop("n_dropped", None),
-            }
-            meta["released"] = meta.pop("released_at", None) is not None
-            meta["lineage"] = Lineage.of_legacy_blob(blob).to_meta()
-            fields = MetaReader(meta, _KIND)
-            # Version 1 blobs have the paper's layout: counters down to L_k, release_k = k.
-            k, depth = fields.int("k", 1, _MAX_K), fields.int("depth", 1, 64)
-            meta["counter_depth"] = min(k.bit_length() - 1, depth)
-            meta["release_k"] = k
-        params = _read_params(fields)
-        raw = fields.bool("raw")
-        frozen = fields.bool("frozen")
-        released = fields.bool("released")
-        lineage = fields.lineage()
-        flushed = fields.bool("flushed", default=False)
-        n_seen = n_removed = n_dropped = 0
-        adjusted: dict[str, int] = {}
-        if fields.has("diagnostics"):
-            diag = MetaReader(fields.dict("diagnostics"), _KIND)
-            n_seen = diag.int("n_seen", minimum=0, maximum=2**63 - 1)
-            n_removed = diag.int("n_removed", minimum=0, maximum=2**63 - 1, default=0)
-            n_dropped = diag.int("n_dropped", minimum=0, maximum=2**63 - 1)
-            adjusted = diag.counts("adjusted")
-        # Sizes are checked against the blob before anything large is allocated.
-        n_tree, bank_shape = cls._state_shape(params)
-        lim = cls._STATE_LIMIT
-        tree_arr = fields.bounded(arrays, "tree", np.int64, (n_tree,), -lim, lim)
-        bank_arr = fields.bounded(arrays, "bank", np.int64, bank_shape, -lim, lim)
-        fields.array(arrays, "sigmas", np.float64, (params["depth"] + 1,))
-        release = None
-        if released and "release" in arrays:
-            release = fields.nested(arrays, "release", PrivateDistribution)
-        fields.done(arrays)  # no header field or array the class does not write
-        obj = cls._from_params(params, rng=None, raw=True)
-        obj._tree[...] = tree_arr
-        obj._bank[...] = bank_arr
-        obj._raw = raw
-        obj._frozen = frozen
-        obj._lineage = lineage
-        obj._n_seen, obj._n_removed, obj._n_dropped = n_seen, n_removed, n_dropped
-        obj._adjusted = adjusted
-        obj._flushed = flushed
-        # A loaded object draws any later noise (raw release) from rng (default: the OS CSPRNG).
-        obj._release_stream = as_source(rng)
-        if released and not lineage.released:
-            lineage.record(obj._digest() if release is not None else b"", (release, None))
-        return obj
+        return loading.load_state(cls, fields, arrays, version, blob, rng)
 
     @staticmethod
     def _state_shape(params: dict[str, Any]) -> tuple[int, tuple[int, int, int]]:
-        """Shapes of the counter array and the sketch bank that ``params`` imply (checked
-        against the memory limit)."""
-        depth, width, j = (int(params[n]) for n in ("depth", "width", "sketch_depth"))
-        L_c = params.get("counter_depth")
-        if L_c is None:
-            L_c = PrivHP.auto_counter_depth(int(params["k"]), width, j, depth)
-        L_c = int(L_c)
-        check_memory(
-            8 * (2 ** (L_c + 1) - 1),
-            "PrivHP",
-            f"2**{L_c + 1} counters (header field 'counter_depth')",
-        )
-        check_memory(
-            16 * width * j * (depth - L_c),
-            "PrivHP",
-            f"its sketch bank (header fields 'width' = {width}, 'sketch_depth' = {j}, 'depth' = "
-            f"{depth}, 'counter_depth' = {L_c})",
-        )
-        return 2 ** (L_c + 1) - 1, (depth - L_c, j, width)
+        """Shapes of the counter array and the sketch bank that ``params`` imply."""
+        return loading.state_shape(params, PrivHP.auto_counter_depth)
 
     # ------------------------------------------------------------------ release
     def _noisy_state(self) -> tuple[np.ndarray, list]:
