@@ -15,7 +15,10 @@ Bins per column (:func:`codes`):
 * ``boolean``: two bins.
 
 Values outside the bounds of an integer or numeric column are clipped into the first or last
-bin. Other kinds (datetime, ipv4) are refused.
+bin (datetime and ipv4 columns: 16 equal bins of their range).
+
+The definitions are :mod:`sketchsyn.evaluate.tables` (what ``sketchsyn evaluate --schema``
+prints); this module names them for the benchmark scripts.
 
 Scores:
 
@@ -37,126 +40,6 @@ Scores:
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Mapping, Sequence
-from typing import Any
-
-import numpy as np
+from sketchsyn.evaluate.tables import BINS, codes, marginal_tvd, table_scores, w1
 
 __all__ = ["BINS", "codes", "marginal_tvd", "table_scores", "w1"]
-
-BINS = 16  # bins of a numeric column, and of an integer column of more than 16 values
-
-
-def _equal_bins(x: np.ndarray, low: float, high: float, bins: int) -> np.ndarray:
-    idx = np.floor((x - low) / (high - low) * bins)
-    return np.clip(np.nan_to_num(idx, nan=0.0), 0, bins - 1).astype(np.int64)
-
-
-def codes(frame: Any, schema: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], dict[str, int]]:
-    """Each column's bin indices and bin count: ``({name: int64 array}, {name: bins})``.
-
-    >>> import pandas as pd
-    >>> s = {"columns": [{"name": "h", "kind": "integer", "low": 0, "high": 23},
-    ...                  {"name": "m", "kind": "integer", "low": 1, "high": 12}]}
-    >>> got, sizes = codes(pd.DataFrame({"h": [0, 1, 2, 23], "m": [1, 2, 12, 12]}), s)
-    >>> got["h"].tolist(), got["m"].tolist(), sizes
-    ([0, 0, 1, 15], [0, 1, 11, 11], {'h': 16, 'm': 12})
-    """
-    out: dict[str, np.ndarray] = {}
-    sizes: dict[str, int] = {}
-    for col in schema["columns"]:
-        name, kind = col["name"], col["kind"]
-        values = frame[name]
-        if kind == "categorical":
-            cats = [str(c) for c in col["categories"]]
-            other = col.get("policy") == "other"
-            labels = cats + ([col.get("other_label", "other")] if other else [])
-            index = {c: i for i, c in enumerate(labels)}
-            text = np.asarray(values, dtype=object).astype(str)
-            uniq, inverse = np.unique(text, return_inverse=True)
-            missing = [u for u in uniq if u not in index]
-            if missing and not other:
-                raise ValueError(f"column {name!r}: values {missing[:5]} are not categories")
-            lut = np.array([index.get(u, len(cats)) for u in uniq], dtype=np.int64)
-            out[name], sizes[name] = lut[inverse.ravel()], len(labels)
-        elif kind == "integer":
-            low, high = int(col["low"]), int(col["high"])
-            x = np.asarray(values, dtype=np.float64)
-            if high - low + 1 <= BINS:
-                out[name] = np.clip(np.rint(x) - low, 0, high - low).astype(np.int64)
-                sizes[name] = high - low + 1
-            else:
-                out[name], sizes[name] = _equal_bins(x, low, high + 1.0, BINS), BINS
-        elif kind == "numeric":
-            x = np.asarray(values, dtype=np.float64)
-            out[name] = _equal_bins(x, float(col["low"]), float(col["high"]), BINS)
-            sizes[name] = BINS
-        elif kind == "boolean":
-            out[name], sizes[name] = np.asarray(values, dtype=bool).astype(np.int64), 2
-        else:
-            raise ValueError(f"column {name!r}: kind {kind!r} has no bins here")
-    return out, sizes
-
-
-def _histogram(cols: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray:
-    flat = np.zeros(cols[0].shape[0], dtype=np.int64)
-    for c, k in zip(cols, sizes, strict=True):
-        flat = flat * k + c
-    hist = np.bincount(flat, minlength=int(np.prod(sizes))).astype(np.float64)
-    return hist / max(hist.sum(), 1.0)
-
-
-def marginal_tvd(
-    real: Mapping[str, np.ndarray],
-    fake: Mapping[str, np.ndarray],
-    sizes: Mapping[str, int],
-    k: int,
-) -> dict[tuple[str, ...], float]:
-    """TVD of every k-way marginal: ``{(names...): ½ Σ |p − q|}`` (k = 1 keys are 1-tuples).
-
-    >>> real = {"a": np.array([0, 0, 1, 1]), "b": np.array([0, 1, 0, 1])}
-    >>> fake = {"a": np.array([0, 0, 1, 1]), "b": np.array([0, 0, 1, 1])}
-    >>> marginal_tvd(real, fake, {"a": 2, "b": 2}, 1), marginal_tvd(real, fake, {"a": 2, "b": 2}, 2)
-    ({('a',): 0.0, ('b',): 0.0}, {('a', 'b'): 0.5})
-    """
-    out = {}
-    for names in itertools.combinations(list(sizes), k):
-        ks = [sizes[n] for n in names]
-        p = _histogram([real[n] for n in names], ks)
-        q = _histogram([fake[n] for n in names], ks)
-        out[names] = float(0.5 * np.abs(p - q).sum())
-    return out
-
-
-def w1(x: Any, y: Any) -> float:
-    """Exact Wasserstein-1 distance of two 1-D samples: ``∫ |F_x − F_y|`` over the line.
-
-    >>> w1([0.0, 1.0], [0.5, 1.5]), round(w1([0.0, 0.0, 3.0], [1.0]), 12)
-    (0.5, 1.333333333333)
-    """
-    a = np.sort(np.asarray(x, dtype=np.float64))
-    b = np.sort(np.asarray(y, dtype=np.float64))
-    grid = np.concatenate([a, b])
-    grid.sort(kind="mergesort")
-    fa = np.searchsorted(a, grid[:-1], side="right") / a.size
-    fb = np.searchsorted(b, grid[:-1], side="right") / b.size
-    return float(np.sum(np.abs(fa - fb) * np.diff(grid)))
-
-
-def table_scores(real: Any, fake: Any, schema: Mapping[str, Any], real_codes=None) -> dict:
-    """1-way TVD per column, 2-way TVD per pair, W1 per numeric column (column units).
-
-    ``real_codes`` may pass ``codes(real, schema)`` computed once for many fakes. Returns
-    ``{"tvd1": {name: tvd}, "tvd2": {(a, b): tvd}, "w1": {name: w1}}``.
-    """
-    rc, sizes = real_codes if real_codes is not None else codes(real, schema)
-    fc, _ = codes(fake, schema)
-    tvd1 = {n[0]: v for n, v in marginal_tvd(rc, fc, sizes, 1).items()}
-    tvd2 = marginal_tvd(rc, fc, sizes, 2)
-    dist = {
-        c["name"]: w1(real[c["name"]], fake[c["name"]])
-        for c in schema["columns"]
-        if c["kind"] == "numeric"
-    }
-    return {"tvd1": tvd1, "tvd2": tvd2, "w1": dist}
