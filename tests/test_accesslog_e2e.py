@@ -5,13 +5,11 @@ subprocess; and the pieces of the picture."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_run import run  # tests/ is on sys.path (no __init__)
 
 from sketchsyn.domains import BitDomain
 from sketchsyn.errors import ParameterError
@@ -20,21 +18,6 @@ from sketchsyn.evaluate.metrics import wasserstein1
 
 ROOT = Path(__file__).resolve().parents[1]
 BUSY = [(10, 1), (172, 16), (192, 168)]
-
-
-def run(*args: object, input: bytes | None = None):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.pop("SKETCHSYN_DEBUG", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "sketchsyn", *map(str, args)],
-        input=input,
-        capture_output=True,
-        env=env,
-        timeout=120,
-    )
-    proc.out = proc.stdout.decode()  # type: ignore[attr-defined]
-    proc.err = proc.stderr.decode()  # type: ignore[attr-defined]
-    return proc
 
 
 def dotted(keys: np.ndarray) -> list[str]:

@@ -5,13 +5,11 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_run import run, user_error  # tests/ is on sys.path (no __init__)
 
 from sketchsyn import PrivHP, cli
 from sketchsyn.cli.common import _Reservoir, _write_atomic
@@ -21,30 +19,6 @@ from sketchsyn.io.progress import progress
 ROOT = Path(__file__).resolve().parents[1]
 BOUNDS = "--bounds=-74.05:-73.75,40.6:40.9"
 LO, HI = np.array([-74.05, 40.6]), np.array([-73.75, 40.9])
-
-
-def run(*args: str, input: bytes | None = None, cwd: Path | None = None):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.pop("SKETCHSYN_DEBUG", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "sketchsyn", *map(str, args)],
-        input=input,
-        capture_output=True,
-        env=env,
-        cwd=cwd,
-        timeout=120,
-    )
-    proc.out = proc.stdout.decode()  # type: ignore[attr-defined]
-    proc.err = proc.stderr.decode()  # type: ignore[attr-defined]
-    return proc
-
-
-def user_error(proc, *needles: str) -> None:
-    """Exit status 2, every needle in the one-line message on stderr, no traceback."""
-    assert proc.returncode == 2, (proc.returncode, proc.err)
-    assert "Traceback" not in proc.err, proc.err
-    for needle in needles:
-        assert needle in proc.err, (needle, proc.err)
 
 
 def rides(n: int, seed: int = 0) -> np.ndarray:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_run import run, user_error  # tests/ is on sys.path (no __init__)
 
 from sketchsyn.io.batchreader import Position
 from sketchsyn.io.readers import CSVReader
@@ -21,23 +22,6 @@ from sketchsyn.io.readers import CSVReader
 ROOT = Path(__file__).resolve().parents[1]
 BOUNDS = "--bounds=0:1,0:1"
 COMMON = ("--columns", "x,y", BOUNDS, "--epsilon", "1")
-
-
-def run(*args, input: bytes | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.pop("SKETCHSYN_DEBUG", None)
-    cmd = [sys.executable, "-m", "sketchsyn", *map(str, args)]
-    proc = subprocess.run(cmd, input=input, capture_output=True, env=env, timeout=300)
-    proc.err = proc.stderr.decode()  # type: ignore[attr-defined]
-    proc.out = proc.stdout.decode()  # type: ignore[attr-defined]
-    return proc
-
-
-def user_error(proc, *needles: str) -> None:
-    assert proc.returncode == 2, (proc.returncode, proc.err)
-    assert "Traceback" not in proc.err, proc.err
-    for needle in needles:
-        assert needle in proc.err, (needle, proc.err)
 
 
 def short_csv(path: Path, n: int, seed: int = 0) -> Path:

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import gzip
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_run import run  # tests/ is on sys.path (no __init__)
 
 from sketchsyn.cli.common import _load
 
@@ -19,15 +18,6 @@ ROOT = Path(__file__).resolve().parents[1]
 BOUNDS = "--bounds=-74.05:-73.75,40.6:40.9"
 SMALL = ("--k", "16", "--width", "64", "--depth", "10", "--noise-seed", "1")
 BUSY = [(10 << 8) | 20, (172 << 8) | 16, (192 << 8) | 168]  # three /16 subnets
-
-
-def run(*args, input: bytes | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.pop("SKETCHSYN_DEBUG", None)
-    cmd = [sys.executable, "-m", "sketchsyn", *map(str, args)]
-    proc = subprocess.run(cmd, input=input, capture_output=True, env=env, timeout=120)
-    proc.err = proc.stderr.decode()  # type: ignore[attr-defined]
-    return proc
 
 
 def inproc(capsys, *args) -> tuple[int, str]:

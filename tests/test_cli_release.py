@@ -4,33 +4,16 @@ flags (not Python keywords), end to end through subprocess."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_run import run  # tests/ is on sys.path (no __init__)
 
 from sketchsyn.cli.common import _cli_message, _flags
 from sketchsyn.cli.parser import _parser
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def run(*args: object, input: bytes | None = None):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.pop("SKETCHSYN_DEBUG", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "sketchsyn", *map(str, args)],
-        input=input,
-        capture_output=True,
-        env=env,
-        timeout=120,
-    )
-    proc.out = proc.stdout.decode()  # type: ignore[attr-defined]
-    proc.err = proc.stderr.decode()  # type: ignore[attr-defined]
-    return proc
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from cli_run import cli_env as _env  # tests/ is on sys.path (no __init__)
+from cli_run import run, user_error
 
 from sketchsyn.cli.common import _load_run
 from sketchsyn.domains import Schema
@@ -41,30 +43,9 @@ SCHEMA = {
 SMALL = ("--k", "16", "--width", "64", "--depth", "14", "--noise-seed", "3")
 
 
-def _env() -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.pop("SKETCHSYN_DEBUG", None)
-    return env
-
-
-def run(*args, input: bytes | None = None) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "sketchsyn", *map(str, args)]
-    proc = subprocess.run(cmd, input=input, capture_output=True, env=_env(), timeout=300)
-    proc.err = proc.stderr.decode()  # type: ignore[attr-defined]
-    proc.out = proc.stdout.decode()  # type: ignore[attr-defined]
-    return proc
-
-
 def ok(proc) -> subprocess.CompletedProcess:
     assert proc.returncode == 0, proc.err
     return proc
-
-
-def user_error(proc, *needles: str) -> None:
-    assert proc.returncode == 2, (proc.returncode, proc.err)
-    assert "Traceback" not in proc.err, proc.err
-    for needle in needles:
-        assert needle in proc.err, (needle, proc.err)
 
 
 def flights(n: int, seed: int = 0) -> pa.Table:

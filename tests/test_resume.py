@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_run import cli_env as _env  # tests/ is on sys.path (no __init__)
+from cli_run import run
 
 from sketchsyn import PrivHP
 from sketchsyn.cli.common import _load_run
@@ -24,19 +26,6 @@ PARAMS += ("--k", "16", "--width", "64", "--depth", "12")
 SLOW = ("--batch-size", "500", "--checkpoint-every", "1000", "-q")
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="SIGKILL and fork are POSIX")
-
-
-def _env() -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.pop("SKETCHSYN_DEBUG", None)
-    return env
-
-
-def run(*args, input: bytes | None = None) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "sketchsyn", *map(str, args)]
-    proc = subprocess.run(cmd, input=input, capture_output=True, env=_env(), timeout=120)
-    proc.err = proc.stderr.decode()  # type: ignore[attr-defined]
-    return proc
 
 
 @pytest.fixture(scope="module")
