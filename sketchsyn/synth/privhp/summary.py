@@ -94,17 +94,15 @@ from ..distribution import PrivateDistribution
 from ..offline.histogram import check_same_params
 from . import loading
 from .bank import LevelBank
-from .loading import ALLOCATIONS, KIND, NEIGHBOURS
+from .loading import ALLOCATIONS, KIND, NEIGHBOURS, SKETCHES
 from .release import least_squares_levels, noisy_state, release_once
 from .sizing import HEADER_BYTES, Sizing
 
 __all__ = ["PrivHP"]
 
-_KIND = KIND
 # The least-squares step now lives in sketchsyn.synth.privhp.release; the old private name stays.
 _least_squares_levels = least_squares_levels
-_SKETCHES = {"count-min": CountMinSketch, "count-sketch": CountSketch}
-_ALLOCATIONS, _NEIGHBOURS = ALLOCATIONS, NEIGHBOURS
+_SKETCHES = dict(zip(SKETCHES, (CountMinSketch, CountSketch), strict=True))  # name -> class
 
 
 class PrivHP(LevelBank, Sizing, Summary):
@@ -211,9 +209,9 @@ class PrivHP(LevelBank, Sizing, Summary):
         self._k = check_int(k, "k", "PrivHP", minimum=1)
         self._width = check_int(width, "width", "PrivHP", minimum=1)
         self._sketch_depth = check_int(sketch_depth, "sketch_depth", "PrivHP", minimum=1)
-        self._sketch = check_choice(sketch, "sketch", "PrivHP", tuple(_SKETCHES))
-        self._allocation = check_choice(allocation, "allocation", "PrivHP", _ALLOCATIONS)
-        self._neighbours = check_choice(neighbours, "neighbours", "PrivHP", _NEIGHBOURS)
+        self._sketch = check_choice(sketch, "sketch", "PrivHP", SKETCHES)
+        self._allocation = check_choice(allocation, "allocation", "PrivHP", ALLOCATIONS)
+        self._neighbours = check_choice(neighbours, "neighbours", "PrivHP", NEIGHBOURS)
         self._seed = check_int(seed, "seed", "PrivHP", minimum=0, maximum=2**32 - 1)
         self._raw = check_bool(raw, "raw", "PrivHP")
         self._L_k = int(self._k).bit_length() - 1
@@ -314,7 +312,7 @@ class PrivHP(LevelBank, Sizing, Summary):
         # A raw state holds no noise yet: its identity is random even with a seed, so raw
         # summaries built alike merge (the trusted-aggregator case).
         self._lineage = Lineage.new(
-            as_source(None) if self._raw else self._source, _KIND, self._params()
+            as_source(None) if self._raw else self._source, KIND, self._params()
         )
         self._usage = UsageGuard()
 
@@ -417,7 +415,7 @@ class PrivHP(LevelBank, Sizing, Summary):
         Raises :class:`ReleasedError` before ``release()``; it is post-processing of the release.
         A summary loaded from a released blob regrows it from the stored release's leaves.
         """
-        stored = self._lineage.lookup(self._digest(), _KIND) if self.released else None
+        stored = self._lineage.lookup(self._digest(), KIND) if self.released else None
         if stored is None:
             raise ReleasedError("partition_tree exists only after release()")
         dist, grown = stored
@@ -446,7 +444,7 @@ class PrivHP(LevelBank, Sizing, Summary):
     def _check_open(self) -> None:
         if self._frozen:
             raise ReleasedError("this PrivHP is a snapshot; snapshots are read-only")
-        self._lineage.check_open(_KIND)
+        self._lineage.check_open(KIND)
 
     def update(self, x: Any) -> None:
         """Add one item (a point of the domain)."""
@@ -537,8 +535,8 @@ class PrivHP(LevelBank, Sizing, Summary):
             raise ReleasedError(
                 "cannot merge a released PrivHP: its noise draw was published with its state"
             )
-        with self._usage.enter(_KIND):
-            lineage = self._lineage.union(other._lineage, _KIND)
+        with self._usage.enter(KIND):
+            lineage = self._lineage.union(other._lineage, KIND)
             self._tree += other._tree
             self._bank += other._bank
             self._n_seen += other._n_seen
@@ -576,7 +574,7 @@ class PrivHP(LevelBank, Sizing, Summary):
                 "already noisy, and shipping its state twice would release one noise draw at "
                 "two stream positions"
             )
-        with self._usage.enter(_KIND):
+        with self._usage.enter(KIND):
             private = self._from_params(self._params(), rng=rng, raw=False)
             private._tree += self._tree
             private._bank += self._bank
@@ -685,7 +683,7 @@ class PrivHP(LevelBank, Sizing, Summary):
     def _stored_release(self) -> tuple[PrivateDistribution, Any] | None:
         """The stored release of this exact state, ``None`` if it is not the released one."""
         try:
-            return self._lineage.lookup(self._digest(), _KIND)
+            return self._lineage.lookup(self._digest(), KIND)
         except ReleasedError:
             return None
 
