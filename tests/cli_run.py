@@ -39,3 +39,28 @@ def user_error(proc, *needles: str) -> None:
     assert "Traceback" not in proc.err, proc.err
     for needle in needles:
         assert needle in proc.err, (needle, proc.err)
+
+
+def kill_after_writes(cmd: list, state: Path, writes: int, delay: float, stdin=None) -> None:
+    """Start ``cmd``; SIGKILL it ``delay`` s after it has replaced ``state`` ``writes`` times
+    (``os.replace`` gives the file a new inode), or once it ends or hangs for 120 s."""
+    import signal
+    import time
+
+    proc = subprocess.Popen(cmd, env=cli_env(), stdin=stdin, stderr=subprocess.DEVNULL)
+    seen, last = 0, None
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            stamp = os.stat(state).st_ino
+        except FileNotFoundError:
+            stamp = None
+        if stamp is not None and stamp != last:
+            seen, last = seen + 1, stamp
+            if seen >= writes:
+                time.sleep(delay)
+                break
+        time.sleep(0.0005)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
+    proc.wait()

@@ -8,17 +8,15 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from cli_run import cli_env as _env  # tests/ is on sys.path (no __init__)
+from cli_run import kill_after_writes as _kill_after_writes
 from cli_run import run, user_error
 
 from sketchsyn.cli.common import _load_run
@@ -208,24 +206,6 @@ def test_bad_rows_are_named_by_their_line(files):
 
 
 # ----------------------------------------------------------------------------- resume
-def _kill_after_writes(cmd: list, state: Path, writes: int, delay: float) -> None:
-    proc = subprocess.Popen(cmd, env=_env(), stderr=subprocess.DEVNULL)
-    seen, last = 0, None
-    deadline = time.monotonic() + 120
-    while proc.poll() is None and time.monotonic() < deadline:
-        try:
-            stamp = os.stat(state).st_ino
-        except FileNotFoundError:
-            stamp = None
-        if stamp is not None and stamp != last:
-            seen, last = seen + 1, stamp
-            if seen >= writes:
-                time.sleep(delay)
-                break
-        time.sleep(0.0005)
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGKILL)
-    proc.wait()
 
 
 @pytest.mark.skipif(os.name != "posix", reason="SIGKILL is POSIX")

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from cli_run import cli_env as _env  # tests/ is on sys.path (no __init__)
+from cli_run import kill_after_writes as _kill_after_writes
 from cli_run import run
 
 from sketchsyn import PrivHP
@@ -50,27 +49,6 @@ def uninterrupted(data, tmp_path_factory) -> bytes:
     proc = run("fit", data, *PARAMS, "-o", model, "-q")
     assert proc.returncode == 0, proc.err
     return model.read_bytes()
-
-
-def _kill_after_writes(cmd: list, state: Path, writes: int, delay: float, stdin=None) -> None:
-    """Start ``cmd``; SIGKILL it ``delay`` s after it has replaced ``state`` ``writes`` times."""
-    proc = subprocess.Popen(cmd, env=_env(), stdin=stdin, stderr=subprocess.DEVNULL)
-    seen, last = 0, None
-    deadline = time.monotonic() + 60
-    while proc.poll() is None and time.monotonic() < deadline:
-        try:
-            stamp = os.stat(state).st_ino  # os.replace gives the file a new inode
-        except FileNotFoundError:
-            stamp = None
-        if stamp is not None and stamp != last:
-            seen, last = seen + 1, stamp
-            if seen >= writes:
-                time.sleep(delay)
-                break
-        time.sleep(0.0005)
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGKILL)
-    proc.wait()
 
 
 @pytest.mark.parametrize("seed", [0, 1])
