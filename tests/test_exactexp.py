@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sketchsyn.privacy import noise
+from sketchsyn.privacy import exactexp, noise
 from sketchsyn.privacy.exactexp import (
     Real,
     ThresholdTable,
@@ -201,3 +201,167 @@ def test_bracket_of_a_huge_exponent_is_zero_one():
     assert lo <= math.exp(-63) * 2**64 <= hi and hi - lo <= 4
     assert Real.exp_neg(Fraction(10**9)).floor(96) == 0
     assert Real.one_minus_exp_neg(Fraction(10**9)).floor(32) == 2**32 - 1
+
+
+# ------------------------------------------------------------------ float-first table builders
+_KINDS = ("geometric", "truncated", "laplace")
+
+
+def _same_as_exact(x: Fraction, m: int) -> None:
+    """The builders' thresholds (float-first) equal the integer-only reference, for all kinds."""
+    for kind in _KINDS:
+        fast = exactexp._fast_thresholds(kind, x, m)
+        exact = exactexp._exact_thresholds(kind, x, m)
+        assert fast.dtype == np.uint32 and exact.dtype == np.uint32
+        assert np.array_equal(fast, exact), (kind, x, m)
+    assert np.array_equal(
+        geometric_table(x, m, False)._thresholds, exactexp._exact_thresholds("geometric", x, m)
+    )
+    assert np.array_equal(
+        geometric_table(x, m, True)._thresholds, exactexp._exact_thresholds("truncated", x, m)
+    )
+    assert np.array_equal(
+        laplace_magnitude_table(x, m)._thresholds, exactexp._exact_thresholds("laplace", x, m)
+    )
+
+
+_FIXED_XS = [
+    Fraction(1, 2**30),
+    Fraction(1, 2**20),
+    Fraction(3, 2**25),
+    Fraction(0.0123),
+    Fraction(0.0123) / 4,
+    1 / Fraction(2 * 7 / 0.37),
+    Fraction(math.log(2)),
+    Fraction(math.log(2)) / 2,
+    2 * Fraction(math.log(2)),
+    Fraction(math.nextafter(math.log(2), 1)),
+    Fraction(1),
+    Fraction(2),
+    Fraction(3),
+    Fraction(8),
+    Fraction(20),
+    Fraction(31),
+    Fraction(33),
+    Fraction(50),
+    Fraction(700),
+    Fraction(800),
+    Fraction(10**9),
+    Fraction(1, 3),
+    Fraction(2**20, 734003),
+    Fraction(10**40 + 1, 10**42 + 7),
+    Fraction(3**100, 5**70 * 2**70),
+    Fraction(1, 2**60),
+    Fraction(7, 2**90),
+    Fraction(2**2000 + 1, 2**2000),
+]
+
+
+@pytest.mark.parametrize("x", _FIXED_XS)
+def test_fast_tables_equal_the_exact_construction(x):
+    _same_as_exact(x, noise._table_size(x))
+
+
+@pytest.mark.parametrize("m", [2**k for k in range(11)])
+@pytest.mark.parametrize("x", [Fraction(1, 2**30), Fraction(0.0037), Fraction(0.71), Fraction(9)])
+def test_fast_tables_equal_the_exact_construction_for_every_size(x, m):
+    _same_as_exact(x, m)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    x=st.one_of(
+        rationals,
+        st.floats(min_value=1e-9, max_value=60.0).map(Fraction),
+        st.floats(min_value=1e-4, max_value=4.0).map(lambda e: Fraction(e) / 4),
+    )
+)
+def test_fast_tables_equal_the_exact_construction_hypothesis(x):
+    _same_as_exact(x, noise._table_size(x))
+
+
+def _c1(kind: str, x: Decimal, m: int) -> Decimal:
+    one_minus = 1 - (-x).exp()
+    if kind == "geometric":
+        return one_minus
+    if kind == "truncated":
+        return one_minus / (1 - (-x * m).exp())
+    return one_minus / (1 + (-x).exp())  # Laplace: 1 − 2e^{-x}/(1 + e^{-x})
+
+
+def _straddling_pair(kind: str, n: int, m: int) -> tuple[Fraction, Fraction]:
+    """Two rationals ``x_lo < x_hi`` 2·10**-70 apart (so one float64) around the ``x`` where
+    ``2**32·c_1(x)`` is the integer ``n`` (``c_1`` increases with ``x``): the first entry of
+    their tables is ``n − 1`` for ``x_lo`` and ``n`` for ``x_hi``."""
+    with localcontext() as ctx:
+        ctx.prec = 110
+        target = Decimal(n) / Decimal(2**32)  # exact at this precision
+        a, b = Decimal("1e-6"), Decimal(40)
+        for _ in range(260):
+            mid = (a + b) / 2
+            if _c1(kind, mid, m) < target:
+                a = mid
+            else:
+                b = mid
+    eps = Fraction(1, 10**70)
+    return Fraction(a) - eps, Fraction(b) + eps
+
+
+# Integers near 2**32·r, r > 1/64 (the least c_1 of a truncated table of 64), for both the
+# direct (c ≤ 1/2) and the complement (c > 1/2) forms.
+_BOUNDARIES = [(kind, round(r * 2**32) + 7) for kind in _KINDS for r in (0.031, 0.3, 0.7, 0.98)]
+
+
+def _pair_cases() -> list[tuple[str, Fraction, int]]:
+    cases = []
+    for kind, n in _BOUNDARIES:
+        m = 64
+        x_lo, x_hi = _straddling_pair(kind, n, m)
+        if kind != "truncated":
+            m = noise._table_size(x_lo)
+        cases += [(kind, x_lo, m), (kind, x_hi, m)]
+    return cases
+
+
+_PAIRS = _pair_cases()
+
+
+def test_straddling_pairs_are_what_they_claim():
+    """Each pair is one float64 but its exact first thresholds are n − 1 and n."""
+    for (kind, x_lo, m), (_, x_hi, _) in zip(_PAIRS[::2], _PAIRS[1::2], strict=True):
+        assert float(x_lo) == float(x_hi)
+        lo = int(exactexp._exact_thresholds(kind, x_lo, m)[0])
+        hi = int(exactexp._exact_thresholds(kind, x_hi, m)[0])
+        assert hi == lo + 1, (kind, x_lo)
+
+
+@pytest.mark.parametrize("kind, x, m", _PAIRS)
+def test_floors_at_a_hair_from_an_integer_go_to_the_integer_routines(kind, x, m, monkeypatch):
+    """The floats cannot tell ``x_lo`` from ``x_hi``; the margin hands their first entry to the
+    integer brackets, which get it right."""
+    sent: list[int] = []
+    inner = exactexp._bracket_floors
+
+    def spy(kind, x, m, orders, power):
+        sent.extend(orders)
+        return inner(kind, x, m, orders, power)
+
+    monkeypatch.setattr(exactexp, "_bracket_floors", spy)
+    fast = exactexp._fast_thresholds(kind, x, m)
+    assert 1 in sent
+    assert np.array_equal(fast, exactexp._exact_thresholds(kind, x, m))
+
+
+def test_without_the_margin_the_floats_misjudge_a_floor(monkeypatch):
+    """With no margin every float floor is taken as is; a pair shares one float64 but not one
+    floor, so at least one entry of each pair must come out wrong: the margin is necessary."""
+    monkeypatch.setattr(exactexp, "_REL_MARGIN", 0.0)
+    monkeypatch.setattr(exactexp, "_ABS_MARGIN", 0.0)
+    for (kind, x_lo, m), (_, x_hi, _) in zip(_PAIRS[::2], _PAIRS[1::2], strict=True):
+        wrong = [
+            not np.array_equal(
+                exactexp._fast_thresholds(kind, x, m), exactexp._exact_thresholds(kind, x, m)
+            )
+            for x in (x_lo, x_hi)
+        ]
+        assert any(wrong), (kind, x_lo)

@@ -12,12 +12,17 @@ compared with the binary expansion of ``c``, one 32-bit word at a time:
 
 The decision is therefore exactly ``U < c``, i.e. exactly Bernoulli(``c``), and a sorted table of
 ``floor(2**32·c_v)`` for increasing ``c_1 ≤ … ≤ c_m`` turns one word into an exact draw of
-``#{v : c_v ≤ U}`` (inversion). No float is involved.
+``#{v : c_v ≤ U}`` (inversion). Every decision of a draw is an exact integer comparison.
 
-The floors are computed from certified brackets of ``e^{−x}``: :mod:`decimal` evaluates ``exp``
-correctly rounded (Python documentation of ``Decimal.exp``), the input ``x`` is bracketed by
-rounding its division down and up, and one unit in the last place is added on each side. A floor
-is returned only when both ends of the bracket agree; otherwise the precision is raised.
+The floors are exact. A table's floors are first estimated in float64 (vectorised over the table)
+with an error interval far wider than the float error can be; a floor is taken from the floats only
+where the whole interval has the same floor, which proves it. The other entries (of the order of
+one per table of 1024) come from certified brackets of ``e^{−x}`` in integers: :mod:`decimal`
+evaluates ``exp`` correctly rounded (Python documentation of ``Decimal.exp``), the input ``x`` is
+bracketed by rounding its division down and up, and one unit in the last place is added on each
+side. A floor is returned only when both ends of the bracket agree; otherwise the precision is
+raised. The integer-only construction of a whole table is kept as the reference; the two give the
+same thresholds bit for bit.
 
 >>> from fractions import Fraction
 >>> r = Real.exp_neg(Fraction(1))
@@ -29,6 +34,7 @@ True
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal, localcontext
 from fractions import Fraction
@@ -175,8 +181,10 @@ class ThresholdTable:
         self._thresholds = t
         self._real = real  # v (1-based) → the Real c_v, for ties only
         self._reals: dict[int, Real] = {}
-        starts = np.arange(2**self._GUIDE_BITS + 1, dtype=np.int64) << (32 - self._GUIDE_BITS)
-        self._guide = np.searchsorted(t.astype(np.int64), starts, side="left").astype(np.int32)
+        # guide[b] = #{T_v < b·2**20}: counts of the top 12 bits, accumulated.
+        self._guide = np.zeros(2**self._GUIDE_BITS + 1, dtype=np.int32)
+        top = t >> np.uint32(32 - self._GUIDE_BITS)
+        np.cumsum(np.bincount(top, minlength=2**self._GUIDE_BITS), out=self._guide[1:])
         self._padded = np.append(t.astype(np.int64), np.int64(2**32))
 
     @property
@@ -240,36 +248,6 @@ def _floors(lo: list[int], hi: list[int], shift: int, exact: Callable[[int], int
     return out
 
 
-@lru_cache(maxsize=256)
-def geometric_table(x: Fraction, m: int, truncated: bool) -> ThresholdTable:
-    """Inversion table for ``Y`` with ``P(Y ≥ y) = e^{−x·y}``.
-
-    ``truncated=False``: ``c_o = 1 − e^{−x·o}`` (``o = 1 … m``); the outcome is ``Y`` when it is
-    below ``m`` and ``m`` when ``Y ≥ m``. ``truncated=True``: ``Y`` conditioned on ``Y < m``,
-    ``c_o = (1 − e^{−x·o})/(1 − e^{−x·m})`` (``o = 1 … m − 1``).
-    """
-    prec = 96 + int(x.denominator).bit_length()  # 1 − e^{−x} can be as small as x
-    lo, hi = _power_brackets(x, m, prec)
-    one = 1 << prec
-    shift = prec - _WORD
-    if not truncated:
-        t = _floors(
-            [one - h for h in hi[1:]],
-            [one - a for a in lo[1:]],
-            shift,
-            lambda i: Real.one_minus_exp_neg(x * (i + 1)).floor(_WORD),
-        )
-        return ThresholdTable(t, lambda v: Real.one_minus_exp_neg(x * v))
-    den_lo, den_hi = one - hi[m], one - lo[m]
-    t = _floors(
-        [((one - h) << (2 * _WORD)) // den_hi for h in hi[1:m]],
-        [-((-((one - a) << (2 * _WORD))) // den_lo) for a in lo[1:m]],
-        _WORD,
-        lambda i: Real.truncated_cdf(x, i + 1, m).floor(_WORD),
-    )
-    return ThresholdTable(t, lambda v: Real.truncated_cdf(x, v, m))
-
-
 def _laplace_magnitude_real(x: Fraction, o: int) -> Real:
     """``P(|Z| < o) = 1 − 2·e^{−x·o}/(1 + e^{−x})`` for ``Z ~ Lap_Z(1/x)`` (``o ≥ 1``)."""
 
@@ -284,22 +262,205 @@ def _laplace_magnitude_real(x: Fraction, o: int) -> Real:
     return Real(bracket)
 
 
+# The three kinds of table: c_o = 1 − e^{−x·o} (o = 1 … m), the same truncated to [0, m)
+# (o = 1 … m − 1), and the Laplace magnitude 1 − 2e^{−x·o}/(1 + e^{−x}) (o = 1 … m).
+_GEOMETRIC, _TRUNCATED, _LAPLACE = "geometric", "truncated", "laplace"
+
+
+def _real(kind: str, x: Fraction, m: int, o: int) -> Real:
+    """The exact ``c_o`` of a table of ``kind``."""
+    if kind == _GEOMETRIC:
+        return Real.one_minus_exp_neg(x * o)
+    if kind == _TRUNCATED:
+        return Real.truncated_cdf(x, o, m)
+    return _laplace_magnitude_real(x, o)
+
+
+def _exact_entry(kind: str, x: Fraction, m: int, o: int) -> int:
+    """``floor(2**32·c_o)`` of one entry, from :class:`Real` (the last resort)."""
+    return _real(kind, x, m, o).floor(_WORD)
+
+
+def _bracket_floors(
+    kind: str, x: Fraction, m: int, orders: list[int], power: Callable[[int], tuple[int, int]]
+) -> np.ndarray:
+    """``floor(2**32·c_o)`` for ``o`` in ``orders`` from brackets ``power(k)`` of
+    ``2**prec·e^{−x·k}`` (``prec = 96 + bits of x's denominator``): a floor is kept where both
+    ends of the entry's bracket agree, else :func:`_exact_entry` gives it."""
+    prec = 96 + int(x.denominator).bit_length()  # 1 − e^{−x} can be as small as x
+    one = 1 << prec
+    brackets = [power(o) for o in orders]
+    lo = [b[0] for b in brackets]
+    hi = [b[1] for b in brackets]
+
+    def exact(i: int) -> int:
+        return _exact_entry(kind, x, m, orders[i])
+
+    if kind == _GEOMETRIC:
+        return _floors([one - h for h in hi], [one - a for a in lo], prec - _WORD, exact)
+    if kind == _TRUNCATED:
+        m_lo, m_hi = power(m)
+        den_lo, den_hi = one - m_hi, one - m_lo
+        return _floors(
+            [((one - h) << (2 * _WORD)) // den_hi for h in hi],
+            [-((-((one - a) << (2 * _WORD))) // den_lo) for a in lo],
+            _WORD,
+            exact,
+        )
+    # Brackets of 2**(prec+32)·c_o, floored to 32 bits by a shift of prec.
+    p_lo, p_hi = power(1)
+    top, denom_lo, denom_hi = 1 << (prec + _WORD), one + p_lo, one + p_hi
+    return _floors(
+        [top - -((-(2 * h << (prec + _WORD))) // denom_lo) for h in hi],
+        [top - (2 * a << (prec + _WORD)) // denom_hi for a in lo],
+        prec,
+        exact,
+    )
+
+
+def _orders(kind: str, m: int) -> list[int]:
+    return list(range(1, m if kind == _TRUNCATED else m + 1))
+
+
+def _exact_thresholds(kind: str, x: Fraction, m: int) -> np.ndarray:
+    """The reference construction of a table's thresholds, in integers only: brackets of
+    ``e^{−x·o}`` for every ``o`` from ``m`` successive products of one bracket of ``e^{−x}``."""
+    prec = 96 + int(x.denominator).bit_length()
+    lo, hi = _power_brackets(x, m, prec)
+    return _bracket_floors(kind, x, m, _orders(kind, m), lambda k: (lo[k], hi[k]))
+
+
+def _pow_bracket(q: tuple[int, int], k: int, prec: int) -> tuple[int, int]:
+    """A bracket of ``2**prec·e^{−x·k}`` from a bracket ``q`` of ``2**prec·e^{−x}``, by repeated
+    squaring (each product of lower ends rounded down, of upper ends up)."""
+    lo = hi = 1 << prec
+    b_lo, b_hi = q
+    while k:
+        if k & 1:
+            lo, hi = (lo * b_lo) >> prec, -((-(hi * b_hi)) >> prec)
+        k >>= 1
+        if k:
+            b_lo, b_hi = (b_lo * b_lo) >> prec, -((-(b_hi * b_hi)) >> prec)
+    return lo, hi
+
+
+# Float decisions (see _fast_thresholds): margins, and where the floats are trusted.
+_REL_MARGIN = 2.0**-40
+_ABS_MARGIN = 2.0**-30
+_Y_MAX = 32.0  # x·o above this: the entry goes to the integer routines
+_X_MIN, _X_MAX = Fraction(1, 2**960), Fraction(2**10)
+_TWO32 = 2.0**32
+
+
+def _float_estimates(kind: str, x: float, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For ``o`` in the table: ``(v, tail, y)``, ``v`` a float estimate of ``2**32·c_o`` when
+    ``tail`` is false and of ``2**32·(1 − c_o)`` when it is true (whichever is at most about
+    ``2**31``), ``y = fl(x·o)``. Every form is a sum, product or quotient of positive terms."""
+    o = np.arange(1, m if kind == _TRUNCATED else m + 1, dtype=np.float64)
+    y = x * o
+    if kind == _GEOMETRIC:
+        direct = -np.expm1(-y)  # 1 − e^{−x·o}
+        rest = np.exp(-y)  # e^{−x·o}
+    elif kind == _TRUNCATED:
+        den = -math.expm1(-(x * m))
+        direct = -np.expm1(-y) / den
+        rest = np.exp(-y) * -np.expm1(-(x * (m - o))) / den  # (e^{−x·o} − e^{−x·m})/den
+    else:
+        p = math.exp(-x)
+        # 1 − 2e^{−x·o}/(1 + p) = ((1 − e^{−x·o}) + p·(1 − e^{−x·(o−1)}))/(1 + p)
+        direct = (-np.expm1(-y) - p * np.expm1(-(x * (o - 1.0)))) / (1.0 + p)
+        rest = 2.0 * np.exp(-y) / (1.0 + p)
+    tail = direct > 0.5
+    return np.where(tail, rest, direct) * _TWO32, tail, y
+
+
+def _fast_thresholds(kind: str, x: Fraction, m: int) -> np.ndarray:
+    """The thresholds ``floor(2**32·c_o)`` of :func:`_exact_thresholds`, bit for bit, mostly
+    from float64.
+
+    Each entry is estimated in float64 (:func:`_float_estimates`) as ``v ≈ V``, ``V`` either
+    ``Q = 2**32·c_o`` or ``t = 2**32·(1 − c_o)`` (then ``floor(Q) = 2**32 − ceil(t)``, an
+    identity for any real ``t``). The interval ``[v·(1 − R) − A, v·(1 + R) + A]``,
+    ``R = 2**-40``, ``A = 2**-30``, contains ``V``; its two ends are floored (``Q`` is known to
+    lie in ``[0, 2**32)`` and ``t`` in ``(0, 2**32)``, which clips them) and the entry is kept
+    only when they agree. The rest go to the integer brackets (one bracket of ``e^{−x}``,
+    raised to each power by repeated squaring), and what those leave undecided to
+    :class:`Real`. Floats are used only for ``2**-960 ≤ x ≤ 2**10`` and entries with
+    ``fl(x·o) ≤ 32``; other entries take the integer routes.
+
+    Why ``V`` is in the interval (``u = 2**-53``; relative errors of positive numbers):
+
+    * ``float(x)`` is the correctly rounded quotient of two Python integers (CPython rounds
+      ``int / int`` correctly at any size) and ``x`` is in the normal range: error ``≤ u``.
+      ``fl(x_f·k)`` for an integer ``k ≤ 1024`` (exact in float64) adds one rounding, so
+      ``y_f = x·k·(1 + η)``, ``|η| ≤ 2.1u``.
+    * ``exp`` and ``expm1`` (numpy's, and the C library's through :mod:`math` for scalars) are
+      assumed within ``ε = 2**-48`` (32 units in the last place) of the exact function of their
+      float argument: C libraries are within one unit, numpy's vectorised versions document at
+      most 4.
+    * ``e^{−y_f} = e^{−x·k}·e^{−x·k·η}``: with ``x·k ≤ 32.01``, a relative change below
+      ``2**-46`` (plus ``ε``). ``1 − e^{−y}`` has condition number ``y/(e^y − 1) ≤ 1``, so
+      ``−expm1(−y_f)`` is within ``2.2u + ε < 2**-47.9`` (at any ``y``).
+    * A product or quotient adds the relative errors of its operands and one ``u``; a sum of two
+      positive numbers has at most the larger of their errors, plus ``u``; ``2**32`` and ``2``
+      are exact. The worst form, the Laplace ``direct``, sums to below ``2**-44.5``, so
+      ``|v − V| ≤ 2**-44.5·V`` and ``V ∈ [v/(1 + 2**-44.5), v/(1 − 2**-44.5)]``, which
+      ``v·(1 ∓ R)`` contains with room for the two roundings of computing the ends (``≤ u``
+      each): the margin is over 16 times the error bound. No value underflows (``e^{−32}``
+      and ``2**32·x ≥ 2**-928`` are normal), none overflows.
+
+    A floor that the float interval cannot prove is never taken from floats; the result equals
+    the exact construction entry for entry.
+
+    >>> x = Fraction(1, 300)
+    >>> bool((_fast_thresholds("laplace", x, 1024) == _exact_thresholds("laplace", x, 1024)).all())
+    True
+    """
+    if not _X_MIN <= x <= _X_MAX:
+        return _exact_thresholds(kind, x, m)
+    v, tail, y = _float_estimates(kind, float(x), m)
+    lo = v * (1.0 - _REL_MARGIN) - _ABS_MARGIN
+    hi = v * (1.0 + _REL_MARGIN) + _ABS_MARGIN
+    # floor(Q) directly; or 2**32 − ceil(t), ceil(t) ∈ [ceil(max(lo, 1/2)), ceil(min(hi, 2**32))].
+    f_lo = np.where(tail, _TWO32 - np.ceil(np.minimum(hi, _TWO32)), np.floor(np.maximum(lo, 0.0)))
+    f_hi = np.where(tail, _TWO32 - np.ceil(np.maximum(lo, 0.5)), np.floor(np.minimum(hi, _MASK)))
+    out = f_lo.astype(np.int64)
+    undecided = np.flatnonzero((f_lo != f_hi) | ~(y <= _Y_MAX)).tolist()
+    if undecided:
+        prec = 96 + int(x.denominator).bit_length()
+        q = exp_neg_bracket(x, prec)
+        orders = [i + 1 for i in undecided]
+        out[undecided] = _bracket_floors(kind, x, m, orders, lambda k: _pow_bracket(q, k, prec))
+    return out.astype(np.uint32)
+
+
+@lru_cache(maxsize=256)
+def geometric_table(x: Fraction, m: int, truncated: bool) -> ThresholdTable:
+    """Inversion table for ``Y`` with ``P(Y ≥ y) = e^{−x·y}``.
+
+    ``truncated=False``: ``c_o = 1 − e^{−x·o}`` (``o = 1 … m``); the outcome is ``Y`` when it is
+    below ``m`` and ``m`` when ``Y ≥ m``. ``truncated=True``: ``Y`` conditioned on ``Y < m``,
+    ``c_o = (1 − e^{−x·o})/(1 − e^{−x·m})`` (``o = 1 … m − 1``). The tables of the last 256
+    parameters are kept (at most about 8 MiB).
+
+    >>> geometric_table(Fraction(1, 3), 4, False)._thresholds.tolist()  # 2**32·(1 − e^{−o/3})
+    [1217488750, 2089857560, 2714937127, 3162826208]
+    """
+    kind = _TRUNCATED if truncated else _GEOMETRIC
+    return ThresholdTable(_fast_thresholds(kind, x, m), lambda v: _real(kind, x, m, v))
+
+
 @lru_cache(maxsize=256)
 def laplace_magnitude_table(x: Fraction, m: int) -> ThresholdTable:
     """Inversion table for ``|Z|``, ``Z ~ Lap_Z(1/x)``: ``c_o = 1 − 2e^{−x·o}/(1 + e^{−x})``
     (``o = 1 … m``); the outcome is ``|Z|`` when below ``m`` and ``m`` when ``|Z| ≥ m`` (then
-    ``|Z| − m`` is geometric with parameter ``x``)."""
-    prec = 96 + int(x.denominator).bit_length()
-    lo, hi = _power_brackets(x, m, prec)
-    # Brackets of 2**(prec+32)·c_o, floored to 32 bits by a shift of prec.
-    top, denom_lo, denom_hi = 1 << (prec + _WORD), (1 << prec) + lo[1], (1 << prec) + hi[1]
-    t = _floors(
-        [top - -((-(2 * h << (prec + _WORD))) // denom_lo) for h in hi[1:]],
-        [top - (2 * a << (prec + _WORD)) // denom_hi for a in lo[1:]],
-        prec,
-        lambda i: _laplace_magnitude_real(x, i + 1).floor(_WORD),
-    )
-    return ThresholdTable(t, lambda v: _laplace_magnitude_real(x, v))
+    ``|Z| − m`` is geometric with parameter ``x``). The tables of the last 256 parameters are
+    kept (at most about 8 MiB).
+
+    >>> laplace_magnitude_table(Fraction(1), 2)._thresholds.tolist()
+    [1984778077, 3445096177]
+    """
+    return ThresholdTable(_fast_thresholds(_LAPLACE, x, m), lambda v: _laplace_magnitude_real(x, v))
 
 
 @lru_cache(maxsize=4)

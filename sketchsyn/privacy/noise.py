@@ -2,9 +2,9 @@
 
 The discrete Laplace draws its magnitude by inversion: one uniform 32-bit word is compared with
 the binary expansions of ``P(|Z| < o) = 1 − 2p^o/(1 + p)``, ``p = e^{−1/scale}``
-(:mod:`sketchsyn.privacy.exactexp` computes those digits from certified brackets and settles the
-rare
-word that equals a threshold by drawing more words), then takes a fair sign. Wide magnitudes are
+(:mod:`sketchsyn.privacy.exactexp` computes those digits, proven by float64 error bounds or by
+certified integer brackets, and settles the rare word that equals a threshold by drawing more
+words), then takes a fair sign. Wide magnitudes are
 drawn digit by digit in base ``m ≤ 1024``: a geometric's law factorises over its digits. The
 discrete Gaussian is Canonne, Kamath and Steinke's rejection from a discrete Laplace (*The
 Discrete Gaussian for Differential Privacy*, NeurIPS 2020, Algorithm 3); its acceptance
@@ -15,10 +15,11 @@ from the exact rational parameter. All draws are processed together as numpy arr
 loops run over rejection rounds and over the (probability ``2**-32``) ties only.
 
 A float parameter is taken as its exact rational value (``Fraction(0.1)`` is
-``3602879701896397/36028797018963968``), with no rounding: thresholds are computed in Python
-integers of whatever size the rational needs, and the discrete Gaussian's ``Bernoulli(r/den)``
-steps compare a uniform word with the first 32-bit digit of ``r/den`` (later digits on a tie),
-so denominators of any size stay on the vectorised path.
+``3602879701896397/36028797018963968``), with no rounding: thresholds are the exact floors for that
+rational (floats only estimate them, and a floor is kept only where a proven error bound settles
+it; Python integers of whatever size the rational needs settle the rest), and the discrete
+Gaussian's ``Bernoulli(r/den)`` steps compare a uniform word with the first 32-bit digit of
+``r/den`` (later digits on a tie), so denominators of any size stay on the vectorised path.
 
 Randomness: ``rng=None`` (default) uses the operating system's CSPRNG. A seed or a numpy
 ``Generator`` makes the draws reproducible and **not private against whoever knows the seed**.
