@@ -196,9 +196,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.reference:
-        from sketchsyn.synth.privhp import kernels
+        from sketchsyn import accel
 
-        kernels._SWITCH = "numpy"
+        accel._SWITCH = "numpy"
 
     params = dict(epsilon=1.0, k=64, width=1024, sketch_depth=3, depth=24)
     domain = Box.unit(2)

@@ -555,12 +555,18 @@ def speed_child(quick: bool, eps_list: list[float], names: list[str]) -> None:
     """Print one JSON line per (stream, ε, method, feed): records, CPU and wall seconds."""
     import json
 
-    try:  # PrivHP's compiled kernels (the fast extra) ready before the clock starts
-        from sketchsyn.synth.privhp import kernels
+    try:  # every compiled kernel (the fast extra) ready before the clock starts
+        import sketchsyn.counters.sparsebank  # noqa: F401 - registers the counters' kernels
+        from sketchsyn import accel
 
-        kernels.ready(wait=True)
-    except ImportError:  # a revision without them
-        pass
+        accel.ready(wait=True)
+    except ImportError:  # a revision before sketchsyn.accel: PrivHP's kernels alone, if any
+        try:
+            from sketchsyn.synth.privhp import kernels
+
+            kernels.ready(wait=True)
+        except ImportError:
+            pass
 
     for name in names:
         stream = flights_stream(30 if quick else None) if name == "flights" else drift_stream(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sketchsyn import BitDomain, Box, PrivHP
+from sketchsyn import BitDomain, Box, PrivHP, accel
 from sketchsyn.synth.privhp import bank as bank_mod
 from sketchsyn.synth.privhp import kernels
 
@@ -23,7 +23,7 @@ needs_numba = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba (the fast 
 def _compiled():
     """The kernels compiled before the tests (PrivHP uses the numpy path until they are)."""
     if kernels.AVAILABLE:
-        assert kernels.ready(wait=True), kernels._FAILED
+        assert kernels.ready(wait=True), accel._FAILED
 
 
 def _pair(domain, **kw) -> tuple[PrivHP, PrivHP]:
@@ -91,16 +91,17 @@ import sys
 import numpy as np
 from sketchsyn import Box, PrivHP
 from sketchsyn.synth.privhp import kernels
-kernels.START_ROWS = 100_000
+from sketchsyn import accel
+accel.START_ROWS = 100_000
 X = np.random.default_rng(1).random((60_000, 2))
 a = PrivHP(Box.unit(2), 1.0, k=8, width=300, depth=20, rng=3)
 a.update_many(X)
-if kernels._STARTED:
+if accel._STARTED:
     print(True)
     raise SystemExit
-started, imported = kernels._STARTED, "numba" in sys.modules
+started, imported = accel._STARTED, "numba" in sys.modules
 a.update_many(X)  # 120,000 rows counted: past START_ROWS
-print(started, imported, kernels._STARTED)
+print(started, imported, accel._STARTED)
 """
     env = dict(os.environ, SKETCHSYN_KERNELS=switch)
     out = subprocess.run(
@@ -118,13 +119,14 @@ def test_a_process_counts_with_numpy_until_the_kernels_are_ready():
     code = """
 import numpy as np
 from sketchsyn import Box, PrivHP
+from sketchsyn import accel
 from sketchsyn.synth.privhp import kernels
 X = np.random.default_rng(1).random((50_000, 2))
 a = PrivHP(Box.unit(2), 1.0, k=8, width=300, depth=20, rng=3)
 b = PrivHP(Box.unit(2), 1.0, k=8, width=300, depth=20, rng=3)
 b._lineage = a._lineage
 a.update_many(X)
-first = kernels._READY.is_set()
+first = accel._READY.is_set()
 kernels.ready(wait=True)
 a.update_many(X[::-1])
 with kernels.numpy_only():
@@ -137,7 +139,7 @@ print(first, kernels.ready(), a.to_bytes() == b.to_bytes())
 
 
 def test_environment_switch(monkeypatch):
-    monkeypatch.setattr(kernels, "_SWITCH", "numpy")
+    monkeypatch.setattr(accel, "_SWITCH", "numpy")
     assert not kernels.enabled()
 
 

@@ -3,6 +3,7 @@ bad input, and a privacy audit of its releases and noisy state on neighbouring s
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -13,6 +14,7 @@ from scipy import stats
 import sketchsyn.counters.base as counters
 import sketchsyn.counters.sparse as sparse
 import sketchsyn.counters.sparsebank as sb
+from sketchsyn import accel
 from sketchsyn.counters import InhomogeneousSparseCounter, online_budgets
 from sketchsyn.counters.sparsebank import InhomogeneousSparseBank, first_trips
 from sketchsyn.errors import InputError, ParameterError, SerializationError
@@ -92,33 +94,85 @@ def _bank_events(bank, xs, t_from, t_to):
     )
 
 
+@functools.lru_cache(maxsize=1)
+def _scalar_reference(eps, runs):
+    """Releases at steps 200 and 300 of ``runs`` seeded scalar counters on ``_stream(300, 1)``
+    (budget 3 at every level), computed once for the law tests below."""
+    xs = _stream(300, 1)
+    out = []
+    for i in range(runs):
+        c = InhomogeneousSparseCounter(eps, lambda r: 3.0, 0, rng=10_000 + i)
+        row = []
+        for lo, hi in ((0, 200), (200, 300)):
+            c.update_many(xs[lo:hi])
+            row += [c.query(), c._sparse._sub.t, c._sparse._n]
+        out.append(row)
+    return np.array(out, float).T  # release, closed segments, N: at step 200, then at 300
+
+
+@pytest.fixture(params=["numpy", "compiled"])
+def path(request):
+    """The bank's checks by the numpy reference, or by the compiled kernels (the fast extra)."""
+    if request.param == "numpy":
+        with accel.numpy_only():
+            yield request.param
+        return
+    if not accel.AVAILABLE:
+        pytest.skip("numba (the fast extra) missing")
+    assert accel.ready(wait=True), accel._FAILED
+    yield request.param
+
+
 @pytest.mark.parametrize("window", [4096, 7])
-def test_bank_has_the_law_of_scalar_counters(monkeypatch, window):
+def test_bank_has_the_law_of_scalar_counters(monkeypatch, window, path):
     """Counter by counter the bank has the law of InhomogeneousSparseCounter: 1 200 counters of a
     bank against 1 200 seeded scalar counters on one stream with many segment closings (large
     budgets, small thresholds), read inside a time level and after level ends; two-sample KS.
-    ``window`` = 7 forces many rounds of the batched checks."""
+    ``window`` = 7 forces many rounds of the batched checks; both paths of the checks."""
     monkeypatch.setattr(sb, "_WINDOW", window)
     # ε = 4 gives the time levels of ε = 1 shifted by two (levels 0 and 1 are empty) and
     # allows the large budget (a budget above ε is refused).
     eps, budgets, runs = 4.0, (lambda r: 3.0), 1200
     xs = _stream(300, 1)
     bank = InhomogeneousSparseBank(runs, eps, budgets, rng=2)
-    _bank_events(bank, xs, 0, 200)
-    mid = bank.query().astype(float)
-    _bank_events(bank, xs, 200, 300)
-    end = bank.query().astype(float)
+    got = []
+    for lo, hi in ((0, 200), (200, 300)):
+        _bank_events(bank, xs, lo, hi)
+        got += [bank.query(), bank._segs.copy(), bank._n.copy()]
     assert bank._segs.max() > 0  # segments did close inside the level
-    s_mid, s_end = [], []
-    for i in range(runs):
-        c = InhomogeneousSparseCounter(eps, budgets, 0, rng=10_000 + i)
-        c.update_many(xs[:200])
-        s_mid.append(c.query())
-        c.update_many(xs[200:300])
-        s_end.append(c.query())
-    for got, want in ((mid, np.array(s_mid, float)), (end, np.array(s_end, float))):
-        assert stats.ks_2samp(got, want).pvalue > 1e-4
-        assert abs(got.mean() - want.mean()) < 5 * math.sqrt(2 * want.var() / runs)
+    # The releases, and the trusted state the checks decide: segments closed and N.
+    for g, want in zip(np.array(got, float), _scalar_reference(eps, runs), strict=True):
+        assert stats.ks_2samp(g, want).pvalue > 1e-4
+        assert abs(g.mean() - want.mean()) <= 5 * math.sqrt(2 * want.var() / runs)
+
+
+def test_a_tripped_gap_takes_fresh_words_for_its_rest(path):
+    """A uniform decides one check that counts: when a gap's check trips, the rest of the gap
+    (at the new threshold) takes fresh words, not the tripped gap's (whose uniform is then
+    known to lie below (1 − p)^(g−1)). A threshold far below the count makes the first idle
+    check trip for sure; the bank must draw the batch's words (one gap, one own check) and at
+    least one more word for the rest of the gap."""
+    bank = InhomogeneousSparseBank(1, 4.0, lambda r: 3.0, rng=1)
+    bank.update_events(40, [0], [40])  # into a level with room for a gap of 20 steps
+    bank._theta[:] = -(10**6)
+    drawn = []
+
+    class Spy:
+        def __init__(self, src):
+            self.src = src
+
+        def uint64(self, size):
+            drawn.append(size)
+            return self.src.uint64(size)
+
+        def __getattr__(self, name):
+            return getattr(self.src, name)
+
+    bank._check_src = Spy(bank._check_src)
+    bank.update_events(61, [0], [61])
+    assert bank._lv.first <= 41 and bank._lv.end >= 61
+    assert drawn[0] == 1 and drawn[1] == 1  # the gap's and the own check's words
+    assert sum(drawn) >= 3, drawn
 
 
 def test_events_and_dense_steps_have_one_law():

@@ -171,9 +171,8 @@ def first_trips(x: Fraction, a: np.ndarray, s: np.ndarray, src: RandomSource) ->
     Check ``k`` trips when ``λ_k > a[i]``, ``λ_k ~ Lap_Z(1/x)`` independent. This is the
     vectorised form of :func:`sketchsyn.counters.sparse._first_trip`, with the same law: one uniform
     ``U`` per entry (its first 64 bits drawn here, two ``uint32`` words), ``G = min{g : U ≥
-    (1 − p)^g}``. Decisions are made on ``ln U`` against ``g·ln(1 − p)`` in float64, accepted only
-    when they clear a margin (relative ``2^-30``, absolute ``2^-50``) far wider than the float
-    error; the rest go to the exact routine with the same words of ``U``.
+    (1 − p)^g}``. The float decisions are :func:`trip_decisions`; the ones it leaves go to the
+    exact routine with the same words of ``U``.
 
     >>> from sketchsyn.privacy.rng import as_source
     >>> g = first_trips(Fraction(1, 4), np.array([10**6, -5]), np.array([10**9, 3]), as_source(0))
@@ -183,18 +182,56 @@ def first_trips(x: Fraction, a: np.ndarray, s: np.ndarray, src: RandomSource) ->
     a = np.asarray(a, dtype=np.int64)
     s = np.asarray(s, dtype=np.int64)
     n = a.size
-    out = np.zeros(n, dtype=np.int64)
     if n == 0:
-        return out
+        return np.zeros(0, dtype=np.int64)
+    k = uniform_words(src, n)
+    out, unsure = trip_decisions(float(x), a, s, k)
+    for i in np.flatnonzero(unsure).tolist():
+        out[i] = exact_trip(x, int(a[i]), int(s[i]), int(k[i]), src)
+    return out
+
+
+def uniform_words(src: RandomSource, n: int) -> np.ndarray:
+    """The first 64 bits of ``n`` uniforms ``U``: two ``uint32`` words each, the first one high.
+
+    >>> from sketchsyn.privacy.rng import as_source
+    >>> uniform_words(as_source(0), 3).dtype
+    dtype('uint64')
+    """
     words = src.uint32(2 * n).astype(np.uint64).reshape(n, 2)
-    k = (words[:, 0] << np.uint64(32)) | words[:, 1]
+    return (words[:, 0] << np.uint64(32)) | words[:, 1]
+
+
+def exact_trip(x: Fraction, a: int, s: int, k: int, src: RandomSource) -> int:
+    """:func:`_first_trip` of the uniform whose first 64 bits are ``k`` (later words, rarely
+    needed, come from ``src``)."""
+    return _first_trip(x, a, s, src, [k >> 32, k & 0xFFFFFFFF])
+
+
+def trip_decisions(
+    xf: float, a: np.ndarray, s: np.ndarray, k: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The float part of :func:`first_trips`: ``(G, unsure)`` for uniforms with first 64 bits
+    ``k`` (uint64). ``G[i]`` is the exact first trip wherever ``unsure[i]`` is false.
+
+    Decisions are made on ``ln U`` against ``g·ln(1 − p)`` in float64, accepted only when they
+    clear a margin (relative ``2^-30``, absolute ``2^-50``) far wider than the float error. The
+    compiled kernels of :mod:`sketchsyn.counters.kernels` make the same decisions, one check at a
+    time.
+
+    >>> k = np.array([7], dtype=np.uint64)
+    >>> G, unsure = trip_decisions(0.25, np.array([10**6]), np.array([10**9]), k)
+    >>> G.tolist(), unsure.tolist()
+    ([0], [False])
+    """
+    out = np.zeros(a.size, dtype=np.int64)
     kf = k.astype(np.float64)
     with np.errstate(divide="ignore"):
         ln_lo = np.log(kf * _TWO64)
         ln_hi = np.log((kf + 1.0) * _TWO64)
     ln_lo = ln_lo - (np.abs(ln_lo) * _REL + _ABS)
     ln_hi = ln_hi + (np.abs(ln_hi) * _REL + _ABS)
-    l1p = _log_stay(float(x), a)
+    l1p = _log_stay(xf, a)
     sf = s.astype(np.float64)
 
     def below(g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -217,10 +254,7 @@ def first_trips(x: Fraction, a: np.ndarray, s: np.ndarray, src: RandomSource) ->
     ok = trip & at_g & before
     out[ok] = guess[ok].astype(np.int64)
     unsure |= trip & ~ok
-    for i in np.flatnonzero(unsure).tolist():
-        w = [int(words[i, 0]), int(words[i, 1])]
-        out[i] = _first_trip(x, int(a[i]), int(s[i]), src, w)
-    return out
+    return out, unsure
 
 
 # ------------------------------------------------------------------ sparse counting

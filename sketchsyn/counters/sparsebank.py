@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import accel
 from ..attributes import ReadOnly
 from ..errors import InputError, SerializationError, check_int, check_memory
 from ..io.serial import Arrays, MetaReader
@@ -51,6 +52,7 @@ from ..privacy.lineage import Lineage
 from ..privacy.noise import laplace_sum
 from ..privacy.rng import RNGLike, as_source
 from . import base as core
+from . import checks, kernels
 from .base import (
     _CAPACITY,
     _LIMIT,
@@ -63,7 +65,7 @@ from .base import (
     _read_sensitivity,
 )
 from .inhomogeneous import _InhomogeneousParams, _level_start
-from .sparse import _floor_t0, first_trips
+from .sparse import _floor_t0, exact_trip, first_trips
 
 __all__ = ["InhomogeneousSparseBank", "first_trips"]
 
@@ -72,13 +74,30 @@ __all__ = ["InhomogeneousSparseBank", "first_trips"]
 _WINDOW = 4096
 
 
-def _groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Starts and sizes of the runs of equal values in a sorted array."""
-    if keys.size == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    starts = np.concatenate(([0], np.flatnonzero(keys[1:] != keys[:-1]) + 1))
-    sizes = np.diff(np.concatenate((starts, [keys.size])))
-    return starts, sizes
+def _stable_order(cells: np.ndarray, size: int) -> np.ndarray:
+    """``np.argsort(cells, kind="stable")`` for cells in ``[0, size)``: numpy sorts 16-bit keys
+    by radix (several times faster than its merge sort of int64 keys), so cells below ``2**32``
+    are sorted as two 16-bit digits, the low one first (a stable sort by the high digit keeps
+    the order of the low one).
+
+    >>> _stable_order(np.array([70000, 3, 70000, 2, 3]), 2**17).tolist()
+    [3, 1, 4, 0, 2]
+    """
+    if size <= 1 << 16:
+        return np.argsort(cells.astype(np.uint16), kind="stable")
+    if size > 1 << 32:
+        return np.argsort(cells, kind="stable")
+    order = np.argsort(cells.astype(np.uint16), kind="stable")  # the low digit (cells mod 2**16)
+    high = (cells[order] >> 16).astype(np.uint16)
+    return order[np.argsort(high, kind="stable")]
+
+
+def _scanner(events: int) -> Callable[..., Any]:
+    """The round's scan for a batch of ``events``: the compiled loop of
+    :mod:`sketchsyn.counters.kernels` once the kernels are ready (the events count toward their
+    start, :func:`sketchsyn.accel.ready`), else :func:`sketchsyn.counters.checks.scan`. Both
+    make the same decisions."""
+    return kernels.run if accel.ready(rows=events) else checks.scan
 
 
 class _Level:
@@ -371,59 +390,93 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
 
     def _records(self, cells: np.ndarray, times: np.ndarray, values: np.ndarray) -> None:
         """Steps with values > 0: sorted by (cell, time), distinct pairs, all in this level and
-        after each counter's ``pos``. Each round takes up to ``_WINDOW`` steps per counter,
-        draws their idle gaps' first trips and their own checks at once, and keeps each
-        counter's steps up to its first trip (the rest go to the next round)."""
+        after each counter's ``pos``. The uniforms of every check are assigned to the events
+        first; each round then takes every counter from its cursor to its first trip (at most
+        ``_WINDOW`` events) and closes the tripped segments (:mod:`sketchsyn.counters.checks`
+        explains why this is each counter's law)."""
         lv = self._lv
         assert lv is not None
         np.add.at(self._open, cells, values)  # the level's count (its noise is already in)
-        while cells.size:
-            starts, sizes = _groups(cells)
-            first = np.repeat(starts, sizes)
-            rank = np.arange(cells.size) - first
-            win = rank < _WINDOW
-            c, tm, v = cells[win], times[win], values[win]
-            gstart, gsize = _groups(c)
-            gcell = c[gstart]
-            prev = np.empty_like(tm)
-            prev[1:] = tm[:-1]
-            prev[gstart] = self._pos[gcell]
-            gap = tm - prev - 1
-            csum = np.cumsum(v)
-            before = csum - v  # values before each step, from the window's start
-            nb = self._n[c] + before - np.repeat(before[gstart], gsize)
-            a_idle = self._theta[c] - nb
-            g = np.zeros(c.size, dtype=np.int64)
-            idle = np.flatnonzero(gap > 0)
-            if idle.size:
-                g[idle] = first_trips(lv.x, a_idle[idle], gap[idle], self._check_src)
-            own = first_trips(lv.x, a_idle - v, np.ones(c.size, dtype=np.int64), self._check_src)
-            trip = (g > 0) | (own > 0)
-            big = np.iinfo(np.int64).max
-            at = np.minimum.reduceat(np.where(trip, np.arange(c.size), big), gstart)
-            tripped = at < big
-            # Counters without a trip: N and pos move to their last windowed step.
-            calm = ~tripped
-            last = gstart + gsize - 1
-            cc = gcell[calm]
-            self._n[cc] = nb[last[calm]] + v[last[calm]]
-            self._pos[cc] = tm[last[calm]]
-            # Counters with a trip: close the segment there.
-            e = at[tripped]
-            ti = gcell[tripped]
-            in_gap = g[e] > 0
-            seg_value = np.where(in_gap, nb[e], nb[e] + v[e])
-            seg_step = np.where(in_gap, prev[e] + g[e], tm[e])
-            self._close_segments(ti, seg_value, seg_step)
-            # Next round: a tripped counter resumes at its trip's step (a trip in the gap leaves
-            # the step itself to do), a calm one after its window.
-            resume = np.full(gcell.size, _WINDOW, dtype=np.int64)
-            resume[tripped] = (e - gstart[tripped]) + np.where(in_gap, 0, 1)
-            gi = np.repeat(np.arange(gstart.size), gsize)
-            keep_win = rank[win] >= resume[gi]
-            keep = ~win
-            keep[np.flatnonzero(win)[keep_win]] = True
-            cells, times, values = cells[keep], times[keep], values[keep]
+        ev = checks.Events.of(cells, times, values, self._pos, self._check_src)
+        run = _scanner(cells.size)
+        xf = float(lv.x)
+        groups = ev.starts.size
+        while True:
+            active = np.flatnonzero(ev.cursor < ev.ends)
+            if not active.size:
+                return
+            # Counters resuming inside a tripped gap with idle steps left take fresh words.
+            cell = ev.group_cell[active]
+            left = ev.times[ev.cursor[active]] - self._pos[cell] - 1
+            ev.rest[active[left <= 0]] = False
+            extra = np.zeros(groups, dtype=np.uint64)
+            fresh = active[ev.rest[active]]
+            if fresh.size:
+                extra[fresh] = self._check_src.uint64(fresh.size)
+            forced_extra = np.full(groups, -1, dtype=np.int64)
+            while True:
+                status, at, step, nb = run(
+                    ev, active, extra, forced_extra, n=self._n, theta=self._theta,
+                    pos=self._pos, xf=xf, window=_WINDOW,
+                )  # fmt: skip
+                unsure = np.flatnonzero(status >= checks.GAP_UNSURE)
+                if not unsure.size:
+                    break
+                self._settle(ev, active, unsure, status, at, nb, extra, forced_extra)
+            self._end_round(ev, active, status, at, step, nb)
+
+    def _settle(
+        self,
+        ev: checks.Events,
+        active: np.ndarray,
+        unsure: np.ndarray,
+        status: np.ndarray,
+        at: np.ndarray,
+        nb: np.ndarray,
+        extra: np.ndarray,
+        forced_extra: np.ndarray,
+    ) -> None:
+        """The checks the float margin left, settled exactly with their words (counter order)."""
+        lv = self._lv
+        assert lv is not None
+        for i in unsure.tolist():
+            grp, e = int(active[i]), int(at[i])
+            a = int(self._theta[ev.cells[e]] - nb[i])
+            if status[i] == checks.OWN_UNSURE:
+                k = int(ev.own_words[e])
+                ev.forced_own[e] = exact_trip(lv.x, a - int(ev.values[e]), 1, k, self._check_src)
+            elif ev.rest[grp] and e == ev.cursor[grp]:
+                s = int(ev.times[e] - self._pos[ev.cells[e]] - 1)
+                forced_extra[grp] = exact_trip(lv.x, a, s, int(extra[grp]), self._check_src)
+            else:
+                k = int(ev.gap_words[ev.gap_row[e]])
+                ev.forced_gap[e] = exact_trip(lv.x, a, int(ev.gap[e]), k, self._check_src)
+
+    def _end_round(
+        self,
+        ev: checks.Events,
+        active: np.ndarray,
+        status: np.ndarray,
+        at: np.ndarray,
+        step: np.ndarray,
+        nb: np.ndarray,
+    ) -> None:
+        """Move the counters to where their round ended and close the tripped segments."""
+        calm = status == checks.CALM
+        cc = ev.cells[at[calm]]
+        self._n[cc] = nb[calm]
+        self._pos[cc] = ev.times[at[calm]]
+        ev.cursor[active[calm]] = at[calm] + 1
+        ev.rest[active[calm]] = False
+        own = status == checks.OWN_TRIP
+        ev.cursor[active[own]] = at[own] + 1
+        ev.rest[active[own]] = False
+        in_gap = status == checks.GAP_TRIP
+        ev.cursor[active[in_gap]] = at[in_gap]
+        ev.rest[active[in_gap]] = True
+        tripped = ~calm
+        value = np.where(own, nb + ev.values[at], nb)[tripped]
+        self._close_segments(ev.cells[at[tripped]], value, step[tripped])
 
     # -------------------------------------------------------------- the protocol
     def update_events(
@@ -494,18 +547,40 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         self._check_levels(self._lv.r + 1, until)
         self._events(until, c, tm, v, sorted_times=True)
 
+    def _update_steps(self, until: int, cells: np.ndarray, times: np.ndarray) -> None:
+        """:meth:`update_events` with value 1 at each ``(cells[i], times[i])``, for a caller that
+        guarantees its input (the online synthesizer: one record per step): ``cells`` int64 in
+        ``[0, size)``, ``times`` strictly increasing in ``(t, until]``. Only the budgets of the
+        levels reached are checked (and the whole input when the clock nears the int64 limit)."""
+        self._check_writable()
+        if 4 * until >= 2**60:
+            self.update_events(until, cells, times)
+            return
+        assert self._lv is not None
+        self._check_levels(self._lv.r + 1, until)
+        ones = np.ones(cells.size, dtype=np.int64)
+        self._events(until, cells, times, ones, sorted_times=True, distinct=True)
+
     def _events(
-        self, until: int, c: np.ndarray, tm: np.ndarray, v: np.ndarray, sorted_times: bool = False
+        self,
+        until: int,
+        c: np.ndarray,
+        tm: np.ndarray,
+        v: np.ndarray,
+        sorted_times: bool = False,
+        distinct: bool = False,
     ) -> None:
-        """Unchecked :meth:`update_events` (``sorted_times``: ``tm`` is already ascending)."""
-        nz = v > 0
-        if not nz.all():
-            c, tm, v = c[nz], tm[nz], v[nz]
+        """Unchecked :meth:`update_events` (``sorted_times``: ``tm`` is already ascending;
+        ``distinct``: the values are positive and no (cell, step) pair repeats)."""
+        if not distinct:
+            nz = v > 0
+            if not nz.all():
+                c, tm, v = c[nz], tm[nz], v[nz]
         if c.size:
-            order = np.argsort(c, kind="stable") if sorted_times else np.lexsort((tm, c))
+            order = _stable_order(c, self._size) if sorted_times else np.lexsort((tm, c))
             c, tm, v = c[order], tm[order], v[order]
-            dup = (c[1:] == c[:-1]) & (tm[1:] == tm[:-1])
-            if dup.any():
+            dup = None if distinct else (c[1:] == c[:-1]) & (tm[1:] == tm[:-1])
+            if dup is not None and dup.any():
                 keys = np.concatenate(([True], ~dup))
                 idx = np.flatnonzero(keys)
                 v = np.add.reduceat(v, idx)

@@ -42,6 +42,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from .. import accel
+from . import kernels
 from .rng import RandomSource
 
 __all__ = ["Real", "ThresholdTable", "exp_neg_bracket", "resolve_ties"]
@@ -211,14 +213,21 @@ class ThresholdTable:
         """``#{v : c_v ≤ U}`` (int64) for uniform ``U`` with first words ``words`` (uint32)."""
         t = self._padded
         w = words.astype(np.int64)
-        idx = self._guide[words >> np.uint32(32 - self._GUIDE_BITS)]
-        # idx = #{T_v < bucket start}; step up while T[idx] < word: two vectorised steps, then a
-        # binary search for the few words in crowded buckets. t[m] = 2**32 stops every word.
-        for _ in range(2):
-            idx += t[idx] < w
-        late = np.flatnonzero(t[idx] < w)
-        if late.size:
-            idx[late] = np.searchsorted(self._thresholds, words[late], side="left")
+        if accel.ready():  # the same lookup in one compiled loop (sketchsyn.privacy.kernels)
+            idx = np.empty(words.size, dtype=np.int64)
+            shift = 32 - self._GUIDE_BITS
+            if not kernels.table_sample(self._guide, t, words, shift, idx):
+                return idx
+        else:
+            idx = self._guide[words >> np.uint32(32 - self._GUIDE_BITS)]
+            # idx = #{T_v < bucket start}; step up while T[idx] < word: two vectorised steps,
+            # then a binary search for the few words in crowded buckets. t[m] = 2**32 stops
+            # every word.
+            for _ in range(2):
+                idx += t[idx] < w
+            late = np.flatnonzero(t[idx] < w)
+            if late.size:
+                idx[late] = np.searchsorted(self._thresholds, words[late], side="left")
         # idx = #{T_v < word}: exact unless the word equals T_{idx+1} (a tie, probability ~2**-32).
         for e in np.flatnonzero(t[idx] == w).tolist():
             lo = int(idx[e])

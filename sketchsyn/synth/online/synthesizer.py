@@ -381,7 +381,11 @@ class OnlineSynthesizer(Summary):
     def _touch(self, j: int, until: int, times: np.ndarray, prefixes: np.ndarray) -> None:
         """Level ``j``'s cells to step ``until``: record at step ``times[i]`` is in cell
         ``prefixes[i]`` (one 1 per record; idle cells only move the bank's clock)."""
-        self._bank(j).update_events(until, prefixes.astype(np.int64), times)
+        bank = self._bank(j)
+        # The bank's unchecked path (one record per step, cells in range); a bank class with
+        # the public protocol only (update_events) takes the checked one.
+        update = getattr(bank, "_update_steps", bank.update_events)
+        update(until, prefixes.view(np.int64), times)
 
     def _start_levels(self, r: int) -> None:
         """Handle the start of levels ``made+1 … r``: for d = 1 replay the history into them."""

@@ -22,11 +22,10 @@ GIL: PrivHP's two worker threads run them as they run the numpy jobs.
 
 Install with ``pip install "sketchsyn[fast]"`` (numba). Without numba, with the environment
 variable ``SKETCHSYN_KERNELS=numpy``, or inside :func:`numpy_only`, PrivHP uses the numpy path.
-numba is not imported with sketchsyn. Once a process has counted ``START_ROWS`` rows (2**24)
-in batches of ``MIN_ROWS`` rows or more, a thread imports numba and compiles the kernels
-(seconds; numba caches the machine code beside this module when it can write there, and later
-processes load it in about 0.8 CPU-s), while PrivHP goes on counting with the numpy path; the
-kernels take over from the first batch after they are ready (:func:`ready`). Smaller batches
+:mod:`sketchsyn.accel` starts the kernels (this module's ``ready``, ``enabled``, ``numpy_only``,
+``AVAILABLE`` and ``START_ROWS`` are its): numba is not imported with sketchsyn, and the
+kernels start once a process has counted ``START_ROWS`` rows (2**24) in batches of
+``MIN_ROWS`` rows or more, while PrivHP goes on counting with the numpy path; smaller batches
 and shorter jobs never start them (the start would cost more than they save);
 ``SKETCHSYN_KERNELS=eager`` starts them at the first large batch.
 
@@ -40,16 +39,12 @@ True
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
 import math
-import os
-import threading
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
+from ...accel import AVAILABLE, START_ROWS, enabled, numpy_only, ready, register, thread_flag
 from ...domains.morton import _SPREAD2, _SPREAD3
 
 __all__ = [
@@ -68,18 +63,8 @@ __all__ = [
     "tree_counts",
 ]
 
-#: True when numba (the optional extra) is installed. It is imported only when a large batch
-#: first needs it, on a thread of its own (:func:`ready`).
-AVAILABLE = importlib.util.find_spec("numba") is not None
 #: Batches with fewer rows take the numpy path and never start the kernels.
 MIN_ROWS = 4096
-#: Rows a process counts with the numpy path (in batches of ``MIN_ROWS`` or more) before it
-#: starts the kernels: importing numba and loading the cached kernels costs about 0.8 CPU-s,
-#: which the kernels win back only after a few times 10**7 rows (about 17 ns saved a row), so
-#: a shorter job never pays it. ``SKETCHSYN_KERNELS=eager`` starts them at the first batch.
-START_ROWS = 1 << 24
-_SWITCH = os.environ.get("SKETCHSYN_KERNELS", "numba").strip().lower()
-_LOCAL = threading.local()
 _TINY = float(np.finfo(np.float64).tiny)
 
 _U32 = np.uint32
@@ -94,84 +79,11 @@ _LOW, _HIGH = np.uint64(0xFFFFFFFF), np.uint64(32)
 _BLOCK = 2048
 
 
-def enabled() -> bool:
-    """True when PrivHP may count with the kernels on this thread (numba installed, not
-    switched off by ``SKETCHSYN_KERNELS=numpy`` or :func:`numpy_only`, compiled without error).
-
-    >>> with numpy_only():
-    ...     enabled()
-    False
-    """
-    return (
-        AVAILABLE and _SWITCH != "numpy" and _FAILED is None and not getattr(_LOCAL, "off", False)
-    )
-
-
-# The kernels in the order they are compiled (callees first), and their state.
+# The kernels in the order they are compiled (callees first).
 _KERNELS = (
     "_rotl13", "_mix", "_hashes", "_flush", "_scratch", "histogram", "nonzero", "_parents",
     "tree_counts", "hash_levels", "hash_items", "_spread2", "_spread3", "_quantise", "box_codes",
 )  # fmt: skip
-_READY = threading.Event()
-_START = threading.Lock()
-_STARTED = False
-_SEEN = 0  # rows counted with the numpy path before the start (at most START_ROWS matter)
-_FAILED: BaseException | None = None
-
-
-def ready(wait: bool = False, rows: int = 0) -> bool:
-    """True once the kernels can run without compiling. A batch of ``rows`` rows about to be
-    counted adds them to the process's count; once it reaches :data:`START_ROWS` (or at once
-    with ``wait`` or ``SKETCHSYN_KERNELS=eager``) a thread imports numba and compiles the
-    kernels (or loads numba's cached machine code), while PrivHP goes on with the numpy path:
-    a process never waits for it unless ``wait`` is true. The counts are the same on both
-    paths, so the switch is invisible in the state.
-
-    >>> ready() in (True, False)
-    True
-    """
-    global _STARTED, _SEEN
-    if not enabled():
-        return False
-    if not _READY.is_set():
-        with _START:
-            _SEEN = min(_SEEN + rows, START_ROWS)
-            go = wait or _SWITCH == "eager" or _SEEN >= START_ROWS
-            if go and not _STARTED:
-                _STARTED = True
-                threading.Thread(target=_compile, name="sketchsyn-kernels", daemon=True).start()
-        if wait:
-            _READY.wait()
-    return _READY.is_set() and _FAILED is None
-
-
-def _after_fork() -> None:
-    """A child forked while the kernels were compiling has no compiling thread: let its first
-    large batch start one."""
-    global _STARTED, _START
-    if not _READY.is_set():
-        _STARTED, _START = False, threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork)
-
-
-def _compile() -> None:
-    """Jit every kernel and run each once on small inputs of the types PrivHP passes (so that
-    no call compiles later). Any error switches the kernels off for the process."""
-    global _FAILED
-    try:
-        import numba
-
-        module = globals()
-        for name in _KERNELS:
-            module[name] = numba.njit(nogil=True, cache=True)(module[name])
-        _warm_up()
-    except BaseException as exc:  # noqa: BLE001 - any failure leaves the numpy path in charge
-        _FAILED = exc
-    finally:
-        _READY.set()
 
 
 def _warm_up() -> None:
@@ -191,36 +103,6 @@ def _warm_up() -> None:
     hash_items(codes, np.uint64(0), False, seeds[0], signs[0], width, shift, out[0])
     for depth in (4, 64):  # axis indices in int32 and int64
         encode_box(Box.unit(2), np.full((3, 2), 0.5), depth)
-
-
-@contextlib.contextmanager
-def numpy_only() -> Iterator[None]:
-    """Count with the numpy path (the reference) on this thread while the block runs; its
-    worker threads follow the thread that calls ``update_many``.
-
-    >>> with numpy_only():
-    ...     pass
-    """
-    with thread_flag(_LOCAL, "off"):
-        yield
-
-
-@contextlib.contextmanager
-def thread_flag(local: threading.local, name: str) -> Iterator[None]:
-    """Set the flag ``name`` of ``local`` (this thread's) while the block runs, then put back
-    what it was (so that blocks nest).
-
-    >>> flags = threading.local()
-    >>> with thread_flag(flags, "on"):
-    ...     flags.on
-    True
-    """
-    saved = getattr(local, name, False)
-    setattr(local, name, True)
-    try:
-        yield
-    finally:
-        setattr(local, name, saved)
 
 
 def _rotl13(x: Any) -> Any:
@@ -494,3 +376,6 @@ def encode_box(domain: Any, X: Any, depth: int, scratch: Any = None) -> np.ndarr
     if not box_codes(arr, lower, upper, span, divide, scale, top, shift, q, codes):
         return None
     return codes
+
+
+register(globals(), _KERNELS, _warm_up)

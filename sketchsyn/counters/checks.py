@@ -1,0 +1,213 @@
+"""One round of an :class:`~sketchsyn.counters.sparsebank.InhomogeneousSparseBank`'s batched
+sparse checks: for every counter, its steps from where it stands to its first trip.
+
+A counter's steps with a value (its *events*, sorted by counter then step) each bring up to two
+kinds of checks of the noisy threshold: the idle steps since the counter's previous step (a
+*gap*: ``s`` checks at one ``a = θ − N``, whose first trip is geometric) and the event's own
+step (one check at ``a − v``). Every check is decided by exact inversion of a uniform ``U``
+(:func:`~sketchsyn.counters.sparse.first_trips`), and the uniforms are **assigned to the events
+before any is decided**: the gap of event ``i`` (when it has idle steps) and its own step each
+have the 64 first bits of their ``U`` drawn at the start of the batch (one ``uint64`` each). A
+round decides each counter's events in order, from its cursor, up to its first trip (or
+``window`` events); the bank then closes the tripped counters' segments (new thresholds) and
+starts the next round.
+
+Why this is the counters' law. A check's uniform is used for one decision that counts: the
+decision of the step it belongs to, at the threshold and count the counter has when it gets
+there. A round may also look at the events after a counter's first trip (the numpy path
+decides a whole window at once), but it throws those decisions away, and which ones it throws
+away depends only on earlier uniforms: the events' uniforms are still independent of everything
+used when the next round decides them again at the new threshold. The one uniform that is
+spent is the one of a gap that trips: the rest of that gap, at the new threshold, takes fresh
+words (``extra``), drawn at the start of the next round for the counters that need them, in
+counter order.
+
+Two implementations make the same decisions: :func:`scan` in numpy (the reference) and the
+compiled loop of :mod:`sketchsyn.counters.kernels` (the ``fast`` extra). Both return, per
+active counter, how its round ended (:data:`CALM`, :data:`GAP_TRIP`, :data:`OWN_TRIP`, or a
+check the float margin cannot decide: :data:`GAP_UNSURE`, :data:`OWN_UNSURE`); the bank
+settles an undecided check with the exact routine and the same words, records the outcome
+(``forced_*``) and scans again. The float decisions are
+:func:`~sketchsyn.counters.sparse.trip_decisions`'.
+
+>>> import numpy as np
+>>> from sketchsyn.privacy.rng import as_source
+>>> ev = Events.of(cells=np.array([0, 0, 1]), times=np.array([3, 9, 4]), values=np.ones(3, int),
+...                pos=np.zeros(2, int), src=as_source(0))
+>>> ev.gap.tolist(), ev.gap_row.tolist()
+([2, 5, 3], [0, 1, 2])
+>>> status, at, step, nb = scan(ev, np.arange(2), np.zeros(2, np.uint64), np.full(2, -1),
+...     n=np.zeros(2, int), theta=np.full(2, 10**6), pos=np.zeros(2, int), xf=0.5, window=4096)
+>>> status.tolist(), at.tolist(), nb.tolist()   # no trip: each counter ends calm, N = its ones
+([0, 0], [1, 2], [2, 1])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..privacy.rng import RandomSource
+from .sparse import trip_decisions
+
+__all__ = [
+    "CALM",
+    "GAP_TRIP",
+    "GAP_UNSURE",
+    "OWN_TRIP",
+    "OWN_UNSURE",
+    "Events",
+    "scan",
+]
+
+#: How a counter's round ended: no trip within its window (``at`` = its last event decided).
+CALM = 0
+#: A check of the gap before event ``at`` tripped (at step ``step``).
+GAP_TRIP = 1
+#: Event ``at``'s own check tripped.
+OWN_TRIP = 2
+#: The float margin could not decide the gap before event ``at``: settle it exactly.
+GAP_UNSURE = 3
+#: The float margin could not decide event ``at``'s own check: settle it exactly.
+OWN_UNSURE = 4
+
+_NONE = np.iinfo(np.int64).max
+
+
+@dataclass
+class Events:
+    """One batch of a bank's events and the uniforms assigned to them.
+
+    ``cells``, ``times``, ``values``: the events, sorted by cell then step; ``starts``/``ends``:
+    each counter's run of events (``group_cell`` its cell); ``gap``: the idle steps before each
+    event when the batch starts; ``gap_row``: the row of ``gap_words`` of an event with a gap
+    (−1 without); ``own_words``: each event's own check; ``cursor``: each counter's next event;
+    ``rest``: the counter resumes inside a gap that tripped (its next gap takes ``extra``
+    words); ``forced_gap``/``forced_own``: exact outcomes of checks the float margin left
+    (−1: none).
+    """
+
+    cells: np.ndarray
+    times: np.ndarray
+    values: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    group_cell: np.ndarray
+    gap: np.ndarray
+    gap_row: np.ndarray
+    gap_words: np.ndarray
+    own_words: np.ndarray
+    cursor: np.ndarray
+    rest: np.ndarray
+    forced_gap: np.ndarray
+    forced_own: np.ndarray
+
+    @classmethod
+    def of(
+        cls,
+        cells: np.ndarray,
+        times: np.ndarray,
+        values: np.ndarray,
+        pos: np.ndarray,
+        src: RandomSource,
+    ) -> Events:
+        """The batch's runs and gaps, and its uniforms: the gaps' words first (events in order),
+        then the own checks'."""
+        cells = np.asarray(cells, dtype=np.int64)
+        times = np.asarray(times, dtype=np.int64)
+        values = np.asarray(values, dtype=np.int64)
+        n = cells.size
+        starts = np.flatnonzero(np.concatenate(([True], cells[1:] != cells[:-1])))
+        ends = np.append(starts[1:], n)
+        group_cell = cells[starts]
+        prev = np.empty_like(times)
+        prev[1:] = times[:-1]
+        prev[starts] = pos[group_cell]
+        gap = times - prev - 1
+        idle = gap > 0
+        gap_row = np.full(n, -1, dtype=np.int64)
+        n_idle = int(np.count_nonzero(idle))
+        gap_row[idle] = np.arange(n_idle)
+        gap_words = src.uint64(n_idle)
+        own_words = src.uint64(n)
+        return cls(
+            cells, times, values, starts, ends, group_cell, gap, gap_row, gap_words, own_words,
+            cursor=starts.copy(),
+            rest=np.zeros(starts.size, dtype=bool),
+            forced_gap=np.full(n, -1, dtype=np.int64),
+            forced_own=np.full(n, -1, dtype=np.int64),
+        )  # fmt: skip
+
+
+def scan(
+    ev: Events,
+    active: np.ndarray,
+    extra: np.ndarray,
+    forced_extra: np.ndarray,
+    *,
+    n: np.ndarray,
+    theta: np.ndarray,
+    pos: np.ndarray,
+    xf: float,
+    window: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One round for the counters ``active`` (group indices with events left), in numpy.
+
+    Each decides its events from its cursor, at most ``window`` of them, in step order: the gap
+    (its own words, or ``extra[group]`` when the counter resumes inside a tripped gap), then the
+    event's own check. ``n``, ``theta``, ``pos``: the bank's per-counter ``N``, ``θ`` and last
+    decided step (read only); ``xf``: ``float(1/scale)`` of the checks' noise.
+
+    Returns ``(status, at, step, nb)`` per active counter: how the round ended, the event it
+    ended at, the step of a trip, and ``N`` before event ``at`` (for :data:`CALM`: ``N`` after
+    it).
+    """
+    cur = ev.cursor[active]
+    lens = np.minimum(ev.ends[active], cur + window) - cur
+    offs = np.cumsum(lens) - lens
+    total = int(lens.sum())
+    local = np.arange(total, dtype=np.int64) - np.repeat(offs, lens)
+    e = np.repeat(cur, lens) + local
+    first = local == 0
+    cell = ev.cells[e]
+    tm = ev.times[e]
+    prev = np.where(first, pos[cell], ev.times[np.maximum(e - 1, 0)])
+    gap = tm - prev - 1
+    v = ev.values[e]
+    csum = np.cumsum(v)
+    before = csum - v
+    nb = n[cell] + before - np.repeat(before[offs], lens)
+    a = theta[cell] - nb
+    resumed = first & np.repeat(ev.rest[active], lens)
+    g = np.zeros(total, dtype=np.int64)
+    g_unsure = np.zeros(total, dtype=bool)
+    idle = np.flatnonzero(gap > 0)
+    if idle.size:
+        owner = np.repeat(np.arange(active.size), lens)[idle]
+        fresh = resumed[idle]
+        words = np.where(fresh, extra[active][owner], ev.gap_words[ev.gap_row[e[idle]]])
+        forced = np.where(fresh, forced_extra[active][owner], ev.forced_gap[e[idle]])
+        gi, ui = trip_decisions(xf, a[idle], gap[idle], words)
+        g[idle] = np.where(forced >= 0, forced, gi)
+        g_unsure[idle] = ui & (forced < 0)
+    own, o_unsure = trip_decisions(xf, a - v, np.ones(total, dtype=np.int64), ev.own_words[e])
+    forced = ev.forced_own[e]
+    own = np.where(forced >= 0, forced, own)
+    o_unsure &= forced < 0
+    # The first stop of each counter: its gap's check comes before its own step's.
+    key = np.minimum(
+        np.where((g > 0) | g_unsure, 2 * local, _NONE),
+        np.where((own > 0) | o_unsure, 2 * local + 1, _NONE),
+    )
+    stop = np.minimum.reduceat(key, offs)
+    calm = stop == _NONE
+    idx = np.where(calm, offs + lens - 1, offs + np.where(calm, 0, stop) // 2)
+    in_gap = (stop % 2 == 0) & ~calm
+    status = np.full(active.size, CALM, dtype=np.int64)
+    status[in_gap] = np.where(g_unsure[idx[in_gap]], GAP_UNSURE, GAP_TRIP)
+    at_own = ~calm & ~in_gap
+    status[at_own] = np.where(o_unsure[idx[at_own]], OWN_UNSURE, OWN_TRIP)
+    step = np.where(in_gap, prev[idx] + g[idx], tm[idx])
+    nb_out = np.where(calm, nb[idx] + v[idx], nb[idx])
+    return status, e[idx], step, nb_out

@@ -1,0 +1,209 @@
+"""Optional compiled kernels of the sparse counters' batched checks (the ``fast`` extra: numba).
+
+:func:`scan` is :func:`sketchsyn.counters.checks.scan` as one loop: each active counter decides
+its events from its cursor, one check at a time, and stops at its first trip (or an undecided
+check, or its window). The numpy reference decides a whole window in about forty array passes,
+and throws away what follows each counter's first trip; the loop decides each check once. The
+float decisions are the reference's (:func:`sketchsyn.counters.sparse.trip_decisions`), made
+with the same margin, so both give the same outcomes for the same words: an outcome the margin
+proves is the exact one, and a check either path leaves undecided is settled exactly by the
+bank (``tests/test_sparsebank.py`` compares both paths).
+
+The kernels are compiled with PrivHP's, by :mod:`sketchsyn.accel` (numba's cached machine code,
+started on a thread of its own once a process has counted enough rows; see
+:func:`sketchsyn.accel.ready`).
+
+>>> import numpy as np
+>>> from sketchsyn.counters import checks
+>>> from sketchsyn.privacy.rng import as_source
+>>> ev = checks.Events.of(np.array([0, 0]), np.array([3, 9]), np.ones(2, int), np.zeros(1, int),
+...                       as_source(0))
+>>> args = (ev, np.arange(1), np.zeros(1, np.uint64), np.full(1, -1))
+>>> state = dict(n=np.zeros(1, int), theta=np.full(1, 10**6), pos=np.zeros(1, int), xf=0.5,
+...              window=4096)
+>>> [a.tolist() for a in run(*args, **state)] == [a.tolist() for a in checks.scan(*args, **state)]
+True
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import accel
+from . import checks
+from .sparse import _ABS, _REL, _TWO64
+
+__all__ = ["KERNELS", "run", "scan"]
+
+_FAST_REL = 2.0**-20
+
+_CALM, _GAP_TRIP, _OWN_TRIP = checks.CALM, checks.GAP_TRIP, checks.OWN_TRIP
+_GAP_UNSURE, _OWN_UNSURE = checks.GAP_UNSURE, checks.OWN_UNSURE
+
+#: The kernels in the order they are compiled (callees first).
+KERNELS = ("_decide", "scan")
+
+
+def _decide(xf: Any, lq1: Any, a: Any, s: Any, k: Any) -> tuple[int, bool]:
+    """``(G, unsure)`` of one entry of :func:`~sketchsyn.counters.sparse.trip_decisions`.
+
+    First a cheaper sufficient test of "no trip" for ``a ≥ 0``, in the uniform's own scale:
+    ``U < (k + 1)/2^64`` and ``(1 − p)^s ≥ 1 − s·p`` (Bernoulli's inequality), so
+    ``(k + 2^12)·2^-64 < 1 − s·p·(1 + 2^-20) − 2^-50`` proves ``U < (1 − p)^s``. The slack
+    covers the float rounding of ``k`` (``2^11``), of ``p = e^{−(a+1)x − ln(1+e^{−x})}`` (a
+    relative error of a few ulps plus ``(a+1)·x·2^-52`` from the argument: below ``2^-40``
+    wherever ``(a+1)·x < 800``, and beyond that ``p < e^{−799}``, so ``s·p`` is far below the
+    absolute ``2^-50``) and of the sums (``2^-53`` each).
+    Where it proves nothing the reference's decision follows, unchanged."""
+    kf = float(k)
+    if a >= 0:
+        sp = float(s) * math.exp(-(float(a) + 1.0) * xf - lq1)
+        if (kf + 4096.0) * _TWO64 < 1.0 - sp * (1.0 + _FAST_REL) - _ABS:
+            return 0, False
+    ln_lo = math.log(kf * _TWO64) if kf > 0.0 else -math.inf
+    ln_hi = math.log((kf + 1.0) * _TWO64)
+    ln_lo = ln_lo - (abs(ln_lo) * _REL + _ABS)
+    ln_hi = ln_hi + (abs(ln_hi) * _REL + _ABS)
+    af = float(a)
+    if a >= 0:
+        l1p = math.log1p(-math.exp(-(af + 1.0) * xf - lq1))
+    else:
+        l1p = af * xf - lq1
+    sf = float(s)
+    target = sf * l1p
+    tol = abs(target) * _REL + _ABS
+    if ln_hi < target - tol:
+        return 0, False  # no check of the s trips
+    if not ln_lo > target + tol:
+        return 0, True
+    guess = sf
+    if l1p != 0.0:
+        q = math.ceil(0.5 * (ln_lo + ln_hi) / l1p)
+        if math.isfinite(q):
+            guess = q
+    guess = min(max(guess, 1.0), max(sf, 1.0))
+    target = guess * l1p
+    tol = abs(target) * _REL + _ABS
+    at_g = ln_lo > target + tol
+    before = guess == 1.0
+    if not before:
+        target = (guess - 1.0) * l1p
+        tol = abs(target) * _REL + _ABS
+        before = ln_hi < target - tol
+    if at_g and before:
+        return int(guess), False
+    return 0, True
+
+
+def scan(cells: Any, times: Any, values: Any, ends: Any, cursor: Any, rest: Any, gap_row: Any,
+         gap_words: Any, own_words: Any, forced_gap: Any, forced_own: Any, active: Any,
+         extra: Any, forced_extra: Any, n: Any, theta: Any, pos: Any, xf: Any, window: Any,
+         status: Any, at: Any, step: Any, nb: Any) -> None:  # fmt: skip
+    """:func:`sketchsyn.counters.checks.scan` into ``status``, ``at``, ``step``, ``nb``."""
+    lq1 = math.log1p(math.exp(-xf))
+    for i in range(active.size):
+        grp = active[i]
+        c0 = cursor[grp]
+        end = min(ends[grp], c0 + window)
+        cell = cells[c0]
+        count = n[cell]
+        th = theta[cell]
+        # The window's largest trip probability (a only falls as N grows): one bound for the
+        # cheap "no trip" test of every check below (see _decide), -1 where it proves nothing.
+        p_max = -1.0
+        a_min = th - count
+        for e in range(c0, end):
+            a_min -= values[e]
+        if a_min >= 0:
+            p_max = math.exp(-(float(a_min) + 1.0) * xf - lq1) * (1.0 + _FAST_REL)
+        own_lim = (1.0 - p_max - _ABS) / _TWO64 - 4096.0
+        st = _CALM
+        e = c0
+        stop_step = 0
+        while e < end:
+            prev = pos[cell] if e == c0 else times[e - 1]
+            gap = times[e] - prev - 1
+            a = th - count
+            if gap > 0:
+                if e == c0 and rest[grp]:
+                    f, k = forced_extra[grp], extra[grp]
+                else:
+                    f, k = forced_gap[e], gap_words[gap_row[e]]
+                if f >= 0:
+                    g, unsure = f, False
+                elif p_max >= 0.0 and (float(k) + 4096.0) * _TWO64 < 1.0 - gap * p_max - _ABS:
+                    g, unsure = 0, False
+                else:
+                    g, unsure = _decide(xf, lq1, a, gap, k)
+                if unsure:
+                    st, stop_step = _GAP_UNSURE, prev
+                    break
+                if g > 0:
+                    st, stop_step = _GAP_TRIP, prev + g
+                    break
+            f = forced_own[e]
+            if f >= 0:
+                o, unsure = f, False
+            elif p_max >= 0.0 and float(own_words[e]) < own_lim:
+                o, unsure = 0, False
+            else:
+                o, unsure = _decide(xf, lq1, a - values[e], 1, own_words[e])
+            if unsure:
+                st, stop_step = _OWN_UNSURE, times[e]
+                break
+            if o > 0:
+                st, stop_step = _OWN_TRIP, times[e]
+                break
+            count += values[e]
+            e += 1
+        if st == _CALM:
+            e = end - 1
+            stop_step = times[e]
+        status[i] = st
+        at[i] = e
+        step[i] = stop_step
+        nb[i] = count
+
+
+def run(
+    ev: checks.Events,
+    active: np.ndarray,
+    extra: np.ndarray,
+    forced_extra: np.ndarray,
+    *,
+    n: np.ndarray,
+    theta: np.ndarray,
+    pos: np.ndarray,
+    xf: float,
+    window: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`sketchsyn.counters.checks.scan`'s call and results, by the compiled :func:`scan`
+    (the numpy path's arguments and outputs)."""
+    m = active.size
+    status = np.empty(m, dtype=np.int64)
+    at = np.empty(m, dtype=np.int64)
+    step = np.empty(m, dtype=np.int64)
+    nb = np.empty(m, dtype=np.int64)
+    scan(ev.cells, ev.times, ev.values, ev.ends, ev.cursor, ev.rest, ev.gap_row, ev.gap_words,
+         ev.own_words, ev.forced_gap, ev.forced_own, active, extra, forced_extra, n, theta, pos,
+         float(xf), int(window), status, at, step, nb)  # fmt: skip
+    return status, at, step, nb
+
+
+def _warm_up() -> None:
+    """One call with the argument types of the bank's."""
+    from ..privacy.rng import as_source
+
+    ev = checks.Events.of(
+        np.array([0, 0]), np.array([3, 9]), np.ones(2, dtype=np.int64), np.zeros(1, np.int64),
+        as_source(0),
+    )  # fmt: skip
+    run(ev, np.arange(1), np.zeros(1, np.uint64), np.full(1, -1, np.int64),
+        n=np.zeros(1, np.int64), theta=np.zeros(1, np.int64), pos=np.zeros(1, np.int64),
+        xf=0.5, window=4096)  # fmt: skip
+
+
+accel.register(globals(), KERNELS, _warm_up)

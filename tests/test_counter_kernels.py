@@ -1,0 +1,139 @@
+"""The sparse counters' compiled scan and the noise tables' compiled lookup (the ``fast`` extra)
+make the numpy references' decisions, draw for draw.
+
+Each test runs one computation on both paths (the kernels, and the numpy reference inside
+``accel.numpy_only()``) from the same seed and compares every array of the state. The law of
+the batched checks is tested in ``tests/test_sparsebank.py`` on both paths.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import sketchsyn.counters.sparse as sparse
+from sketchsyn import Box, OnlineSynthesizer, accel
+from sketchsyn.counters import InhomogeneousSparseBank, online_budgets
+from sketchsyn.privacy import exactexp
+from sketchsyn.privacy.noise import discrete_laplace
+
+pytestmark = pytest.mark.skipif(not accel.AVAILABLE, reason="numba (the fast extra) missing")
+
+_ARRAYS = ("base", "open", "n", "theta", "pos", "segs", "sub", "row", "acc", "done")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _compiled():
+    from sketchsyn.counters import sparsebank  # noqa: F401 - registers the counters' kernels
+
+    assert accel.ready(wait=True), accel._FAILED
+
+
+def _feed(bank, batches, numpy):
+    for until, cells, times, values in batches:
+        if numpy:
+            with accel.numpy_only():
+                bank.update_events(until, cells, times, values)
+        else:
+            bank.update_events(until, cells, times, values)
+
+
+def _batches(seed, size, steps, per, hot=0.5, max_value=3):
+    """Random event batches: ``per`` events a batch over ``steps`` steps, half of them on a few
+    hot counters (long runs, many trips), values 1 … max_value."""
+    rng = np.random.default_rng(seed)
+    out, t = [], 0
+    for _ in range(8):
+        times = np.sort(rng.integers(t + 1, t + steps + 1, per))
+        hot_cells = rng.integers(0, 3, per)
+        cells = np.where(rng.random(per) < hot, hot_cells, rng.integers(0, size, per))
+        values = rng.integers(1, max_value + 1, per)
+        out.append((t + steps, cells, times, values))
+        t += steps
+    return out
+
+
+def _same(a, b):
+    for key in _ARRAYS:
+        x, y = getattr(a, "_" + key), getattr(b, "_" + key)
+        if key in ("acc", "done"):
+            x, y = x[: a._rows], y[: b._rows]
+        np.testing.assert_array_equal(x, y, err_msg=key)
+    np.testing.assert_array_equal(a.query(), b.query())
+
+
+@pytest.mark.parametrize(
+    ("eps", "budget", "window"), [(4.0, 3.0, 4096), (4.0, 3.0, 5), (1.0, None, 4096)]
+)
+def test_compiled_scan_gives_the_numpy_state(monkeypatch, eps, budget, window):
+    """Many trips (large budgets: small thresholds), rounds cut by a small window, values > 1,
+    level ends inside batches; the states agree array for array."""
+    import sketchsyn.counters.sparsebank as sb
+
+    monkeypatch.setattr(sb, "_WINDOW", window)
+    budgets = online_budgets(eps, 2, 0) if budget is None else (lambda r: budget)
+    batches = _batches(1, 40, 500, 2000)
+    fast = InhomogeneousSparseBank(40, eps, budgets, rng=5)
+    ref = InhomogeneousSparseBank(40, eps, budgets, rng=5)
+    _feed(fast, batches, numpy=False)
+    _feed(ref, batches, numpy=True)
+    if budget is not None:
+        assert ref._segs.max() > 3  # segments did close, several times per counter
+    _same(fast, ref)
+
+
+def test_compiled_scan_matches_the_exact_routine(monkeypatch):
+    """With the numpy path's float margin made useless, every check there is settled by the
+    exact big-rational routine; the kernel (its own margin and its cheaper "no trip" bound)
+    must give the same outcome for every check."""
+    budgets = lambda r: 3.0  # noqa: E731
+    batches = _batches(2, 12, 60, 150)
+    fast = InhomogeneousSparseBank(12, 4.0, budgets, rng=9)
+    ref = InhomogeneousSparseBank(12, 4.0, budgets, rng=9)
+    _feed(fast, batches, numpy=False)
+    monkeypatch.setattr(sparse, "_REL", 1e30)
+    _feed(ref, batches, numpy=True)
+    assert ref._segs.max() > 0
+    _same(fast, ref)
+
+
+def test_online_synthesizer_releases_the_same_on_both_paths():
+    X = np.random.default_rng(3).random((40_000, 2)) ** 2
+    fast = OnlineSynthesizer(Box.unit(2), 1.0, rng=4)
+    ref = OnlineSynthesizer(Box.unit(2), 1.0, rng=4)
+    for part in np.array_split(X, 3):
+        fast.update_many(part)
+        with accel.numpy_only():
+            ref.update_many(part)
+    with accel.numpy_only():
+        want = ref.noisy_levels()
+    got = fast.noisy_levels()
+    assert len(got) == len(want) > 10
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("scale", [Fraction(1, 3), Fraction(2), Fraction(100), Fraction(5000)])
+def test_compiled_table_lookup_gives_the_numpy_draws(scale):
+    fast = discrete_laplace(scale, 200_000, rng=11)
+    with accel.numpy_only():
+        ref = discrete_laplace(scale, 200_000, rng=11)
+    np.testing.assert_array_equal(fast, ref)
+
+
+def test_compiled_table_lookup_leaves_ties_to_the_exact_routine():
+    """Words equal to a threshold (and its neighbours) give the same outcome on both paths."""
+    from sketchsyn.privacy.rng import as_source
+
+    table = exactexp.laplace_magnitude_table(Fraction(1, 7), 64)
+    t = table._thresholds.astype(np.int64)
+    words = np.concatenate([t, t - 1, t + 1, [0, 2**32 - 1]]).clip(0, 2**32 - 1)
+    words = words.astype(np.uint32)
+    fast = table.sample(words, as_source(1))
+    with accel.numpy_only():
+        ref = table.sample(words, as_source(1))
+    np.testing.assert_array_equal(fast, ref)
+    # The lookup itself: #{T_v < word}, whatever path.
+    np.testing.assert_array_equal(ref[t.size : 2 * t.size], np.searchsorted(t, t - 1, "left"))
