@@ -154,3 +154,24 @@ def test_tiny_parameters_give_zero_quickly(tiny):
     then decided without evaluating e^{-x} to x/2 digits (which once took minutes)."""
     assert not discrete_laplace(tiny, 10_000, rng=1).any()
     assert not discrete_gaussian(tiny, 10_000, rng=1).any()
+
+
+def test_table_size_is_the_least_power_of_two_covering_the_tail():
+    """The closed form of the table size equals its definition: the least power of two m ≤ 1024
+    with x·m ≥ 8 (else 1024), for x across the range, and at the exact boundaries x = 8/2^k."""
+    from sketchsyn.privacy import noise
+
+    def definition(x):
+        m = 1
+        while m < 1024 and x * m < 8:
+            m *= 2
+        return m
+
+    rng = np.random.default_rng(5)
+    xs = [Fraction(int(a), int(b)) for a, b in rng.integers(1, 10**9, (3000, 2))]
+    xs += [Fraction(8, 2**k) for k in range(14)] + [
+        Fraction(8, 2**k) * (1 + Fraction(1, 10**20)) for k in range(14)
+    ]
+    xs += [Fraction(1, 2**30), Fraction(2**10), Fraction(7), Fraction(9)]
+    for x in xs:
+        assert noise._table_size.__wrapped__(x) == definition(x), x

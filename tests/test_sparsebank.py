@@ -9,6 +9,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 import sketchsyn.counters.base as counters
@@ -517,3 +519,34 @@ def test_bank_flags_must_be_bools(field):
 def test_sparse_bank_refuses_budgets_above_epsilon():
     with pytest.raises(ParameterError, match="level 0"):
         InhomogeneousSparseBank(2, 1.0, online_budgets(1.0, 2, 60))
+
+
+# ------------------------------------------------------------------ the threshold T0
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 2**62),
+    st.fractions(min_value=Fraction(1, 10**6), max_value=Fraction(64), max_denominator=10**12),
+    st.integers(1, 8),
+)
+def test_float_t0_equals_the_decimal_brackets(horizon, epsilon, sensitivity):
+    """T0 = floor(9·ln T·sensitivity/ε) from floats (kept only away from an integer) is the
+    Decimal brackets' value."""
+    got = sparse._floor_t0.__wrapped__(horizon, epsilon, sensitivity)
+    assert got == sparse._floor_t0_exact(horizon, epsilon, sensitivity)
+
+
+def test_t0_near_an_integer_goes_to_the_decimal_brackets(monkeypatch):
+    """ε chosen so that 9·ln T/ε is within 10⁻³⁰ of an integer: no float can tell its floor, so
+    the float path must hand it over (with its margin taken away it returns the wrong one)."""
+    from decimal import Decimal, localcontext
+
+    horizon, target = 1000, 200
+    with localcontext() as ctx:
+        ctx.prec = 80
+        ln = Decimal(horizon).ln()
+    # ε slightly above 9·ln T/200: the value is just below 200, so its floor is 199.
+    epsilon = Fraction(9 * ln / target) * (1 + Fraction(1, 10**30))
+    assert sparse._floor_t0_exact(horizon, epsilon, 1) == target - 1
+    assert sparse._floor_t0.__wrapped__(horizon, epsilon, 1) == target - 1
+    monkeypatch.setattr(sparse, "_T0_MARGIN", 0.0)
+    assert sparse._floor_t0.__wrapped__(horizon, epsilon, 1) == target  # floats alone: wrong

@@ -45,9 +45,35 @@ __all__ = ["SparseCounter", "first_trips"]
 
 
 # ------------------------------------------------------------------ exact trip times
+# Relative margin of the float estimate of T0 (its error is below 2**-48).
+_T0_MARGIN = 2.0**-40
+
+
 @lru_cache(maxsize=256)
 def _floor_t0(horizon: int, epsilon: Fraction, sensitivity: int) -> int:
-    """``floor(9·ln(T)·sensitivity/ε)``, exactly (ln T is irrational for T ≥ 2)."""
+    """``floor(9·ln(T)·sensitivity/ε)``, exactly (ln T is irrational for T ≥ 2).
+
+    First in float64: ``log`` of ``float(T)`` (``T ≤ 2**62``: one rounding), the product and
+    the quotient by ``float(ε)`` each add a rounding or two, so the estimate is within a
+    relative ``2**-48`` of the value; its floor is kept when the interval of relative width
+    ``2**-40`` around it holds no integer. Otherwise :func:`_floor_t0_exact` decides.
+
+    >>> _floor_t0(1000, Fraction(1, 2), 1), _floor_t0_exact(1000, Fraction(1, 2), 1)
+    (124, 124)
+    """
+    if horizon == 1:
+        return 0
+    if Fraction(1, 2**900) < epsilon < 2**40:
+        v = 9.0 * math.log(float(horizon)) * sensitivity / float(epsilon)
+        lo, hi = math.floor(v * (1 - _T0_MARGIN)), math.floor(v * (1 + _T0_MARGIN))
+        if lo == hi and math.isfinite(v):
+            return lo
+    return _floor_t0_exact(horizon, epsilon, sensitivity)
+
+
+def _floor_t0_exact(horizon: int, epsilon: Fraction, sensitivity: int) -> int:
+    """:func:`_floor_t0` from :mod:`decimal` brackets of ``ln T``, raised in precision until
+    the floor is decided."""
     if horizon == 1:
         return 0
     prec = 40

@@ -128,10 +128,14 @@ _K_MAX = 23  # e^{−23} < 2**-32: rows k ≥ 23 of the table are all zero thres
 
 @lru_cache(maxsize=4096)
 def _table_size(x: Fraction) -> int:
-    m = 1
-    while m < _M_MAX and x * m < _TAIL:
-        m *= 2
-    return m
+    """The least power of two ``m ≤ _M_MAX`` with ``x·m ≥ _TAIL`` (else ``_M_MAX``), in
+    integers: ``x·m ≥ 8`` is ``m·num ≥ 8·den``, i.e. ``m ≥ ceil(8·den/num)``.
+
+    >>> _table_size(Fraction(1, 3)), _table_size(Fraction(8)), _table_size(Fraction(1, 10**6))
+    (32, 1, 1024)
+    """
+    need = -((-_TAIL * x.denominator) // x.numerator)  # ceil(8/x)
+    return min(1 << max(need - 1, 0).bit_length(), _M_MAX)
 
 
 def _geometric(x: Fraction, n: int, src: RandomSource) -> np.ndarray:
