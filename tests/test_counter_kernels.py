@@ -137,3 +137,57 @@ def test_compiled_table_lookup_leaves_ties_to_the_exact_routine():
     np.testing.assert_array_equal(fast, ref)
     # The lookup itself: #{T_v < word}, whatever path.
     np.testing.assert_array_equal(ref[t.size : 2 * t.size], np.searchsorted(t, t - 1, "left"))
+
+
+def test_compiled_table_floors_give_the_numpy_floors():
+    """The compiled float stage of the table builders keeps the same floors as numpy's and hands
+    the same kind of entries on; both end in the exact thresholds."""
+    from sketchsyn.privacy.noise import _table_size
+
+    rng = np.random.default_rng(8)
+    xs = [Fraction(float(e)) / 4 for e in rng.uniform(1e-4, 4, 150)]
+    xs += [Fraction(int(a), int(b)) for a, b in rng.integers(1, 10**9, (150, 2))]
+    xs += [Fraction(1, 2**k) for k in range(0, 30, 3)] + [Fraction(8), Fraction(31)]
+    for x in xs:
+        m = _table_size(x)
+        for kind in ("geometric", "truncated", "laplace"):
+            if kind == "truncated" and m < 2:
+                continue
+            fast = exactexp._fast_thresholds(kind, x, m)
+            with accel.numpy_only():
+                ref = exactexp._fast_thresholds(kind, x, m)
+            np.testing.assert_array_equal(fast, ref, err_msg=f"{kind} {x}")
+            if x.denominator < 10**6:
+                np.testing.assert_array_equal(fast, exactexp._exact_thresholds(kind, x, m))
+
+
+def test_compiled_table_floors_leave_the_undecidable_pairs_to_the_integers():
+    """The pairs of rationals one float64 apart whose first thresholds differ (see
+    ``tests/test_exactexp.py``): the compiled float stage must not decide them either."""
+    from test_exactexp import _PAIRS  # tests/ is on sys.path (no __init__)
+
+    for kind, x, m in _PAIRS:
+        np.testing.assert_array_equal(
+            exactexp._fast_thresholds(kind, x, m), exactexp._exact_thresholds(kind, x, m)
+        )
+
+
+def test_compiled_table_guide_gives_the_numpy_arrays():
+    """The lookup arrays of a table built in one compiled pass are numpy's (random, repeated and
+    empty thresholds), and an unsorted table is refused on both paths."""
+    rng = np.random.default_rng(2)
+    for n in (0, 1, 5, 300, 1024):
+        for repeated in (False, True):
+            t = np.sort(rng.integers(0, 2**32, n).astype(np.uint32))
+            if repeated and n:
+                t[: n // 2] = t[n // 2]
+            fast = exactexp.ThresholdTable(t, None)
+            with accel.numpy_only():
+                ref = exactexp.ThresholdTable(t, None)
+            np.testing.assert_array_equal(fast._guide, ref._guide)
+            np.testing.assert_array_equal(fast._padded, ref._padded)
+    unsorted = np.array([7, 3], dtype=np.uint32)
+    with pytest.raises(ValueError, match="sorted"):
+        exactexp.ThresholdTable(unsorted, None)
+    with accel.numpy_only(), pytest.raises(ValueError, match="sorted"):
+        exactexp.ThresholdTable(unsorted, None)

@@ -44,6 +44,7 @@ settles an undecided check with the exact routine and the same words, records th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -111,24 +112,33 @@ class Events:
         values: np.ndarray,
         pos: np.ndarray,
         src: RandomSource,
+        layout: Callable[..., tuple[int, int]] | None = None,
     ) -> Events:
         """The batch's runs and gaps, and its uniforms: the gaps' words first (events in order),
-        then the own checks'."""
+        then the own checks'. ``layout``: the compiled pass of
+        :func:`sketchsyn.counters.kernels.layout` (the same arrays)."""
         cells = np.asarray(cells, dtype=np.int64)
         times = np.asarray(times, dtype=np.int64)
         values = np.asarray(values, dtype=np.int64)
         n = cells.size
-        starts = np.flatnonzero(np.concatenate(([True], cells[1:] != cells[:-1])))
+        if layout is not None:
+            starts = np.empty(n, dtype=np.int64)
+            gap = np.empty(n, dtype=np.int64)
+            gap_row = np.empty(n, dtype=np.int64)
+            runs, n_idle = layout(cells, times, pos, starts, gap, gap_row)
+            starts = starts[:runs]
+        else:
+            starts = np.flatnonzero(np.concatenate(([True], cells[1:] != cells[:-1])))
+            prev = np.empty_like(times)
+            prev[1:] = times[:-1]
+            prev[starts] = pos[cells[starts]]
+            gap = times - prev - 1
+            idle = gap > 0
+            gap_row = np.full(n, -1, dtype=np.int64)
+            n_idle = int(np.count_nonzero(idle))
+            gap_row[idle] = np.arange(n_idle)
         ends = np.append(starts[1:], n)
         group_cell = cells[starts]
-        prev = np.empty_like(times)
-        prev[1:] = times[:-1]
-        prev[starts] = pos[group_cell]
-        gap = times - prev - 1
-        idle = gap > 0
-        gap_row = np.full(n, -1, dtype=np.int64)
-        n_idle = int(np.count_nonzero(idle))
-        gap_row[idle] = np.arange(n_idle)
         gap_words = src.uint64(n_idle)
         own_words = src.uint64(n)
         return cls(

@@ -36,7 +36,7 @@ from .. import accel
 from . import checks
 from .sparse import _ABS, _REL, _TWO64
 
-__all__ = ["KERNELS", "run", "scan"]
+__all__ = ["KERNELS", "layout", "run", "scan"]
 
 _FAST_REL = 2.0**-20
 
@@ -44,7 +44,7 @@ _CALM, _GAP_TRIP, _OWN_TRIP = checks.CALM, checks.GAP_TRIP, checks.OWN_TRIP
 _GAP_UNSURE, _OWN_UNSURE = checks.GAP_UNSURE, checks.OWN_UNSURE
 
 #: The kernels in the order they are compiled (callees first).
-KERNELS = ("_decide", "scan")
+KERNELS = ("_decide", "scan", "layout")
 
 
 def _decide(xf: Any, lq1: Any, a: Any, s: Any, k: Any) -> tuple[int, bool]:
@@ -168,6 +168,32 @@ def scan(cells: Any, times: Any, values: Any, ends: Any, cursor: Any, rest: Any,
         nb[i] = count
 
 
+def layout(
+    cells: Any, times: Any, pos: Any, starts: Any, gap: Any, gap_row: Any
+) -> tuple[int, int]:
+    """:meth:`sketchsyn.counters.checks.Events.of`'s runs and gaps in one pass: ``starts`` (the
+    first event of each counter's run), ``gap`` (idle steps before each event) and ``gap_row``
+    (the event's row among those with a gap, −1 without); returns ``(runs, events with a
+    gap)``."""
+    runs = 0
+    idle = 0
+    for i in range(cells.size):
+        if i == 0 or cells[i] != cells[i - 1]:
+            starts[runs] = i
+            runs += 1
+            prev = pos[cells[i]]
+        else:
+            prev = times[i - 1]
+        g = times[i] - prev - 1
+        gap[i] = g
+        if g > 0:
+            gap_row[i] = idle
+            idle += 1
+        else:
+            gap_row[i] = -1
+    return runs, idle
+
+
 def run(
     ev: checks.Events,
     active: np.ndarray,
@@ -199,7 +225,7 @@ def _warm_up() -> None:
 
     ev = checks.Events.of(
         np.array([0, 0]), np.array([3, 9]), np.ones(2, dtype=np.int64), np.zeros(1, np.int64),
-        as_source(0),
+        as_source(0), layout=layout,
     )  # fmt: skip
     run(ev, np.arange(1), np.zeros(1, np.uint64), np.full(1, -1, np.int64),
         n=np.zeros(1, np.int64), theta=np.zeros(1, np.int64), pos=np.zeros(1, np.int64),

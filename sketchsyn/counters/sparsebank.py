@@ -397,8 +397,11 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         lv = self._lv
         assert lv is not None
         np.add.at(self._open, cells, values)  # the level's count (its noise is already in)
-        ev = checks.Events.of(cells, times, values, self._pos, self._check_src)
         run = _scanner(cells.size)
+        compiled = run is not checks.scan
+        ev = checks.Events.of(
+            cells, times, values, self._pos, self._check_src, kernels.layout if compiled else None
+        )
         xf = float(lv.x)
         groups = ev.starts.size
         while True:

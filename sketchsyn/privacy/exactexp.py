@@ -177,17 +177,24 @@ class ThresholdTable:
     _GUIDE_BITS = 12
 
     def __init__(self, thresholds: np.ndarray, real: Callable[[int], Real]) -> None:
-        t = np.asarray(thresholds, dtype=np.uint32)
-        if t.size and np.any(t[1:] < t[:-1]):
-            raise ValueError("thresholds must be sorted")
+        t = np.ascontiguousarray(thresholds, dtype=np.uint32)
         self._thresholds = t
         self._real = real  # v (1-based) → the Real c_v, for ties only
         self._reals: dict[int, Real] = {}
         # guide[b] = #{T_v < b·2**20}: counts of the top 12 bits, accumulated.
-        self._guide = np.zeros(2**self._GUIDE_BITS + 1, dtype=np.int32)
+        self._guide = np.empty(2**self._GUIDE_BITS + 1, dtype=np.int32)
+        self._padded = np.empty(t.size + 1, dtype=np.int64)
+        if accel.ready():  # the same arrays in one pass (sketchsyn.privacy.kernels)
+            if not kernels.table_guide(t, 32 - self._GUIDE_BITS, self._guide, self._padded):
+                raise ValueError("thresholds must be sorted")
+            return
+        if t.size and np.any(t[1:] < t[:-1]):
+            raise ValueError("thresholds must be sorted")
+        self._guide[0] = 0
         top = t >> np.uint32(32 - self._GUIDE_BITS)
         np.cumsum(np.bincount(top, minlength=2**self._GUIDE_BITS), out=self._guide[1:])
-        self._padded = np.append(t.astype(np.int64), np.int64(2**32))
+        self._padded[:-1] = t
+        self._padded[-1] = 2**32
 
     @property
     def size(self) -> int:
@@ -274,6 +281,11 @@ def _laplace_magnitude_real(x: Fraction, o: int) -> Real:
 # The three kinds of table: c_o = 1 − e^{−x·o} (o = 1 … m), the same truncated to [0, m)
 # (o = 1 … m − 1), and the Laplace magnitude 1 − 2e^{−x·o}/(1 + e^{−x}) (o = 1 … m).
 _GEOMETRIC, _TRUNCATED, _LAPLACE = "geometric", "truncated", "laplace"
+_KERNEL_KINDS = {
+    _GEOMETRIC: kernels.GEOMETRIC,
+    _TRUNCATED: kernels.TRUNCATED,
+    _LAPLACE: kernels.LAPLACE,
+}
 
 
 def _real(kind: str, x: Fraction, m: int, o: int) -> Real:
@@ -354,7 +366,7 @@ def _pow_bracket(q: tuple[int, int], k: int, prec: int) -> tuple[int, int]:
 
 
 # Float decisions (see _fast_thresholds): margins, and where the floats are trusted.
-_REL_MARGIN = 2.0**-40
+_REL_MARGIN = 2.0**-43
 _ABS_MARGIN = 2.0**-30
 _Y_MAX = 32.0  # x·o above this: the entry goes to the integer routines
 _X_MIN, _X_MAX = Fraction(1, 2**960), Fraction(2**10)
@@ -390,7 +402,7 @@ def _fast_thresholds(kind: str, x: Fraction, m: int) -> np.ndarray:
     Each entry is estimated in float64 (:func:`_float_estimates`) as ``v ≈ V``, ``V`` either
     ``Q = 2**32·c_o`` or ``t = 2**32·(1 − c_o)`` (then ``floor(Q) = 2**32 − ceil(t)``, an
     identity for any real ``t``). The interval ``[v·(1 − R) − A, v·(1 + R) + A]``,
-    ``R = 2**-40``, ``A = 2**-30``, contains ``V``; its two ends are floored (``Q`` is known to
+    ``R = 2**-43``, ``A = 2**-30``, contains ``V``; its two ends are floored (``Q`` is known to
     lie in ``[0, 2**32)`` and ``t`` in ``(0, 2**32)``, which clips them) and the entry is kept
     only when they agree. The rest go to the integer brackets (one bracket of ``e^{−x}``,
     raised to each power by repeated squaring), and what those leave undecided to
@@ -415,7 +427,8 @@ def _fast_thresholds(kind: str, x: Fraction, m: int) -> np.ndarray:
       are exact. The worst form, the Laplace ``direct``, sums to below ``2**-44.5``, so
       ``|v − V| ≤ 2**-44.5·V`` and ``V ∈ [v/(1 + 2**-44.5), v/(1 − 2**-44.5)]``, which
       ``v·(1 ∓ R)`` contains with room for the two roundings of computing the ends (``≤ u``
-      each): the margin is over 16 times the error bound. No value underflows (``e^{−32}``
+      each): the margin is over 2.8 times the error bound (whose ``exp`` term alone assumes
+      eight times numpy's documented error). No value underflows (``e^{−32}``
       and ``2**32·x ≥ 2**-928`` are normal), none overflows.
 
     A floor that the float interval cannot prove is never taken from floats; the result equals
@@ -427,20 +440,30 @@ def _fast_thresholds(kind: str, x: Fraction, m: int) -> np.ndarray:
     """
     if not _X_MIN <= x <= _X_MAX:
         return _exact_thresholds(kind, x, m)
-    v, tail, y = _float_estimates(kind, float(x), m)
-    lo = v * (1.0 - _REL_MARGIN) - _ABS_MARGIN
-    hi = v * (1.0 + _REL_MARGIN) + _ABS_MARGIN
-    # floor(Q) directly; or 2**32 − ceil(t), ceil(t) ∈ [ceil(max(lo, 1/2)), ceil(min(hi, 2**32))].
-    f_lo = np.where(tail, _TWO32 - np.ceil(np.minimum(hi, _TWO32)), np.floor(np.maximum(lo, 0.0)))
-    f_hi = np.where(tail, _TWO32 - np.ceil(np.maximum(lo, 0.5)), np.floor(np.minimum(hi, _MASK)))
-    out = f_lo.astype(np.int64)
-    undecided = np.flatnonzero((f_lo != f_hi) | ~(y <= _Y_MAX)).tolist()
+    if accel.ready():  # the same float stage, one entry at a time (sketchsyn.privacy.kernels)
+        out = np.empty(m - 1 if kind == _TRUNCATED else m, dtype=np.int64)
+        code = _KERNEL_KINDS[kind]
+        left = kernels.table_floors(code, float(x), m, _REL_MARGIN, _ABS_MARGIN, _Y_MAX, out)
+        undecided = np.flatnonzero(out < 0).tolist() if left else []
+    else:
+        v, tail, y = _float_estimates(kind, float(x), m)
+        out, undecided = _margin_floors(v, tail, y)
     if undecided:
         prec = 96 + int(x.denominator).bit_length()
         q = exp_neg_bracket(x, prec)
         orders = [i + 1 for i in undecided]
         out[undecided] = _bracket_floors(kind, x, m, orders, lambda k: _pow_bracket(q, k, prec))
     return out.astype(np.uint32)
+
+
+def _margin_floors(v: np.ndarray, tail: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    """The floors the margin proves (see :func:`_fast_thresholds`) and the undecided indices."""
+    lo = v * (1.0 - _REL_MARGIN) - _ABS_MARGIN
+    hi = v * (1.0 + _REL_MARGIN) + _ABS_MARGIN
+    # floor(Q) directly; or 2**32 − ceil(t), ceil(t) ∈ [ceil(max(lo, 1/2)), ceil(min(hi, 2**32))].
+    f_lo = np.where(tail, _TWO32 - np.ceil(np.minimum(hi, _TWO32)), np.floor(np.maximum(lo, 0.0)))
+    f_hi = np.where(tail, _TWO32 - np.ceil(np.maximum(lo, 0.5)), np.floor(np.minimum(hi, _MASK)))
+    return f_lo.astype(np.int64), np.flatnonzero((f_lo != f_hi) | ~(y <= _Y_MAX)).tolist()
 
 
 @lru_cache(maxsize=256)

@@ -17,16 +17,20 @@ on both paths. Compiled with the other kernels by :mod:`sketchsyn.accel`.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from .. import accel
 
-__all__ = ["KERNELS", "table_sample"]
+__all__ = ["KERNELS", "table_floors", "table_guide", "table_sample"]
 
 #: The kernels in the order they are compiled.
-KERNELS = ("table_sample",)
+KERNELS = ("table_sample", "table_floors", "table_guide")
+
+#: ``table_floors``' codes of the three tables of :mod:`sketchsyn.privacy.exactexp`.
+GEOMETRIC, TRUNCATED, LAPLACE = 0, 1, 2
 
 
 def table_sample(guide: Any, padded: Any, words: Any, shift: Any, out: Any) -> int:
@@ -45,11 +49,85 @@ def table_sample(guide: Any, padded: Any, words: Any, shift: Any, out: Any) -> i
     return ties
 
 
+def table_floors(kind: Any, x: Any, m: Any, rel: Any, absolute: Any, y_max: Any, out: Any) -> int:
+    """:func:`sketchsyn.privacy.exactexp._fast_thresholds`' float stage, one entry at a time:
+    ``out[o − 1]`` = the floor of ``2**32·c_o`` where the margin proves it, −1 where it does not
+    (or where ``x·o > y_max``); returns the number of −1. The same float forms as
+    :func:`~sketchsyn.privacy.exactexp._float_estimates` (the C library's ``exp`` and ``expm1``,
+    within the error the margin assumes), so a floor kept here is the exact one.
+
+    >>> out = np.empty(4, dtype=np.int64)
+    >>> table_floors(GEOMETRIC, 1 / 3, 4, 2.0**-40, 2.0**-30, 32.0, out), out.tolist()
+    (0, [1217488750, 2089857560, 2714937127, 3162826208])
+    """
+    two32 = 4294967296.0
+    mask = 4294967295.0
+    undecided = 0
+    p = math.exp(-x)
+    den = -math.expm1(-(x * m))
+    for i in range(out.size):
+        o = float(i + 1)
+        y = x * o
+        if kind == GEOMETRIC:
+            direct = -math.expm1(-y)
+            rest = math.exp(-y)
+        elif kind == TRUNCATED:
+            direct = -math.expm1(-y) / den
+            rest = math.exp(-y) * -math.expm1(-(x * (m - o))) / den
+        else:
+            direct = (-math.expm1(-y) - p * math.expm1(-(x * (o - 1.0)))) / (1.0 + p)
+            rest = 2.0 * math.exp(-y) / (1.0 + p)
+        tail = direct > 0.5
+        v = (rest if tail else direct) * two32
+        lo = v * (1.0 - rel) - absolute
+        hi = v * (1.0 + rel) + absolute
+        if tail:
+            f_lo = two32 - math.ceil(min(hi, two32))
+            f_hi = two32 - math.ceil(max(lo, 0.5))
+        else:
+            f_lo = math.floor(max(lo, 0.0))
+            f_hi = math.floor(min(hi, mask))
+        if f_lo != f_hi or not y <= y_max:
+            out[i] = -1
+            undecided += 1
+        else:
+            out[i] = np.int64(f_lo)
+    return undecided
+
+
+def table_guide(t: Any, shift: Any, guide: Any, padded: Any) -> bool:
+    """``ThresholdTable``'s lookup arrays in one pass over the thresholds ``t`` (uint32):
+    ``guide[b] = #{T_v < b·2**shift}`` and ``padded`` = ``t`` then ``2**32``; False when ``t``
+    is not sorted (the arrays are then incomplete).
+
+    >>> guide, padded = np.empty(3, dtype=np.int32), np.empty(3, dtype=np.int64)
+    >>> t = np.array([5, 2**31 + 7], dtype=np.uint32)
+    >>> table_guide(t, 31, guide, padded), guide.tolist(), padded.tolist()
+    (True, [0, 1, 2], [5, 2147483655, 4294967296])
+    """
+    for b in range(guide.size):
+        guide[b] = 0
+    for i in range(t.size):
+        v = np.int64(t[i])
+        if i and v < padded[i - 1]:
+            return False
+        padded[i] = v
+        guide[(v >> shift) + 1] += 1
+    padded[t.size] = np.int64(4294967296)
+    for b in range(1, guide.size):
+        guide[b] += guide[b - 1]
+    return True
+
+
 def _warm_up() -> None:
-    """One call with the argument types of ``ThresholdTable.sample``."""
+    """One call of each with the argument types of ``ThresholdTable.sample`` and
+    ``_fast_thresholds``."""
     out = np.empty(1, dtype=np.int64)
     guide = np.zeros(4097, dtype=np.int32)
     table_sample(guide, np.array([2**32], dtype=np.int64), np.zeros(1, np.uint32), 20, out)
+    table_floors(LAPLACE, 0.5, 4, 2.0**-40, 2.0**-30, 32.0, np.empty(4, dtype=np.int64))
+    guide, padded = np.empty(4097, dtype=np.int32), np.empty(2, dtype=np.int64)
+    table_guide(np.zeros(1, dtype=np.uint32), 20, guide, padded)
 
 
 accel.register(globals(), KERNELS, _warm_up)
