@@ -101,71 +101,101 @@ def _decide(xf: Any, lq1: Any, a: Any, s: Any, k: Any) -> tuple[int, bool]:
 def scan(cells: Any, times: Any, values: Any, ends: Any, cursor: Any, rest: Any, gap_row: Any,
          gap_words: Any, own_words: Any, forced_gap: Any, forced_own: Any, active: Any,
          extra: Any, forced_extra: Any, n: Any, theta: Any, pos: Any, xf: Any, window: Any,
-         status: Any, at: Any, step: Any, nb: Any) -> None:  # fmt: skip
-    """:func:`sketchsyn.counters.checks.scan` into ``status``, ``at``, ``step``, ``nb``."""
+         chain: Any, status: Any, at: Any, step: Any, nb: Any) -> int:  # fmt: skip
+    """:func:`sketchsyn.counters.checks.scan` into ``status``, ``at``, ``step``, ``nb``.
+
+    With ``chain``, a round in which no counter trips (or leaves a check undecided) is applied
+    here (each counter's ``N``, last step and cursor move to its window's end, and ``rest``
+    clears, as the bank does after a calm round) and the next round follows, until a round
+    has a trip or no events are left. A round without a trip draws nothing, so the rounds and
+    their draws are the numpy path's. The outputs are the last round's, and a counter done in
+    an earlier round keeps its (calm) results there. Returns the number of rounds made."""
     lq1 = math.log1p(math.exp(-xf))
-    for i in range(active.size):
-        grp = active[i]
-        c0 = cursor[grp]
-        end = min(ends[grp], c0 + window)
-        cell = cells[c0]
-        count = n[cell]
-        th = theta[cell]
-        # The window's largest trip probability (a only falls as N grows): one bound for the
-        # cheap "no trip" test of every check below (see _decide), -1 where it proves nothing.
-        p_max = -1.0
-        a_min = th - count
-        for e in range(c0, end):
-            a_min -= values[e]
-        if a_min >= 0:
-            p_max = math.exp(-(float(a_min) + 1.0) * xf - lq1) * (1.0 + _FAST_REL)
-        own_lim = (1.0 - p_max - _ABS) / _TWO64 - 4096.0
-        st = _CALM
-        e = c0
-        stop_step = 0
-        while e < end:
-            prev = pos[cell] if e == c0 else times[e - 1]
-            gap = times[e] - prev - 1
-            a = th - count
-            if gap > 0:
-                if e == c0 and rest[grp]:
-                    f, k = forced_extra[grp], extra[grp]
-                else:
-                    f, k = forced_gap[e], gap_words[gap_row[e]]
+    rounds = 0
+    while True:
+        stop = False
+        for i in range(active.size):
+            grp = active[i]
+            if cursor[grp] >= ends[grp]:
+                continue  # done in an earlier chained round: its results stay
+            c0 = cursor[grp]
+            end = min(ends[grp], c0 + window)
+            cell = cells[c0]
+            count = n[cell]
+            th = theta[cell]
+            # The window's largest trip probability (a only falls as N grows): one bound for the
+            # cheap "no trip" test of every check below (see _decide), -1 where it proves nothing.
+            p_max = -1.0
+            a_min = th - count
+            for e in range(c0, end):
+                a_min -= values[e]
+            if a_min >= 0:
+                p_max = math.exp(-(float(a_min) + 1.0) * xf - lq1) * (1.0 + _FAST_REL)
+            own_lim = (1.0 - p_max - _ABS) / _TWO64 - 4096.0
+            st = _CALM
+            e = c0
+            stop_step = 0
+            while e < end:
+                prev = pos[cell] if e == c0 else times[e - 1]
+                gap = times[e] - prev - 1
+                a = th - count
+                if gap > 0:
+                    if e == c0 and rest[grp]:
+                        f, k = forced_extra[grp], extra[grp]
+                    else:
+                        f, k = forced_gap[e], gap_words[gap_row[e]]
+                    if f >= 0:
+                        g, unsure = f, False
+                    elif p_max >= 0.0 and (float(k) + 4096.0) * _TWO64 < 1.0 - gap * p_max - _ABS:
+                        g, unsure = 0, False
+                    else:
+                        g, unsure = _decide(xf, lq1, a, gap, k)
+                    if unsure:
+                        st, stop_step = _GAP_UNSURE, prev
+                        break
+                    if g > 0:
+                        st, stop_step = _GAP_TRIP, prev + g
+                        break
+                f = forced_own[e]
                 if f >= 0:
-                    g, unsure = f, False
-                elif p_max >= 0.0 and (float(k) + 4096.0) * _TWO64 < 1.0 - gap * p_max - _ABS:
-                    g, unsure = 0, False
+                    o, unsure = f, False
+                elif p_max >= 0.0 and float(own_words[e]) < own_lim:
+                    o, unsure = 0, False
                 else:
-                    g, unsure = _decide(xf, lq1, a, gap, k)
+                    o, unsure = _decide(xf, lq1, a - values[e], 1, own_words[e])
                 if unsure:
-                    st, stop_step = _GAP_UNSURE, prev
+                    st, stop_step = _OWN_UNSURE, times[e]
                     break
-                if g > 0:
-                    st, stop_step = _GAP_TRIP, prev + g
+                if o > 0:
+                    st, stop_step = _OWN_TRIP, times[e]
                     break
-            f = forced_own[e]
-            if f >= 0:
-                o, unsure = f, False
-            elif p_max >= 0.0 and float(own_words[e]) < own_lim:
-                o, unsure = 0, False
-            else:
-                o, unsure = _decide(xf, lq1, a - values[e], 1, own_words[e])
-            if unsure:
-                st, stop_step = _OWN_UNSURE, times[e]
-                break
-            if o > 0:
-                st, stop_step = _OWN_TRIP, times[e]
-                break
-            count += values[e]
-            e += 1
-        if st == _CALM:
-            e = end - 1
-            stop_step = times[e]
-        status[i] = st
-        at[i] = e
-        step[i] = stop_step
-        nb[i] = count
+                count += values[e]
+                e += 1
+            if st == _CALM:
+                e = end - 1
+                stop_step = times[e]
+            status[i] = st
+            at[i] = e
+            step[i] = stop_step
+            nb[i] = count
+            if st != _CALM:
+                stop = True
+        rounds += 1
+        if stop or not chain:
+            return rounds
+        left = False
+        for i in range(active.size):
+            grp = active[i]
+            if cursor[grp] >= ends[grp]:
+                continue
+            e = at[i]
+            n[cells[e]] = nb[i]
+            pos[cells[e]] = times[e]
+            cursor[grp] = e + 1
+            rest[grp] = False
+            left = left or e + 1 < ends[grp]
+        if not left:
+            return rounds
 
 
 def layout(
@@ -207,7 +237,8 @@ def run(
     window: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`sketchsyn.counters.checks.scan`'s call and results, by the compiled :func:`scan`
-    (the numpy path's arguments and outputs)."""
+    (the numpy path's arguments and outputs), rounds without a trip chained (the bank's state
+    moves on through them; what it applies after the call then changes nothing for them)."""
     m = active.size
     status = np.empty(m, dtype=np.int64)
     at = np.empty(m, dtype=np.int64)
@@ -215,7 +246,7 @@ def run(
     nb = np.empty(m, dtype=np.int64)
     scan(ev.cells, ev.times, ev.values, ev.ends, ev.cursor, ev.rest, ev.gap_row, ev.gap_words,
          ev.own_words, ev.forced_gap, ev.forced_own, active, extra, forced_extra, n, theta, pos,
-         float(xf), int(window), status, at, step, nb)  # fmt: skip
+         float(xf), int(window), True, status, at, step, nb)  # fmt: skip
     return status, at, step, nb
 
 
