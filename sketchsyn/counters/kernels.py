@@ -36,7 +36,7 @@ from .. import accel
 from . import checks
 from .sparse import _ABS, _REL, _TWO64
 
-__all__ = ["KERNELS", "layout", "run", "scan"]
+__all__ = ["KERNELS", "by_cell", "close", "layout", "opened", "run", "scan"]
 
 _FAST_REL = 2.0**-20
 
@@ -44,7 +44,7 @@ _CALM, _GAP_TRIP, _OWN_TRIP = checks.CALM, checks.GAP_TRIP, checks.OWN_TRIP
 _GAP_UNSURE, _OWN_UNSURE = checks.GAP_UNSURE, checks.OWN_UNSURE
 
 #: The kernels in the order they are compiled (callees first).
-KERNELS = ("_decide", "scan", "layout")
+KERNELS = ("_decide", "scan", "layout", "opened", "close", "by_cell")
 
 
 def _decide(xf: Any, lq1: Any, a: Any, s: Any, k: Any) -> tuple[int, bool]:
@@ -224,6 +224,69 @@ def layout(
     return runs, idle
 
 
+def by_cell(cells: Any, times: Any, values: Any, counts: Any, c: Any, t: Any, v: Any) -> None:
+    """The events sorted by cell, in their order within a cell (a stable counting sort; the
+    order of ``np.argsort(cells, kind="stable")``): ``c``, ``t``, ``v`` get ``cells``,
+    ``times``, ``values`` in that order. ``counts`` (zeros, one more than the cells) is used
+    for the counts."""
+    for i in range(cells.size):
+        counts[cells[i] + 1] += 1
+    for b in range(1, counts.size):
+        counts[b] += counts[b - 1]
+    for i in range(cells.size):
+        at = counts[cells[i]]
+        counts[cells[i]] = at + 1
+        c[at] = cells[i]
+        t[at] = times[i]
+        v[at] = values[i]
+
+
+def opened(m: Any, levels: Any) -> int:
+    """How many p-sums segments ``m`` (1-based, one per closing counter) open in their binary
+    mechanisms of ``levels`` levels: level ``j`` opens a block at segment ``m`` when
+    ``(m − 1) mod 2**(j+1) == 0``."""
+    count = 0
+    for i in range(m.size):
+        mm = m[i] - 1
+        for j in range(levels):
+            if (mm & ((1 << j) - 1)) == 0 and ((mm >> j) & 1) == 0:
+                count += 1
+    return count
+
+
+def close(cells: Any, values: Any, steps: Any, rows: Any, m: Any, acc: Any, done: Any,
+          sub: Any, n: Any, theta: Any, pos: Any, segs: Any, noise: Any, thresholds: Any,
+          t0: Any) -> None:  # fmt: skip
+    """:meth:`InhomogeneousSparseBank._close_segments` after its draws, one closing counter at a
+    time: each opened p-sum takes the next of ``noise`` (counters in order, levels upwards, as
+    the numpy path's ``nonzero`` orders them), every level adds the segment's count, the
+    blocks that end copy to ``done``, the release sums ``done`` over the bits of ``m``, and
+    ``N``, ``θ`` (``t0`` + the next of ``thresholds``), the last step and the segment count are
+    set."""
+    levels = acc.shape[1]
+    k = 0
+    for i in range(cells.size):
+        r = rows[i]
+        mm = m[i] - 1
+        for j in range(levels):
+            if (mm & ((1 << j) - 1)) == 0 and ((mm >> j) & 1) == 0:
+                acc[r, j] = noise[k]
+                k += 1
+        total = 0
+        for j in range(levels):
+            acc[r, j] += values[i]
+            if (m[i] & ((1 << j) - 1)) == 0 and ((m[i] >> j) & 1) == 1:
+                done[r, j] = acc[r, j]
+            if (m[i] >> j) & 1:
+                total += done[r, j]
+        c = cells[i]
+        sub[c] = total
+        n[c] = 0
+        theta[c] = t0 + thresholds[i]
+        pos[c] = steps[i]
+        segs[c] = m[i]
+
+
 def run(
     ev: checks.Events,
     active: np.ndarray,
@@ -258,6 +321,11 @@ def _warm_up() -> None:
         np.array([0, 0]), np.array([3, 9]), np.ones(2, dtype=np.int64), np.zeros(1, np.int64),
         as_source(0), layout=layout,
     )  # fmt: skip
+    one, acc = np.ones(1, dtype=np.int64), np.zeros((1, 3), dtype=np.int64)
+    by_cell(one - 1, one, one, np.zeros(2, dtype=np.int64), one.copy(), one.copy(), one.copy())
+    opened(one, 3)
+    close(one - 1, one, one, one - 1, one, acc, acc.copy(), one.copy(), one.copy(), one.copy(),
+          one.copy(), one.copy(), one.copy(), one.copy(), 0)  # fmt: skip
     run(ev, np.arange(1), np.zeros(1, np.uint64), np.full(1, -1, np.int64),
         n=np.zeros(1, np.int64), theta=np.zeros(1, np.int64), pos=np.zeros(1, np.int64),
         xf=0.5, window=4096)  # fmt: skip

@@ -354,6 +354,14 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
             self._rows = need
         rows = self._row[cells]
         m = self._segs[cells] + 1
+        if accel.ready():  # the same draws, then one compiled loop (sketchsyn.counters.kernels)
+            noise = core._draw("laplace", lv.sub_param, kernels.opened(m, lv.sub_levels),
+                               self._sub_src)  # fmt: skip
+            thresholds = core._draw("laplace", lv.xs, k, self._theta_src)
+            kernels.close(cells, values, steps, rows, m, self._acc, self._done, self._sub,
+                          self._n, self._theta, self._pos, self._segs, noise, thresholds,
+                          lv.t0)  # fmt: skip
+            return
         self._segs[cells] = m
         mm = m - 1
         levels = np.arange(lv.sub_levels, dtype=np.int64)
@@ -404,6 +412,10 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         )
         xf = float(lv.x)
         groups = ev.starts.size
+        # A resumed counter's fresh words and their exact outcomes (read only for the counters
+        # that resume inside a tripped gap, and set anew for them in each round).
+        extra = np.zeros(groups, dtype=np.uint64)
+        forced_extra = np.full(groups, -1, dtype=np.int64)
         while True:
             active = np.flatnonzero(ev.cursor < ev.ends)
             if not active.size:
@@ -412,11 +424,10 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
             cell = ev.group_cell[active]
             left = ev.times[ev.cursor[active]] - self._pos[cell] - 1
             ev.rest[active[left <= 0]] = False
-            extra = np.zeros(groups, dtype=np.uint64)
             fresh = active[ev.rest[active]]
             if fresh.size:
                 extra[fresh] = self._check_src.uint64(fresh.size)
-            forced_extra = np.full(groups, -1, dtype=np.int64)
+                forced_extra[fresh] = -1
             while True:
                 status, at, step, nb = run(
                     ev, active, extra, forced_extra, n=self._n, theta=self._theta,
@@ -579,20 +590,33 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
             nz = v > 0
             if not nz.all():
                 c, tm, v = c[nz], tm[nz], v[nz]
+        lv = self._lv
+        assert lv is not None
         if c.size:
-            order = _stable_order(c, self._size) if sorted_times else np.lexsort((tm, c))
-            c, tm, v = c[order], tm[order], v[order]
+            first, last = (int(tm[0]), int(tm[-1])) if sorted_times else (tm.min(), tm.max())
+            if sorted_times and self._size <= 4 * c.size and accel.ready():
+                # A counting sort by cell in one compiled pass (the same order).
+                out = np.empty((3, c.size), dtype=np.int64)
+                counts = np.zeros(self._size + 1, dtype=np.int64)
+                kernels.by_cell(c, tm, v, counts, out[0], out[1], out[2])
+                c, tm, v = out
+            else:
+                order = _stable_order(c, self._size) if sorted_times else np.lexsort((tm, c))
+                c, tm, v = c[order], tm[order], v[order]
             dup = None if distinct else (c[1:] == c[:-1]) & (tm[1:] == tm[:-1])
             if dup is not None and dup.any():
                 keys = np.concatenate(([True], ~dup))
                 idx = np.flatnonzero(keys)
                 v = np.add.reduceat(v, idx)
                 c, tm = c[idx], tm[idx]
-        lv = self._lv
-        assert lv is not None
+            if first >= lv.first and last <= lv.end:  # the whole batch in the current level
+                self._prepare()
+                self._records(c, tm, v)
+                self._advance_clock(until)
+                return
         while c.size:
             # Steps before the counters' first level are not counted.
-            if int(tm[0 if sorted_times else tm.argmin()]) < lv.first:
+            if int(tm.min()) < lv.first:
                 keep = tm >= lv.first
                 c, tm, v = c[keep], tm[keep], v[keep]
                 continue
