@@ -16,12 +16,15 @@ started on a thread of its own once a process has counted enough rows; see
 >>> import numpy as np
 >>> from sketchsyn.counters import checks
 >>> from sketchsyn.privacy.rng import as_source
->>> ev = checks.Events.of(np.array([0, 0]), np.array([3, 9]), np.ones(2, int), np.zeros(1, int),
-...                       as_source(0))
->>> args = (ev, np.arange(1), np.zeros(1, np.uint64), np.full(1, -1))
->>> state = dict(n=np.zeros(1, int), theta=np.full(1, 10**6), pos=np.zeros(1, int), xf=0.5,
-...              window=4096)
->>> [a.tolist() for a in run(*args, **state)] == [a.tolist() for a in checks.scan(*args, **state)]
+>>> def events():
+...     return checks.Events.of(np.array([0, 0]), np.array([3, 9]), np.ones(2, int),
+...                             np.zeros(1, int), as_source(0))
+>>> rest = (np.arange(1), np.zeros(1, np.uint64), np.full(1, -1))
+>>> def state():
+...     return dict(n=np.zeros(1, int), theta=np.full(1, 10**6), pos=np.zeros(1, int), xf=0.5,
+...                 window=4096)
+>>> got = run(events(), *rest, **state())  # (the compiled loop once the kernels are ready)
+>>> [a.tolist() for a in got] == [a.tolist() for a in checks.scan(events(), *rest, **state())]
 True
 """
 
