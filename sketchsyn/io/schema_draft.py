@@ -32,7 +32,7 @@ import numpy as np
 
 from ..errors import InputError
 from .arrowread import _pyarrow
-from .tables_reader import to_timestamps
+from .tables_reader import arrow_cast, to_timestamps
 
 __all__ = ["WARNING", "draft_schema"]
 
@@ -75,11 +75,11 @@ class _Guess:
         for kind, target in (("integer", pa.int64()), ("numeric", pa.float64())):
             if kind not in self.kinds:
                 continue
-            try:
-                numbers = pc.cast(text, target).to_numpy(zero_copy_only=False)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            cast = arrow_cast(text, target)
+            if cast is None:
                 self.kinds.discard(kind)
                 continue
+            numbers = cast.to_numpy(zero_copy_only=False)
             if not np.isfinite(numbers.astype(np.float64)).all():
                 self.kinds.discard(kind)
                 continue

@@ -57,6 +57,7 @@ __all__ = [
     "CSVTableReader",
     "JSONLinesTableReader",
     "ParquetTableReader",
+    "arrow_cast",
     "open_table_reader",
     "to_timestamps",
 ]
@@ -100,6 +101,27 @@ def _iso_us(text: str) -> _dt.datetime:
     return value
 
 
+def arrow_cast(col: Any, target: Any) -> Any:
+    """``pyarrow.compute.cast(col, target)``, or None where Arrow cannot make that cast: a value
+    it cannot read as ``target`` (``ArrowInvalid``) or no cast between the two types at all
+    (``ArrowNotImplementedError``). Callers then read the values another way or rule the type
+    out; every other Arrow error propagates.
+
+    >>> import pyarrow as pa
+    >>> arrow_cast(pa.array(["1", "2"]), pa.int64()).to_pylist()
+    [1, 2]
+    >>> arrow_cast(pa.array(["x"]), pa.int64()) is None
+    True
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        return pc.cast(col, target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+
+
 def to_timestamps(col: Any) -> tuple[Any, list[int]]:
     """``(timestamp[us] array, indices of the values that are not ISO dates or times)`` of an
     Arrow array of text (nulls stay null; a bad value becomes null and is listed).
@@ -116,10 +138,9 @@ def to_timestamps(col: Any) -> tuple[Any, list[int]]:
     if pa.types.is_timestamp(col.type) or pa.types.is_date(col.type):
         return pc.cast(col, us), []
     for target in (us, pa.timestamp("us", "UTC")):
-        try:
-            return pc.cast(pc.cast(col, target), us), []
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            continue
+        stamps = arrow_cast(col, target)
+        if stamps is not None:
+            return pc.cast(stamps, us), []
     out: list[Any] = []
     bad: list[int] = []
     for i, v in enumerate(col.to_pylist()):
