@@ -83,6 +83,8 @@ class _RecorderBank:
                 self.ones.setdefault(c, []).append(tm)
         self.t = until
 
+    _update_steps = update_events  # the synthesizer's path: one record per step
+
     def skip(self, s):
         assert s > 0
         self.t += int(s)

@@ -259,6 +259,8 @@ class _Replicas:
         copies = (cells[:, None] + self.size * np.arange(self.reps)[None, :]).ravel()
         self.real.update_events(until, copies, np.repeat(np.asarray(times), self.reps))
 
+    _update_steps = update_events  # the synthesizer's path: one record per step
+
     def skip(self, s):
         self.real.skip(s)
 

@@ -59,7 +59,9 @@ __all__ = [
     "OWN_TRIP",
     "OWN_UNSURE",
     "Events",
+    "by_cell",
     "scan",
+    "stable_order",
 ]
 
 #: How a counter's round ended: no trip within its window (``at`` = its last event decided).
@@ -74,6 +76,48 @@ GAP_UNSURE = 3
 OWN_UNSURE = 4
 
 _NONE = np.iinfo(np.int64).max
+
+
+def stable_order(cells: np.ndarray, size: int) -> np.ndarray:
+    """``np.argsort(cells, kind="stable")`` for cells in ``[0, size)``: numpy sorts 16-bit keys
+    by radix (several times faster than its merge sort of int64 keys), so cells below ``2**32``
+    are sorted as two 16-bit digits, the low one first (a stable sort by the high digit keeps
+    the order of the low one).
+
+    >>> stable_order(np.array([70000, 3, 70000, 2, 3]), 2**17).tolist()
+    [3, 1, 4, 0, 2]
+    """
+    if size <= 1 << 16:
+        return np.argsort(cells.astype(np.uint16), kind="stable")
+    if size > 1 << 32:
+        return np.argsort(cells, kind="stable")
+    order = np.argsort(cells.astype(np.uint16), kind="stable")  # the low digit (cells mod 2**16)
+    high = (cells[order] >> 16).astype(np.uint16)
+    return order[np.argsort(high, kind="stable")]
+
+
+def by_cell(
+    cells: np.ndarray,
+    times: np.ndarray,
+    values: np.ndarray,
+    size: int,
+    counting_sort: Callable[..., None] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The events sorted by cell (``cells`` in ``[0, size)``), each cell's in their order
+    (steps ascending when ``times`` is): :func:`stable_order`, or ``counting_sort``
+    (:func:`sketchsyn.counters.kernels.by_cell`, the same order in one pass) when the cells
+    are few enough for its table of counts.
+
+    >>> c, t, v = by_cell(np.array([2, 0, 2]), np.array([1, 2, 3]), np.ones(3, int), 3)
+    >>> c.tolist(), t.tolist()
+    ([0, 2, 2], [2, 1, 3])
+    """
+    if counting_sort is not None and size <= 4 * cells.size:
+        out = np.empty((3, cells.size), dtype=np.int64)
+        counting_sort(cells, times, values, np.zeros(size + 1, dtype=np.int64), *out)
+        return out[0], out[1], out[2]
+    order = stable_order(cells, size)
+    return cells[order], times[order], values[order]
 
 
 @dataclass

@@ -291,29 +291,18 @@ def close(cells: Any, values: Any, steps: Any, rows: Any, m: Any, acc: Any, done
 
 
 def run(
-    ev: checks.Events,
-    active: np.ndarray,
-    extra: np.ndarray,
-    forced_extra: np.ndarray,
-    *,
-    n: np.ndarray,
-    theta: np.ndarray,
-    pos: np.ndarray,
-    xf: float,
-    window: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`sketchsyn.counters.checks.scan`'s call and results, by the compiled :func:`scan`
-    (the numpy path's arguments and outputs), rounds without a trip chained (the bank's state
-    moves on through them; what it applies after the call then changes nothing for them)."""
-    m = active.size
-    status = np.empty(m, dtype=np.int64)
-    at = np.empty(m, dtype=np.int64)
-    step = np.empty(m, dtype=np.int64)
-    nb = np.empty(m, dtype=np.int64)
+    ev: checks.Events, active: np.ndarray, extra: np.ndarray, forced_extra: np.ndarray, **state: Any
+) -> tuple[np.ndarray, ...]:
+    """:func:`sketchsyn.counters.checks.scan`'s call (``state``: its keywords ``n``, ``theta``,
+    ``pos``, ``xf``, ``window``) and results, by the compiled :func:`scan`, rounds without a
+    trip chained (the bank's state moves on through them; what it applies after the call then
+    changes nothing for them)."""
+    out = np.empty((4, active.size), dtype=np.int64)  # status, at, step, nb
     scan(ev.cells, ev.times, ev.values, ev.ends, ev.cursor, ev.rest, ev.gap_row, ev.gap_words,
-         ev.own_words, ev.forced_gap, ev.forced_own, active, extra, forced_extra, n, theta, pos,
-         float(xf), int(window), True, status, at, step, nb)  # fmt: skip
-    return status, at, step, nb
+         ev.own_words, ev.forced_gap, ev.forced_own, active, extra, forced_extra, state["n"],
+         state["theta"], state["pos"], float(state["xf"]), int(state["window"]), True,
+         *out)  # fmt: skip
+    return tuple(out)
 
 
 def _warm_up() -> None:

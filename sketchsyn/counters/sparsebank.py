@@ -39,7 +39,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from fractions import Fraction
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -58,14 +57,14 @@ from .base import (
     _LIMIT,
     _as_steps,
     _bank_steps,
-    _check_param,
     _check_s,
     _Counter,
     _int_array,
     _read_sensitivity,
 )
 from .inhomogeneous import _InhomogeneousParams, _level_start
-from .sparse import _floor_t0, exact_trip, first_trips
+from .levels import _Level, _level
+from .sparse import exact_trip, first_trips
 
 __all__ = ["InhomogeneousSparseBank", "first_trips"]
 
@@ -74,72 +73,12 @@ __all__ = ["InhomogeneousSparseBank", "first_trips"]
 _WINDOW = 4096
 
 
-def _stable_order(cells: np.ndarray, size: int) -> np.ndarray:
-    """``np.argsort(cells, kind="stable")`` for cells in ``[0, size)``: numpy sorts 16-bit keys
-    by radix (several times faster than its merge sort of int64 keys), so cells below ``2**32``
-    are sorted as two 16-bit digits, the low one first (a stable sort by the high digit keeps
-    the order of the low one).
-
-    >>> _stable_order(np.array([70000, 3, 70000, 2, 3]), 2**17).tolist()
-    [3, 1, 4, 0, 2]
-    """
-    if size <= 1 << 16:
-        return np.argsort(cells.astype(np.uint16), kind="stable")
-    if size > 1 << 32:
-        return np.argsort(cells, kind="stable")
-    order = np.argsort(cells.astype(np.uint16), kind="stable")  # the low digit (cells mod 2**16)
-    high = (cells[order] >> 16).astype(np.uint16)
-    return order[np.argsort(high, kind="stable")]
-
-
 def _scanner(events: int) -> Callable[..., Any]:
     """The round's scan for a batch of ``events``: the compiled loop of
     :mod:`sketchsyn.counters.kernels` once the kernels are ready (the events count toward their
     start, :func:`sketchsyn.accel.ready`), else :func:`sketchsyn.counters.checks.scan`. Both
     make the same decisions."""
     return kernels.run if accel.ready(rows=events) else checks.scan
-
-
-class _Level:
-    """Public parameters of one time level ``r`` (the same for every counter of the bank)."""
-
-    __slots__ = (
-        "end",
-        "eps",
-        "first",
-        "length",
-        "r",
-        "scale",
-        "sub_levels",
-        "sub_param",
-        "t0",
-        "x",
-        "xs",
-    )
-
-    def __init__(self, r: int, eps_r: float, eps_frac: Fraction, sensitivity: int, owner: str):
-        self.r = r
-        self.eps = eps_r
-        self.first = _level_start(r, eps_frac)
-        self.end = _level_start(r + 1, eps_frac) - 1
-        self.length = self.end - self.first + 1
-        sens = Fraction(sensitivity)
-        # The level's total: Lap_Z(2·sensitivity/ε_r).
-        self.scale = _check_param(2 * sens / Fraction(eps_r), "scale", owner)
-        # Sparse counting at ε_r/2 (the same float arithmetic as InhomogeneousSparseCounter).
-        eps_s = eps_r / 2
-        self.xs = _check_param(2 * sens / Fraction(eps_s), "scale", owner)
-        self.x = 1 / self.xs
-        self.t0 = _floor_t0(self.length, Fraction(eps_s), sensitivity)
-        # Closed segments: a binary mechanism at ε_r/4, horizon = the level's length.
-        self.sub_levels = self.length.bit_length()
-        self.sub_param = _check_param(sens * self.sub_levels / Fraction(eps_s / 2), "scale", "tree")
-
-
-@lru_cache(maxsize=1024)
-def _level(r: int, eps_r: float, eps_frac: Fraction, sensitivity: int, owner: str) -> _Level:
-    """:class:`_Level`, shared by the banks of one synthesizer (its fields are read-only)."""
-    return _Level(r, eps_r, eps_frac, sensitivity, owner)
 
 
 class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
@@ -594,14 +533,11 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         assert lv is not None
         if c.size:
             first, last = (int(tm[0]), int(tm[-1])) if sorted_times else (tm.min(), tm.max())
-            if sorted_times and self._size <= 4 * c.size and accel.ready():
-                # A counting sort by cell in one compiled pass (the same order).
-                out = np.empty((3, c.size), dtype=np.int64)
-                counts = np.zeros(self._size + 1, dtype=np.int64)
-                kernels.by_cell(c, tm, v, counts, out[0], out[1], out[2])
-                c, tm, v = out
+            if sorted_times:
+                sort = kernels.by_cell if accel.ready() else None
+                c, tm, v = checks.by_cell(c, tm, v, self._size, sort)
             else:
-                order = _stable_order(c, self._size) if sorted_times else np.lexsort((tm, c))
+                order = np.lexsort((tm, c))
                 c, tm, v = c[order], tm[order], v[order]
             dup = None if distinct else (c[1:] == c[:-1]) & (tm[1:] == tm[:-1])
             if dup is not None and dup.any():

@@ -219,13 +219,14 @@ class ThresholdTable:
     def sample(self, words: np.ndarray, src: RandomSource) -> np.ndarray:
         """``#{v : c_v ≤ U}`` (int64) for uniform ``U`` with first words ``words`` (uint32)."""
         t = self._padded
-        w = words.astype(np.int64)
         if accel.ready():  # the same lookup in one compiled loop (sketchsyn.privacy.kernels)
             idx = np.empty(words.size, dtype=np.int64)
             shift = 32 - self._GUIDE_BITS
             if not kernels.table_sample(self._guide, t, words, shift, idx):
                 return idx
+            w = words.astype(np.int64)  # a tie to settle (probability about 2**-32 a word)
         else:
+            w = words.astype(np.int64)
             idx = self._guide[words >> np.uint32(32 - self._GUIDE_BITS)]
             # idx = #{T_v < bucket start}; step up while T[idx] < word: two vectorised steps,
             # then a binary search for the few words in crowded buckets. t[m] = 2**32 stops

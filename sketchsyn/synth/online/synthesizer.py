@@ -232,7 +232,8 @@ class OnlineSynthesizer(Summary):
     """
 
     #: The bank class each level runs; its constructor takes
-    #: ``(size, epsilon, budgets, start_level, rng=...)`` (None:
+    #: ``(size, epsilon, budgets, start_level, rng=...)``, and it takes a level's records with
+    #: ``_update_steps(until, cells, times)`` (None:
     #: :class:`sketchsyn.counters.sparsebank.InhomogeneousSparseBank`).
     _bank_class: Any = None
 
@@ -381,11 +382,8 @@ class OnlineSynthesizer(Summary):
     def _touch(self, j: int, until: int, times: np.ndarray, prefixes: np.ndarray) -> None:
         """Level ``j``'s cells to step ``until``: record at step ``times[i]`` is in cell
         ``prefixes[i]`` (one 1 per record; idle cells only move the bank's clock)."""
-        bank = self._bank(j)
-        # The bank's unchecked path (one record per step, cells in range); a bank class with
-        # the public protocol only (update_events) takes the checked one.
-        update = getattr(bank, "_update_steps", bank.update_events)
-        update(until, prefixes.view(np.int64), times)
+        # The bank's path for one record per step with cells in range (unchecked).
+        self._bank(j)._update_steps(until, prefixes.view(np.int64), times)
 
     def _start_levels(self, r: int) -> None:
         """Handle the start of levels ``made+1 … r``: for d = 1 replay the history into them."""
