@@ -1,8 +1,9 @@
 """The start of sketchsyn's optional compiled kernels (the ``fast`` extra: numba).
 
-Two modules hold kernels, each with a numpy reference that gives the same results:
-PrivHP's ingest (:mod:`sketchsyn.synth.privhp.kernels`) and the sparse counters' batched
-checks (:mod:`sketchsyn.counters.kernels`). Each hands its plain-Python kernels to
+Three modules hold kernels, each with a numpy reference that gives the same results:
+PrivHP's ingest (:mod:`sketchsyn.synth.privhp.kernels`), the sparse counters' batched checks
+(:mod:`sketchsyn.counters.kernels`) and the exact noise tables
+(:mod:`sketchsyn.privacy.kernels`). Each hands its plain-Python kernels to
 :func:`register`; this module decides when they are compiled and whether they may run.
 
 numba is not imported with sketchsyn. Once a process has counted :data:`START_ROWS` rows (2**24)
@@ -10,9 +11,10 @@ in large batches (the callers report them to :func:`ready`), a thread imports nu
 compiles every registered kernel (seconds; numba caches the machine code beside its module when
 it can write there, and later processes load it in about 0.8 CPU-s), while the callers go on
 with their numpy paths; the kernels take over from the first batch after they are ready. Shorter
-jobs never start them (the start would cost more than they save). The environment variable
-``SKETCHSYN_KERNELS`` switches: ``numpy`` (never), ``eager`` (at the first large batch),
-anything else the default. :func:`numpy_only` switches them off on one thread.
+jobs never start them (the start would cost more than they save); a job that announces a large
+size (:func:`expect`, as ``sketchsyn fit`` does) starts them at its first large batch. The
+environment variable ``SKETCHSYN_KERNELS`` switches: ``numpy`` (never), ``eager`` (at the first
+large batch), anything else the default. :func:`numpy_only` switches them off on one thread.
 
 >>> ready() in (True, False)
 True
@@ -29,8 +31,11 @@ from typing import Any
 
 __all__ = [
     "AVAILABLE",
+    "EXPECT_ROWS",
+    "EXPECT_WAIT",
     "START_ROWS",
     "enabled",
+    "expect",
     "numpy_only",
     "ready",
     "register",
@@ -56,6 +61,13 @@ _READY = threading.Event()
 _START = threading.Lock()
 _STARTED = False
 _SEEN = 0  # rows counted with the numpy paths before the start (at most START_ROWS matter)
+_EXPECTED = 0  # rows a caller said its job will count (expect)
+#: A job announced (:func:`expect`) to count at least this many rows starts the kernels at its
+#: first large batch: the numpy path's START_ROWS rows would cost more than the start.
+EXPECT_ROWS = 2 * START_ROWS
+#: The longest a large announced job's first batch waits for the kernels, in seconds.
+EXPECT_WAIT = 3.0
+_WAITED = False
 _FAILED: BaseException | None = None
 
 
@@ -92,29 +104,52 @@ def enabled() -> bool:
     )
 
 
+def expect(rows: int) -> None:
+    """Announce that this process is about to count about ``rows`` rows (a file's row count,
+    a plan's expected size). From :data:`EXPECT_ROWS` rows (2**25) on, the first large batch
+    starts the kernels and waits for them (at most :data:`EXPECT_WAIT` seconds: loading
+    numba's cached machine code takes about one; a first compilation takes longer, and the
+    numpy path goes on meanwhile). A job that large gains on both counts: the numpy path costs
+    about 40 ns more per row than the kernels, and run beside the loading thread it competes
+    with it for the cores. Smaller announcements change nothing; the results are the same
+    either way.
+
+    >>> expect(0)   # nothing to announce: the default rule stands
+    """
+    global _EXPECTED
+    with _START:
+        _EXPECTED = max(_EXPECTED, int(rows))
+
+
 def ready(wait: bool = False, rows: int = 0) -> bool:
     """True once the kernels can run without compiling. A batch of ``rows`` rows about to be
     counted adds them to the process's count; once it reaches :data:`START_ROWS` (or at once
-    with ``wait`` or ``SKETCHSYN_KERNELS=eager``) a thread imports numba and compiles the
-    kernels (or loads numba's cached machine code), while the callers go on with their numpy
-    paths: a process never waits for it unless ``wait`` is true. The results are the same on
-    both paths, so the switch is invisible in the state.
+    with ``wait``, ``SKETCHSYN_KERNELS=eager`` or a large job announced by :func:`expect`) a
+    thread imports numba and compiles the kernels (or loads numba's cached machine code), while
+    the callers go on with their numpy paths: a process waits for it only with ``wait`` (and
+    an announced large job's first batch, at most :data:`EXPECT_WAIT` seconds). The results are
+    the same on both paths, so the switch is invisible in the state.
 
     >>> ready() in (True, False)
     True
     """
-    global _STARTED, _SEEN
+    global _STARTED, _SEEN, _WAITED
     if not enabled():
         return False
     if not _READY.is_set():
         with _START:
             _SEEN = min(_SEEN + rows, START_ROWS)
-            go = wait or _SWITCH == "eager" or _SEEN >= START_ROWS
+            large = rows > 0 and _EXPECTED >= EXPECT_ROWS  # an announced large job (expect)
+            go = wait or large or _SWITCH == "eager" or _SEEN >= START_ROWS
             if go and not _STARTED:
                 _STARTED = True
                 threading.Thread(target=_compile, name="sketchsyn-kernels", daemon=True).start()
+            pause = large and not wait and not _WAITED
+            _WAITED |= pause
         if wait:
             _READY.wait()
+        elif pause:
+            _READY.wait(EXPECT_WAIT)
     return _READY.is_set() and _FAILED is None
 
 

@@ -138,6 +138,46 @@ print(first, kernels.ready(), a.to_bytes() == b.to_bytes())
     assert out.stdout.split() == ["False", "True", "True"]
 
 
+@needs_numba
+def test_an_announced_large_job_starts_the_kernels_at_its_first_batch():
+    """``accel.expect`` of EXPECT_ROWS rows or more starts the kernels at the first large batch
+    (which waits for them a bounded time); a smaller announcement leaves the START_ROWS rule;
+    the state is the numpy path's either way."""
+    import subprocess
+    import sys
+
+    code = """
+import sys, time
+import numpy as np
+from sketchsyn import Box, PrivHP, accel
+from sketchsyn.synth.privhp import kernels
+rows = int(sys.argv[1])
+accel.expect(rows)
+X = np.random.default_rng(1).random((50_000, 2))
+a = PrivHP(Box.unit(2), 1.0, k=8, width=300, depth=20, rng=3)
+b = PrivHP(Box.unit(2), 1.0, k=8, width=300, depth=20, rng=3)
+b._lineage = a._lineage
+a.update_many(X[:1000])  # a small batch starts nothing
+small = accel._STARTED
+t0 = time.perf_counter()
+a.update_many(X)
+waited = time.perf_counter() - t0
+started = accel._STARTED
+with kernels.numpy_only():
+    b.update_many(X[:1000])
+    b.update_many(X)
+print(small, started, waited <= accel.EXPECT_WAIT + 2, a.to_bytes() == b.to_bytes())
+"""
+
+    def run(rows):
+        out = subprocess.run([sys.executable, "-c", code, str(rows)], capture_output=True,
+                             text=True, check=True)  # fmt: skip
+        return out.stdout.split()
+
+    assert run(accel.EXPECT_ROWS) == ["False", "True", "True", "True"]
+    assert run(accel.EXPECT_ROWS - 1) == ["False", "False", "True", "True"]
+
+
 def test_environment_switch(monkeypatch):
     monkeypatch.setattr(accel, "_SWITCH", "numpy")
     assert not kernels.enabled()
@@ -195,7 +235,7 @@ def test_per_cell_reach_and_threads_do_not_change_the_state(threads, monkeypatch
 
 @needs_numba
 @pytest.mark.parametrize("d", [1, 2, 3])
-def test_box_codes_equal_the_domain_encoding(d):
+def test_encode_box_equals_the_domain_encoding(d):
     rng = np.random.default_rng(d)
     lo = rng.normal(size=d) * 100
     hi = lo + 0.01 + 50 * rng.random(d)
@@ -214,7 +254,7 @@ def test_box_codes_equal_the_domain_encoding(d):
 
 
 @needs_numba
-def test_box_codes_leave_rows_outside_to_the_domain():
+def test_encode_box_leaves_rows_outside_to_the_domain():
     box = Box([0.0, -1.0], [1.0, 1.0])
     X = np.random.default_rng(0).random((100, 2))
     for bad in (np.nextafter(1.0, 2.0), -1e-300, np.nan, np.inf):

@@ -364,7 +364,7 @@ def test_compression_by_magic_bytes_and_columnar_readers(tmp_path):
     pq.write_table(table, tmp_path / "t.parquet", row_group_size=1)
     reader = ParquetReader(tmp_path / "t.parquet", ["a"], on_bad="skip", skip_rows=1)
     assert _rows(reader).ravel().tolist() == [2.0, 4.0] and reader.bad_lines == [3]
-    assert reader.position.rows == 4
+    assert reader.position.rows == 4 and reader.rows_in_file == 4  # the metadata's count
     again = ParquetReader(tmp_path / "t.parquet", ["a"], on_bad="skip", resume=reader.position)
     assert _rows(again).size == 0
     with pytest.raises(InputError, match="column 's' has type string"):

@@ -276,6 +276,11 @@ class ParquetReader(_ColumnarReader):
         meta = self._file.metadata
         return f"{meta.num_rows}:{meta.num_row_groups}"
 
+    @property
+    def rows_in_file(self) -> int:
+        """The number of rows the file holds (its metadata's count; bad rows included)."""
+        return int(self._file.metadata.num_rows)
+
     def _batches(self, start: int) -> Iterator[tuple[Any, int]]:
         meta = self._file.metadata
         row0, group = 0, 0

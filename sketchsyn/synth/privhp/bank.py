@@ -329,7 +329,7 @@ class LevelBank:
         non-empty cells; the counters' increments come from that list, and each per-cell sketch
         level hashes its own non-empty cells (the list, merged into parents level by level)
         once each, weighted by their counts. Below the per-cell levels every item's prefix is
-        hashed. The per-item levels are a job each, the per-cell ones one or two jobs.
+        hashed. The per-item levels are a job each, the per-cell ones one job.
         """
         r, L, n = self._depth, self._L_c, codes.size
         codes = np.ascontiguousarray(codes)  # the layout the kernels were compiled for
@@ -361,13 +361,12 @@ class LevelBank:
             jobs.append(partial(kernels.hash_items, *args, bank_counts[i]))
         n_dense = dense - L
         if n_dense:
-            # The per-cell levels (sketches 0 … n_dense − 1); with two threads, every other
-            # level per job.
-            split = 1 if _single_thread() or n < _PARALLEL_MIN_ROWS else min(2, n_dense)
-            for part in range(split):
-                todo = (np.arange(n_dense) % split) == part
-                args = (keys, weights, m, todo, seeds, signs, width, bshift, bank_counts)
-                jobs.append(partial(kernels.hash_levels, *args))
+            # The per-cell levels (sketches 0 … n_dense − 1) in one job: split over two threads
+            # (every other level each), both jobs merged the cells of every level, which cost
+            # more CPU than the second thread saved (benchmarks/bench_privhp.py).
+            todo = np.ones(n_dense, dtype=np.bool_)
+            args = (keys, weights, m, todo, seeds, signs, width, bshift, bank_counts)
+            jobs.append(partial(kernels.hash_levels, *args))
         _run(jobs, n)
         return tree_counts, bank_counts
 

@@ -6,8 +6,10 @@ passes: about a dozen to encode a Box's rows, a ``bincount`` per level, a mask a
 the non-empty cells, about eighteen passes of MurmurHash3 and a ``bincount`` per sketch row.
 The kernels do the same arithmetic in a few loops:
 
-* :func:`encode_box`: a Box's Morton codes in two passes (one per axis, then the interleave),
-  for batches that lie inside the box (any other batch is left to the domain's ``encode``);
+* :func:`encode_box`: a Box's Morton codes in a pass per axis (each read as a column, in
+  place: a column-major batch, as the file readers give, is not copied) and one for the
+  interleave, for batches that lie inside the box (any other batch is left to the domain's
+  ``encode``);
 * :func:`histogram` and :func:`nonzero`: the counts per cell of the deepest level counted per
   cell, and its non-empty cells in order; :func:`tree_counts`: the counters' increments;
 * :func:`hash_levels`: each per-cell sketch level's non-empty cells (the list above, merged
@@ -82,7 +84,7 @@ _BLOCK = 2048
 # The kernels in the order they are compiled (callees first).
 _KERNELS = (
     "_rotl13", "_mix", "_hashes", "_flush", "_scratch", "histogram", "nonzero", "_parents",
-    "tree_counts", "hash_levels", "hash_items", "_spread2", "_spread3", "_quantise", "box_codes",
+    "tree_counts", "hash_levels", "hash_items", "_spread2", "_spread3", "_quantise", "morton",
 )  # fmt: skip
 
 
@@ -102,7 +104,8 @@ def _warm_up() -> None:
     hash_levels(keys, weights, m, np.ones(2, dtype=np.bool_), seeds, signs, width, shift, out)
     hash_items(codes, np.uint64(0), False, seeds[0], signs[0], width, shift, out[0])
     for depth in (4, 64):  # axis indices in int32 and int64
-        encode_box(Box.unit(2), np.full((3, 2), 0.5), depth)
+        for order in "CF":  # a batch of rows, or of columns (the file readers' batches)
+            encode_box(Box.unit(2), np.full((3, 2), 0.5, order=order), depth)
 
 
 def _rotl13(x: Any) -> Any:
@@ -285,44 +288,36 @@ def _spread3(x: Any) -> Any:
     return x
 
 
-def _quantise(arr: Any, i: Any, lower: Any, upper: Any, span: Any, divide: Any, scale: Any,
-              top: Any, q: Any) -> Any:  # fmt: skip
-    """Axis ``i``'s cell indices into ``q``; returns the rows outside the box (or not finite).
+def _quantise(col: Any, lower: Any, upper: Any, span: Any, divide: Any, scale: Any, top: Any,
+              q: Any) -> Any:  # fmt: skip
+    """One axis' cell indices (``col``: that axis of every row) into ``q``; returns the rows
+    outside the box (or not finite).
 
     A row is inside when ``0 ≤ x − lower ≤ span`` and not ``x − lower == span < x − upper``,
     the test of :meth:`~sketchsyn.domains.Box.encode` (there on a column's minimum and
     maximum). Branch-free, so that LLVM vectorises it (``q`` of int32 converts four floats at
-    once)."""
+    once); fastest when ``col`` is contiguous (a column-major batch, as the file readers give)."""
     bad = 0
     if divide:
-        for r in range(arr.shape[0]):
-            x = arr[r, i]
+        for r in range(col.size):
+            x = col[r]
             t = x - lower
             bad += np.intp(not (t >= 0.0 and t <= span)) + np.intp(t == span and x > upper)
             q[r] = min(t / divide, top)
     else:
-        for r in range(arr.shape[0]):
-            x = arr[r, i]
+        for r in range(col.size):
+            x = col[r]
             t = x - lower
             bad += np.intp(not (t >= 0.0 and t <= span)) + np.intp(t == span and x > upper)
             q[r] = min((t / span) * scale, top)
     return bad
 
 
-def box_codes(arr: Any, lower: Any, upper: Any, span: Any, divide: Any, scale: Any,
-              top: Any, shift: Any, q: Any, codes: Any) -> Any:  # fmt: skip
-    """Morton codes of the rows of ``arr`` (``(n, d)`` float64, d ≤ 3) into ``codes``, as
-    :meth:`sketchsyn.domains.Box.encode` computes them, when every row lies inside the box
-    (else returns False, ``codes`` partly written). Per axis ``i``: ``min((x − lower)/divide,
-    top)`` (or ``(x − lower)/span·scale`` when ``divide`` is 0) cast to an integer (``q``:
-    ``(d, n)`` scratch, int32 when every axis has at most 31 bits), spread (d ≥ 2) and
-    shifted left by ``shift[i]`` (an axis without bits has ``top`` 0: its index is 0)."""
-    n, d = arr.shape
-    bad = 0
-    for i in range(d):
-        bad += _quantise(arr, i, lower[i], upper[i], span[i], divide[i], scale[i], top[i], q[i])
-    if bad:
-        return False
+def morton(q: Any, shift: Any, codes: Any) -> None:
+    """``codes[r]``: the axes' cell indices ``q[:, r]`` (``(d, n)``, d ≤ 3) spread (d ≥ 2) and
+    shifted left by ``shift[i]``, or'ed together: the Morton code of
+    :meth:`sketchsyn.domains.Box.encode`."""
+    d, n = q.shape
     if d == 1:
         for r in range(n):
             codes[r] = np.uint64(q[0, r])
@@ -335,19 +330,19 @@ def box_codes(arr: Any, lower: Any, upper: Any, span: Any, divide: Any, scale: A
             a, b = _spread3(np.uint64(q[0, r])), _spread3(np.uint64(q[1, r]))
             c = _spread3(np.uint64(q[2, r]))
             codes[r] = (a << shift[0]) | (b << shift[1]) | (c << shift[2])
-    return True
 
 
 def encode_box(domain: Any, X: Any, depth: int, scratch: Any = None) -> np.ndarray | None:
-    """``domain.encode(X, depth)`` of a :class:`~sketchsyn.domains.Box` in two compiled
-    passes, or None where they do not apply: a row outside the box or not finite (the domain's
-    policy then decides), d > 3, or more bits per axis than the spreading takes. The rows are
-    read by the domain's own checks first (numeric, ``(n, d)``). ``scratch(name, shape,
-    dtype)``, when given, supplies the working arrays and the codes (reused memory).
+    """``domain.encode(X, depth)`` of a :class:`~sketchsyn.domains.Box` in compiled passes
+    (one per axis, then the Morton interleave), or None where they do not apply: a row outside
+    the box or not finite (the domain's policy then decides), d > 3, or more bits per axis than
+    the spreading takes. The rows are read by the domain's own checks first (numeric,
+    ``(n, d)``). ``scratch(name, shape, dtype)``, when given, supplies the working arrays and
+    the codes (reused memory).
     """
     from ...domains.morton import _bits_per_axis
 
-    arr = np.ascontiguousarray(domain._points(X))
+    arr = domain._points(X)  # any layout: each axis is read as one column (strided or not)
     n, d = arr.shape
     bits = _bits_per_axis(depth, d)
     if d > 3 or (d == 3 and bits[0] > 21) or (d == 1 and bits[0] > 53):
@@ -373,8 +368,12 @@ def encode_box(domain: Any, X: Any, depth: int, scratch: Any = None) -> np.ndarr
     get = scratch or fresh
     codes = get("codes", (n,), np.uint64)
     q = get("q", (d, n), np.int32 if max(bits) <= 31 else np.int64)
-    if not box_codes(arr, lower, upper, span, divide, scale, top, shift, q, codes):
+    bad = 0
+    for i in range(d):
+        bad += _quantise(arr[:, i], lower[i], upper[i], span[i], divide[i], scale[i], top[i], q[i])
+    if bad:
         return None
+    morton(q, shift, codes)
     return codes
 
 
