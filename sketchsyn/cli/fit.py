@@ -290,7 +290,8 @@ def _resume(args: argparse.Namespace) -> Any:
 
 
 def _check_inside(batch: np.ndarray, domain: Any, reader: Any, columns: list[str]) -> None:
-    """Under --out-of-bounds raise: name the first line outside the public bounds."""
+    """Under --out-of-bounds raise, once the domain has refused a batch: name the first line
+    outside the public bounds (the domain's own error names a row of the batch)."""
     lo, hi = domain.lower, domain.upper
     # Two reductions per column, no temporaries: the usual case. (Reductions of single columns
     # are many times faster than batch.min(axis=0) on a row-major (n, d) batch.)
@@ -514,11 +515,11 @@ def _fit(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     bar = progress(reader, enabled=False if args.quiet else None, desc="fit", batched=True)
     for batch in bar:
-        if check:
-            _check_inside(batch, domain, reader, columns)
         try:
             summary.update_many(batch)
         except InputError as exc:
+            if check:  # the domain refused a row outside the bounds: name its line in the file
+                _check_inside(batch, domain, reader, columns)
             if not table:
                 raise
             from .tables import _named_row
