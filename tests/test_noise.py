@@ -94,6 +94,29 @@ def test_seeded_draws_are_reproducible_and_shaped():
     assert not np.array_equal(discrete_laplace(3.0, 50, rng=1), discrete_laplace(3.0, 50, rng=2))
 
 
+@pytest.mark.parametrize(
+    "bits", [np.random.PCG64, np.random.PCG64DXSM, np.random.SFC64, np.random.Philox,
+             np.random.MT19937],
+)  # fmt: skip
+def test_64_bit_words_are_numpys_whatever_the_bit_generator(bits):
+    """``uint64`` reads a 64-bit bit generator's raw outputs directly: the same words, in the
+    same stream, as ``integers(0, 2**64)``, between other draws (MT19937 keeps ``integers``)."""
+    from sketchsyn.privacy.rng import RandomSource
+
+    src = RandomSource(np.random.Generator(bits(9)))
+    ref = np.random.Generator(bits(9))
+    for n in (0, 1, 5, 1000):
+        got = [src.uint64(n), src.uint32(3), src.uint64(n), src.bits(5)]
+        want = [
+            ref.integers(0, 2**64, size=n, dtype=np.uint64),
+            ref.integers(0, 2**32, size=3, dtype=np.uint32),
+            ref.integers(0, 2**64, size=n, dtype=np.uint64),
+            ref.integers(0, 256, size=5, dtype=np.uint8) & 1 == 1,
+        ]
+        for g, w in zip(got, want, strict=True):
+            assert g.dtype == w.dtype and np.array_equal(g, w)
+
+
 def test_spawned_streams_are_independent():
     from sketchsyn.privacy.rng import as_source
 

@@ -343,12 +343,13 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         explains why this is each counter's law)."""
         lv = self._lv
         assert lv is not None
-        np.add.at(self._open, cells, values)  # the level's count (its noise is already in)
         run = _scanner(cells.size)
         compiled = run is not checks.scan
         ev = checks.Events.of(
             cells, times, values, self._pos, self._check_src, kernels.layout if compiled else None
         )
+        if ev.starts.size:  # the level's count (its noise is already in), counter by counter
+            self._open[ev.group_cell] += np.add.reduceat(ev.values, ev.starts)
         xf = float(lv.x)
         groups = ev.starts.size
         # A resumed counter's fresh words and their exact outcomes (read only for the counters

@@ -33,6 +33,9 @@ __all__ = ["RNGLike", "RandomSource", "as_source"]
 RNGLike = Union[None, int, np.integer, np.random.SeedSequence, np.random.Generator, "RandomSource"]
 
 _U64 = np.uint64
+# Bit generators whose raw output is one uniform 64-bit word: the words numpy's
+# ``integers(0, 2**64, dtype=uint64)`` returns, one per draw (tests/test_noise.py checks it).
+_RAW64 = (np.random.PCG64, np.random.PCG64DXSM, np.random.SFC64, np.random.Philox)
 
 
 class RandomSource:
@@ -41,10 +44,15 @@ class RandomSource:
     Build one with :func:`as_source`. ``secure`` is True only for the OS CSPRNG.
     """
 
-    __slots__ = ("_gen",)
+    __slots__ = ("_gen", "_raw64")
 
     def __init__(self, generator: np.random.Generator | None = None) -> None:
         self._gen = generator
+        # A bit generator whose raw outputs are its 64-bit words (not MT19937's 32-bit ones):
+        # ``random_raw`` gives the words of ``integers(0, 2**64, dtype=uint64)`` without its
+        # fixed cost of several microseconds a call.
+        bits = None if generator is None else generator.bit_generator
+        self._raw64 = bits if type(bits) in _RAW64 else None
 
     @property
     def secure(self) -> bool:
@@ -56,6 +64,8 @@ class RandomSource:
         size = int(size)
         if self._gen is None:
             return np.frombuffer(os.urandom(8 * size), dtype="<u8").astype(_U64, copy=True)
+        if self._raw64 is not None:
+            return self._raw64.random_raw(size)
         return self._gen.integers(0, 2**64, size=size, dtype=_U64, endpoint=False)
 
     def uint32(self, size: int) -> np.ndarray:
