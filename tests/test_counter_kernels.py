@@ -116,7 +116,7 @@ def test_online_synthesizer_releases_the_same_on_both_paths():
 
 
 @pytest.mark.parametrize("scale", [Fraction(1, 3), Fraction(2), Fraction(100), Fraction(5000)])
-def test_compiled_table_lookup_gives_the_numpy_draws(scale):
+def test_compiled_table_lookup_and_signs_give_the_numpy_draws(scale):
     fast = discrete_laplace(scale, 200_000, rng=11)
     with accel.numpy_only():
         ref = discrete_laplace(scale, 200_000, rng=11)

@@ -24,10 +24,10 @@ import numpy as np
 
 from .. import accel
 
-__all__ = ["KERNELS", "table_floors", "table_guide", "table_sample"]
+__all__ = ["KERNELS", "table_floors", "table_guide", "table_sample", "table_signs"]
 
 #: The kernels in the order they are compiled.
-KERNELS = ("table_sample", "table_floors", "table_guide")
+KERNELS = ("table_sample", "table_floors", "table_guide", "table_signs")
 
 #: ``table_floors``' codes of the three tables of :mod:`sketchsyn.privacy.exactexp`.
 GEOMETRIC, TRUNCATED, LAPLACE = 0, 1, 2
@@ -119,6 +119,20 @@ def table_guide(t: Any, shift: Any, guide: Any, padded: Any) -> bool:
     return True
 
 
+def table_signs(z: Any, raw: Any) -> None:
+    """``z[i] = −z[i]`` where the random byte ``raw[i]`` is odd: the fair signs of
+    :func:`sketchsyn.privacy.noise._laplace_core` (its numpy path: ``np.negative(z, out=z,
+    where=raw & 1 == 1)``), in one loop.
+
+    >>> z = np.array([3, 0, 5], dtype=np.int64)
+    >>> table_signs(z, np.array([1, 3, 2], dtype=np.uint8)); z.tolist()
+    [-3, 0, 5]
+    """
+    for i in range(z.size):
+        if raw[i] & 1:
+            z[i] = -z[i]
+
+
 def _warm_up() -> None:
     """One call of each with the argument types of ``ThresholdTable.sample`` and
     ``_fast_thresholds``."""
@@ -128,6 +142,7 @@ def _warm_up() -> None:
     table_floors(LAPLACE, 0.5, 4, 2.0**-40, 2.0**-30, 32.0, np.empty(4, dtype=np.int64))
     guide, padded = np.empty(4097, dtype=np.int32), np.empty(2, dtype=np.int64)
     table_guide(np.zeros(1, dtype=np.uint32), 20, guide, padded)
+    table_signs(out, np.zeros(1, dtype=np.uint8))
 
 
 accel.register(globals(), KERNELS, _warm_up)

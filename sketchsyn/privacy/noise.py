@@ -40,7 +40,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from .. import accel
 from ..errors import ParameterError
+from . import kernels
 from .exactexp import (
     Real,
     exp_table,
@@ -200,7 +202,11 @@ def _laplace_core(scale: Fraction, n: int, src: RandomSource) -> np.ndarray:
     over = np.flatnonzero(z == m)
     if over.size:
         z[over] += _geometric(x, over.size, src)
-    np.negative(z, out=z, where=src.bits(n))
+    raw = src.bytes(n)  # the signs: the bytes' low bits (RandomSource.bits)
+    if accel.ready():
+        kernels.table_signs(z, raw)
+    else:
+        np.negative(z, out=z, where=(raw & np.uint8(1)).astype(bool))
     return z
 
 

@@ -76,13 +76,16 @@ class RandomSource:
         return self._gen.integers(0, 2**32, size=size, dtype=np.uint32, endpoint=False)
 
     def bits(self, size: int) -> np.ndarray:
-        """``size`` independent fair bits (bool), one random byte each."""
+        """``size`` independent fair bits (bool), one random byte each: the low bits of
+        :meth:`bytes`."""
+        return (self.bytes(size) & np.uint8(1)).astype(bool)
+
+    def bytes(self, size: int) -> np.ndarray:
+        """``size`` independent uniform bytes (uint8)."""
         size = int(size)
         if self._gen is None:
-            raw = np.frombuffer(os.urandom(size), dtype=np.uint8)
-        else:
-            raw = self._gen.integers(0, 256, size=size, dtype=np.uint8)
-        return (raw & np.uint8(1)).astype(bool)
+            return np.frombuffer(os.urandom(size), dtype=np.uint8)
+        return self._gen.integers(0, 256, size=size, dtype=np.uint8)
 
     def integers(self, high: int | np.ndarray, size: int | None = None) -> np.ndarray:
         """Exactly uniform integers in ``[0, high)`` as int64 (``high`` ≤ 2**62, scalar or array).
