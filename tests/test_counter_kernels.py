@@ -191,3 +191,15 @@ def test_compiled_table_guide_gives_the_numpy_arrays():
         exactexp.ThresholdTable(unsorted, None)
     with accel.numpy_only(), pytest.raises(ValueError, match="sorted"):
         exactexp.ThresholdTable(unsorted, None)
+
+
+def test_unseeded_draws_take_the_warmed_up_kernels():
+    """The OS CSPRNG's words and bytes are writable arrays, as the warm-up's are: an unseeded
+    draw compiles no new specialisation (a read-only array would, on the hot path)."""
+    from sketchsyn.privacy import kernels
+
+    discrete_laplace(Fraction(7, 3), 5_000, rng=1)
+    before = {name: len(getattr(kernels, name).signatures) for name in kernels.KERNELS}
+    discrete_laplace(Fraction(7, 3), 5_000)  # rng=None: os.urandom
+    after = {name: len(getattr(kernels, name).signatures) for name in kernels.KERNELS}
+    assert after == before

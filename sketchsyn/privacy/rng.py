@@ -81,10 +81,10 @@ class RandomSource:
         return (self.bytes(size) & np.uint8(1)).astype(bool)
 
     def bytes(self, size: int) -> np.ndarray:
-        """``size`` independent uniform bytes (uint8)."""
+        """``size`` independent uniform bytes (uint8, a writable array of its own)."""
         size = int(size)
         if self._gen is None:
-            return np.frombuffer(os.urandom(size), dtype=np.uint8)
+            return np.frombuffer(os.urandom(size), dtype=np.uint8).copy()
         return self._gen.integers(0, 256, size=size, dtype=np.uint8)
 
     def integers(self, high: int | np.ndarray, size: int | None = None) -> np.ndarray:
