@@ -120,17 +120,18 @@ def _mix(k: Any) -> Any:
 
 
 def _hashes(low: Any, high: Any, m: Any, seed: Any, out: Any) -> None:
-    """``out[i]`` = MurmurHash3 x86_32 of the 8-byte key whose 4-byte halves are ``low[i]`` and
-    ``high[i]`` (``high`` empty: keys below 2**32, whose high half mixes to 0), ``i < m``:
+    """``out[i]`` = MurmurHash3 x86_32 of the 8-byte key whose 4-byte halves, mixed by
+    :func:`_mix` (the same for every seed), are ``low[i]`` and ``high[i]`` (``high`` empty:
+    keys below 2**32, whose high half mixes to 0), ``i < m``:
     :func:`sketchsyn.sketches.hashing.murmur3_32`, in a loop LLVM vectorises."""
     rs = _rotl13(_U32(seed))
     if high.size:
         for i in range(m):
-            h = _U32(_U32(_U32(rs ^ _mix(low[i])) * _R5) + _N)
-            out[i] = _U32(_U32(_U32(_rotl13(h) ^ _mix(high[i])) * _R5) + _N)
+            h = _U32(_U32(_U32(rs ^ low[i]) * _R5) + _N)
+            out[i] = _U32(_U32(_U32(_rotl13(h) ^ high[i]) * _R5) + _N)
     else:
         for i in range(m):
-            h = _U32(_U32(_U32(rs ^ _mix(low[i])) * _R5) + _N)
+            h = _U32(_U32(_U32(rs ^ low[i]) * _R5) + _N)
             out[i] = _U32(_U32(_rotl13(h) * _R5) + _N)
     for i in range(m):
         h = _U32(out[i] ^ _R8)
@@ -142,12 +143,19 @@ def _hashes(low: Any, high: Any, m: Any, seed: Any, out: Any) -> None:
 
 
 def _flush(low: Any, high: Any, weights: Any, m: Any, seeds: Any, signs: Any, width: Any,
-           shift: Any, out: Any, buckets: Any, flips: Any) -> None:  # fmt: skip
+           shift: Any, out: Any, buckets: Any, flips: Any, mixed: Any) -> None:  # fmt: skip
     """Add ``weights[i]`` (negated where a Count Sketch's sign hash is odd) to the bucket of
-    key ``i`` (halves ``low[i]``, ``high[i]``: :func:`_hashes`) in every row of ``out``, for
-    ``i < m``: the hashes and buckets in loops of their own (SIMD), then the additions."""
+    key ``i`` (halves ``low[i]``, ``high[i]``) in every row of ``out``, for ``i < m``: the
+    halves mixed once into ``mixed`` (``(2, block)`` scratch; the mixing does not depend on
+    the seed), then each row's hashes and buckets in loops of their own (SIMD), then the
+    additions."""
+    mlow, mhigh = mixed[0], mixed[1, : high.size]
+    for i in range(m):
+        mlow[i] = _mix(low[i])
+    for i in range(min(m, high.size)):
+        mhigh[i] = _mix(high[i])
     for row in range(seeds.size):
-        _hashes(low, high, m, seeds[row], buckets)
+        _hashes(mlow, mhigh, m, seeds[row], buckets)
         if shift:
             for i in range(m):
                 buckets[i] = buckets[i] >> shift
@@ -155,7 +163,7 @@ def _flush(low: Any, high: Any, weights: Any, m: Any, seeds: Any, signs: Any, wi
             for i in range(m):
                 buckets[i] = _U32((np.uint64(buckets[i]) * width) >> _HIGH)
         if signs.size:
-            _hashes(low, high, m, signs[row], flips)
+            _hashes(mlow, mhigh, m, signs[row], flips)
             for i in range(m):
                 if flips[i] & _R1:
                     out[row, buckets[i]] -= weights[i]
@@ -168,11 +176,12 @@ def _flush(low: Any, high: Any, weights: Any, m: Any, seeds: Any, signs: Any, wi
 
 def _scratch(wide: Any) -> Any:
     """One block's keys (low and, for ``wide`` keys of 2**32 or more, high halves), weights,
-    buckets and sign hashes."""
+    buckets, sign hashes and mixed halves."""
     low = np.empty(_BLOCK, dtype=np.uint32)
     high = np.empty(_BLOCK if wide else 0, dtype=np.uint32)
     weights = np.ones(_BLOCK, dtype=np.int64)
-    return low, high, weights, np.empty(_BLOCK, dtype=np.uint32), np.empty(_BLOCK, np.uint32)
+    buckets, flips = np.empty(_BLOCK, dtype=np.uint32), np.empty(_BLOCK, np.uint32)
+    return low, high, weights, buckets, flips, np.empty((2, _BLOCK), dtype=np.uint32)
 
 
 def histogram(codes: Any, shift: Any, counts: Any) -> None:
@@ -238,7 +247,7 @@ def hash_levels(keys: Any, weights: Any, m: Any, todo: Any, seeds: Any, signs: A
     are copied: several jobs read the same."""
     k = keys[:m].copy()
     wt = weights[:m].copy()
-    _, _, _, buckets, flips = _scratch(False)
+    _, _, _, buckets, flips, mixed = _scratch(False)
     empty = np.empty(0, dtype=np.uint32)
     for i in range(todo.size - 1, -1, -1):
         if i < todo.size - 1 and m:
@@ -248,7 +257,7 @@ def hash_levels(keys: Any, weights: Any, m: Any, todo: Any, seeds: Any, signs: A
             for a in range(0, m, _BLOCK):
                 b = min(a + _BLOCK, m)
                 _flush(k[a:b], empty, wt[a:b], b - a, seeds[i], signs[i], width, shift,
-                       out[i], buckets, flips)  # fmt: skip
+                       out[i], buckets, flips, mixed)  # fmt: skip
 
 
 def hash_items(codes: Any, shift: Any, wide: Any, seeds: Any, signs: Any, width: Any,
@@ -259,7 +268,7 @@ def hash_items(codes: Any, shift: Any, wide: Any, seeds: Any, signs: Any, width:
     Count-Min); ``width`` a uint64 and ``bshift`` a uint32: ``32 − log2 width`` when the width
     is a power of two, else 0 (the bucket is then ``(h · width) >> 32``)."""
     out[:] = 0
-    low, high, weights, buckets, flips = _scratch(wide)
+    low, high, weights, buckets, flips, mixed = _scratch(wide)
     for a in range(0, codes.size, _BLOCK):
         m = min(_BLOCK, codes.size - a)
         for i in range(m):
@@ -268,7 +277,7 @@ def hash_items(codes: Any, shift: Any, wide: Any, seeds: Any, signs: Any, width:
         if wide:
             for i in range(m):
                 high[i] = _U32((codes[a + i] >> shift) >> _HIGH)
-        _flush(low, high, weights, m, seeds, signs, width, bshift, out, buckets, flips)
+        _flush(low, high, weights, m, seeds, signs, width, bshift, out, buckets, flips, mixed)
 
 
 # Morton spreading of an axis' cell index (bit j to bit d·j), as sketchsyn.domains.morton.
