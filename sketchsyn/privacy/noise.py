@@ -50,7 +50,7 @@ from .exactexp import (
     laplace_magnitude_table,
     resolve_ties,
 )
-from .rng import RandomSource, RNGLike, as_source
+from .rng import RandomSource, RNGLike, as_source, low_bits
 
 __all__ = [
     "discrete_gaussian",
@@ -206,7 +206,7 @@ def _laplace_core(scale: Fraction, n: int, src: RandomSource) -> np.ndarray:
     if accel.ready():
         kernels.table_signs(z, raw)
     else:
-        np.negative(z, out=z, where=(raw & np.uint8(1)).astype(bool))
+        np.negative(z, out=z, where=low_bits(raw))
     return z
 
 

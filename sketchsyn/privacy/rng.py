@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import ParameterError
 
-__all__ = ["RNGLike", "RandomSource", "as_source"]
+__all__ = ["RNGLike", "RandomSource", "as_source", "low_bits"]
 
 RNGLike = Union[None, int, np.integer, np.random.SeedSequence, np.random.Generator, "RandomSource"]
 
@@ -36,6 +36,15 @@ _U64 = np.uint64
 # Bit generators whose raw output is one uniform 64-bit word: the words numpy's
 # ``integers(0, 2**64, dtype=uint64)`` returns, one per draw (tests/test_noise.py checks it).
 _RAW64 = (np.random.PCG64, np.random.PCG64DXSM, np.random.SFC64, np.random.Philox)
+
+
+def low_bits(raw: np.ndarray) -> np.ndarray:
+    """The low bit of each random byte, as bool: :meth:`RandomSource.bits` of those bytes.
+
+    >>> low_bits(np.array([1, 2, 255], dtype=np.uint8)).tolist()
+    [True, False, True]
+    """
+    return (raw & np.uint8(1)).astype(bool)
 
 
 class RandomSource:
@@ -78,7 +87,7 @@ class RandomSource:
     def bits(self, size: int) -> np.ndarray:
         """``size`` independent fair bits (bool), one random byte each: the low bits of
         :meth:`bytes`."""
-        return (self.bytes(size) & np.uint8(1)).astype(bool)
+        return low_bits(self.bytes(size))
 
     def bytes(self, size: int) -> np.ndarray:
         """``size`` independent uniform bytes (uint8, a writable array of its own)."""

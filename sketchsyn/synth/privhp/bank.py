@@ -361,11 +361,10 @@ class LevelBank:
             jobs.append(partial(kernels.hash_items, *args, bank_counts[i]))
         n_dense = dense - L
         if n_dense:
-            # The per-cell levels (sketches 0 … n_dense − 1) in one job: split over two threads
-            # (every other level each), both jobs merged the cells of every level, which cost
-            # more CPU than the second thread saved (benchmarks/bench_privhp.py).
-            todo = np.ones(n_dense, dtype=np.bool_)
-            args = (keys, weights, m, todo, seeds, signs, width, bshift, bank_counts)
+            # The per-cell levels (sketches 0 … n_dense − 1) in one job, which merges the cells
+            # into parents in place (split over two threads, both jobs merged every level: more
+            # CPU than the second thread saved).
+            args = (keys, weights, m, n_dense, seeds, signs, width, bshift, bank_counts)
             jobs.append(partial(kernels.hash_levels, *args))
         _run(jobs, n)
         return tree_counts, bank_counts

@@ -101,7 +101,7 @@ def _warm_up() -> None:
     seeds, signs = np.ones((2, 3), dtype=np.uint32), np.ones((2, 3), dtype=np.uint32)
     out = np.empty((2, 3, 5), dtype=np.int64)
     width, shift = np.uint64(5), np.uint32(0)
-    hash_levels(keys, weights, m, np.ones(2, dtype=np.bool_), seeds, signs, width, shift, out)
+    hash_levels(keys, weights, m, 2, seeds, signs, width, shift, out)
     hash_items(codes, np.uint64(0), False, seeds[0], signs[0], width, shift, out[0])
     for depth in (4, 64):  # axis indices in int32 and int64
         for order in "CF":  # a batch of rows, or of columns (the file readers' batches)
@@ -237,27 +237,24 @@ def tree_counts(keys: Any, weights: Any, m: Any, up: Any, level: Any, tree: Any)
             tree[lo + c] = tree[child + 2 * c] + tree[child + 2 * c + 1]
 
 
-def hash_levels(keys: Any, weights: Any, m: Any, todo: Any, seeds: Any, signs: Any,
+def hash_levels(keys: Any, weights: Any, m: Any, levels: Any, seeds: Any, signs: Any,
                 width: Any, shift: Any, out: Any) -> None:  # fmt: skip
-    """Sketch increments of the per-cell levels: ``keys`` (uint32, sorted) and ``weights`` are
-    the ``m`` non-empty cells of the deepest of them, sketch ``todo.size − 1``, with their
-    counts; sketch ``i`` is filled (``out[i]``, ``(j, width)`` int64) where ``todo[i]``, from
-    its cells (those above, merged into parents level by level) hashed once each, weighted by
-    their counts (``seeds[i]``, ``signs[i]`` and the rest as in :func:`hash_items`). The cells
-    are copied: several jobs read the same."""
-    k = keys[:m].copy()
-    wt = weights[:m].copy()
+    """Sketch increments of the ``levels`` per-cell levels: ``keys`` (uint32, sorted) and
+    ``weights`` are the ``m`` non-empty cells of the deepest of them, sketch ``levels − 1``,
+    with their counts; each sketch ``i`` is filled (``out[i]``, ``(j, width)`` int64) from its
+    cells (those above, merged into parents level by level, in place: ``keys`` and ``weights``
+    are left holding the shallowest level's) hashed once each, weighted by their counts
+    (``seeds[i]``, ``signs[i]`` and the rest as in :func:`hash_items`)."""
     _, _, _, buckets, flips, mixed = _scratch(False)
     empty = np.empty(0, dtype=np.uint32)
-    for i in range(todo.size - 1, -1, -1):
-        if i < todo.size - 1 and m:
-            m = _parents(k, wt, m)
-        if todo[i]:
-            out[i][:] = 0
-            for a in range(0, m, _BLOCK):
-                b = min(a + _BLOCK, m)
-                _flush(k[a:b], empty, wt[a:b], b - a, seeds[i], signs[i], width, shift,
-                       out[i], buckets, flips, mixed)  # fmt: skip
+    for i in range(levels - 1, -1, -1):
+        if i < levels - 1 and m:
+            m = _parents(keys, weights, m)
+        out[i][:] = 0
+        for a in range(0, m, _BLOCK):
+            b = min(a + _BLOCK, m)
+            _flush(keys[a:b], empty, weights[a:b], b - a, seeds[i], signs[i], width, shift,
+                   out[i], buckets, flips, mixed)  # fmt: skip
 
 
 def hash_items(codes: Any, shift: Any, wide: Any, seeds: Any, signs: Any, width: Any,
