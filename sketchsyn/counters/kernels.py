@@ -39,7 +39,7 @@ from .. import accel
 from . import checks
 from .sparse import _ABS, _REL, _TWO64
 
-__all__ = ["KERNELS", "by_cell", "close", "layout", "opened", "run", "scan"]
+__all__ = ["KERNELS", "by_cell", "close", "finish", "layout", "next_round", "run", "scan", "tally"]
 
 _FAST_REL = 2.0**-20
 
@@ -47,7 +47,7 @@ _CALM, _GAP_TRIP, _OWN_TRIP = checks.CALM, checks.GAP_TRIP, checks.OWN_TRIP
 _GAP_UNSURE, _OWN_UNSURE = checks.GAP_UNSURE, checks.OWN_UNSURE
 
 #: The kernels in the order they are compiled (callees first).
-KERNELS = ("_decide", "scan", "layout", "opened", "close", "by_cell")
+KERNELS = ("_decide", "scan", "layout", "tally", "close", "next_round", "finish", "by_cell")
 
 
 def _decide(xf: Any, lq1: Any, a: Any, s: Any, k: Any) -> tuple[int, bool]:
@@ -244,33 +244,45 @@ def by_cell(cells: Any, times: Any, values: Any, counts: Any, c: Any, t: Any, v:
         v[at] = values[i]
 
 
-def opened(m: Any, levels: Any) -> int:
-    """How many p-sums segments ``m`` (1-based, one per closing counter) open in their binary
-    mechanisms of ``levels`` levels: level ``j`` opens a block at segment ``m`` when
-    ``(m − 1) mod 2**(j+1) == 0``."""
+def tally(cells: Any, row: Any, segs: Any, levels: Any) -> tuple[int, int]:
+    """For counters ``cells`` (distinct) about to close a segment: ``(new, opened)``, the number
+    without a tree row yet, and the number of p-sums their segments ``m = segs + 1`` open in
+    binary mechanisms of ``levels`` levels (level ``j`` opens a block at segment ``m`` when
+    ``(m − 1) mod 2**(j+1) == 0``): the numbers of rows and of noise draws :func:`close` takes.
+    """
+    new = 0
     count = 0
-    for i in range(m.size):
-        mm = m[i] - 1
+    for i in range(cells.size):
+        c = cells[i]
+        if row[c] < 0:
+            new += 1
+        mm = segs[c]
         for j in range(levels):
             if (mm & ((1 << j) - 1)) == 0 and ((mm >> j) & 1) == 0:
                 count += 1
-    return count
+    return new, count
 
 
-def close(cells: Any, values: Any, steps: Any, rows: Any, m: Any, acc: Any, done: Any,
-          sub: Any, n: Any, theta: Any, pos: Any, segs: Any, noise: Any, thresholds: Any,
+def close(cells: Any, values: Any, steps: Any, row: Any, first_row: Any, segs: Any, acc: Any,
+          done: Any, sub: Any, n: Any, theta: Any, pos: Any, noise: Any, thresholds: Any,
           t0: Any) -> None:  # fmt: skip
     """:meth:`InhomogeneousSparseBank._close_segments` after its draws, one closing counter at a
-    time: each opened p-sum takes the next of ``noise`` (counters in order, levels upwards, as
-    the numpy path's ``nonzero`` orders them), every level adds the segment's count, the
-    blocks that end copy to ``done``, the release sums ``done`` over the bits of ``m``, and
-    ``N``, ``θ`` (``t0`` + the next of ``thresholds``), the last step and the segment count are
-    set."""
+    time: a counter without a tree row takes the next (from ``first_row``, in order), its
+    segment is ``m = segs + 1``, each opened p-sum takes the next of ``noise`` (counters in
+    order, levels upwards, as the numpy path's ``nonzero`` orders them), every level adds the
+    segment's count, the blocks that end copy to ``done``, the release sums ``done`` over the
+    bits of ``m``, and ``N``, ``θ`` (``t0`` + the next of ``thresholds``), the last step and
+    the segment count are set."""
     levels = acc.shape[1]
     k = 0
     for i in range(cells.size):
-        r = rows[i]
-        mm = m[i] - 1
+        c = cells[i]
+        if row[c] < 0:
+            row[c] = first_row
+            first_row += 1
+        r = row[c]
+        m = segs[c] + 1
+        mm = m - 1
         for j in range(levels):
             if (mm & ((1 << j) - 1)) == 0 and ((mm >> j) & 1) == 0:
                 acc[r, j] = noise[k]
@@ -278,16 +290,70 @@ def close(cells: Any, values: Any, steps: Any, rows: Any, m: Any, acc: Any, done
         total = 0
         for j in range(levels):
             acc[r, j] += values[i]
-            if (m[i] & ((1 << j) - 1)) == 0 and ((m[i] >> j) & 1) == 1:
+            if (m & ((1 << j) - 1)) == 0 and ((m >> j) & 1) == 1:
                 done[r, j] = acc[r, j]
-            if (m[i] >> j) & 1:
+            if (m >> j) & 1:
                 total += done[r, j]
-        c = cells[i]
         sub[c] = total
         n[c] = 0
         theta[c] = t0 + thresholds[i]
         pos[c] = steps[i]
-        segs[c] = m[i]
+        segs[c] = m
+
+
+def next_round(cursor: Any, ends: Any, group_cell: Any, times: Any, pos: Any, rest: Any,
+               active: Any, fresh: Any) -> tuple[int, int]:  # fmt: skip
+    """The start of a round of :meth:`InhomogeneousSparseBank._records`: ``active`` gets the
+    counters with events left (in order), ``rest`` clears for those whose next event follows
+    their last step (no idle step left to draw), and ``fresh`` gets the active counters that
+    still resume inside a tripped gap; returns ``(active, fresh)`` counts."""
+    na = 0
+    nf = 0
+    for g in range(cursor.size):
+        if cursor[g] >= ends[g]:
+            continue
+        active[na] = g
+        na += 1
+        if times[cursor[g]] - pos[group_cell[g]] - 1 <= 0:
+            rest[g] = False
+        if rest[g]:
+            fresh[nf] = g
+            nf += 1
+    return na, nf
+
+
+def finish(cells: Any, times: Any, values: Any, cursor: Any, rest: Any, active: Any, status: Any,
+           at: Any, step: Any, nb: Any, n: Any, pos: Any, t_cells: Any, t_values: Any,
+           t_steps: Any) -> int:  # fmt: skip
+    """:meth:`InhomogeneousSparseBank._end_round` before its closes: a calm counter keeps its
+    count and last step and moves past its window; one that tripped on its own event moves
+    past it, one that tripped in a gap resumes at that event inside the gap (``rest``); the
+    tripped ones (in order) go to ``t_cells``, ``t_values`` (the segment's count, the own
+    event's value included) and ``t_steps``; returns how many tripped."""
+    k = 0
+    for i in range(active.size):
+        grp = active[i]
+        e = at[i]
+        st = status[i]
+        if st == _CALM:
+            c = cells[e]
+            n[c] = nb[i]
+            pos[c] = times[e]
+            cursor[grp] = e + 1
+            rest[grp] = False
+            continue
+        if st == _OWN_TRIP:
+            cursor[grp] = e + 1
+            rest[grp] = False
+            t_values[k] = nb[i] + values[e]
+        else:
+            cursor[grp] = e
+            rest[grp] = True
+            t_values[k] = nb[i]
+        t_cells[k] = cells[e]
+        t_steps[k] = step[i]
+        k += 1
+    return k
 
 
 def run(
@@ -315,9 +381,13 @@ def _warm_up() -> None:
     )  # fmt: skip
     one, acc = np.ones(1, dtype=np.int64), np.zeros((1, 3), dtype=np.int64)
     by_cell(one - 1, one, one, np.zeros(2, dtype=np.int64), one.copy(), one.copy(), one.copy())
-    opened(one, 3)
-    close(one - 1, one, one, one - 1, one, acc, acc.copy(), one.copy(), one.copy(), one.copy(),
-          one.copy(), one.copy(), one.copy(), one.copy(), 0)  # fmt: skip
+    tally(one - 1, np.full(1, -1, np.int64), one - 1, 3)
+    close(one - 1, one, one, np.full(1, -1, np.int64), 0, one - 1, acc, acc.copy(), one.copy(),
+          one.copy(), one.copy(), one.copy(), one.copy(), one.copy(), 0)  # fmt: skip
+    flag = np.zeros(1, dtype=np.bool_)
+    next_round(one - 1, one, one - 1, one, one - 1, flag, one.copy(), one.copy())
+    finish(one - 1, one, one, one - 1, flag, one - 1, one - 1, one - 1, one.copy(), one.copy(),
+           one.copy(), one.copy(), one.copy(), one.copy(), one.copy())  # fmt: skip
     run(ev, np.arange(1), np.zeros(1, np.uint64), np.full(1, -1, np.int64),
         n=np.zeros(1, np.int64), theta=np.zeros(1, np.int64), pos=np.zeros(1, np.int64),
         xf=0.5, window=4096)  # fmt: skip

@@ -271,6 +271,18 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         self._t = until
 
     # -------------------------------------------------------------- sparse checks
+    def _grow(self, new: int) -> None:
+        """Room in the tree arrays for ``new`` more rows (doubling; rows are never freed within
+        a level)."""
+        need = self._rows + new
+        if need > self._acc.shape[0]:
+            grow = max(need, 2 * self._acc.shape[0], 16)
+            for name in ("_acc", "_done"):
+                old = getattr(self, name)
+                arr = np.zeros((grow, old.shape[1]), dtype=np.int64)
+                arr[: self._rows] = old[: self._rows]
+                setattr(self, name, arr)
+
     def _close_segments(self, cells: np.ndarray, values: np.ndarray, steps: np.ndarray) -> None:
         """Counters ``cells`` close their segment (count ``values``) at ``steps``: one step of
         their binary mechanism each, new thresholds, ``N = 0``."""
@@ -279,28 +291,23 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         k = cells.size
         if k == 0:
             return
+        if accel.ready():  # the same draws, then one compiled loop (sketchsyn.counters.kernels)
+            new, opened = kernels.tally(cells, self._row, self._segs, lv.sub_levels)
+            self._grow(new)
+            noise = core._draw("laplace", lv.sub_param, opened, self._sub_src)
+            thresholds = core._draw("laplace", lv.xs, k, self._theta_src)
+            kernels.close(cells, values, steps, self._row, self._rows, self._segs, self._acc,
+                          self._done, self._sub, self._n, self._theta, self._pos, noise,
+                          thresholds, lv.t0)  # fmt: skip
+            self._rows += new
+            return
         new = cells[self._row[cells] < 0]
         if new.size:
-            need = self._rows + new.size
-            if need > self._acc.shape[0]:
-                grow = max(need, 2 * self._acc.shape[0], 16)
-                acc = np.zeros((grow, lv.sub_levels), dtype=np.int64)
-                done = np.zeros((grow, lv.sub_levels), dtype=np.int64)
-                acc[: self._rows] = self._acc[: self._rows]
-                done[: self._rows] = self._done[: self._rows]
-                self._acc, self._done = acc, done
-            self._row[new] = np.arange(self._rows, need)
-            self._rows = need
+            self._grow(new.size)
+            self._row[new] = np.arange(self._rows, self._rows + new.size)
+            self._rows += new.size
         rows = self._row[cells]
         m = self._segs[cells] + 1
-        if accel.ready():  # the same draws, then one compiled loop (sketchsyn.counters.kernels)
-            noise = core._draw("laplace", lv.sub_param, kernels.opened(m, lv.sub_levels),
-                               self._sub_src)  # fmt: skip
-            thresholds = core._draw("laplace", lv.xs, k, self._theta_src)
-            kernels.close(cells, values, steps, rows, m, self._acc, self._done, self._sub,
-                          self._n, self._theta, self._pos, self._segs, noise, thresholds,
-                          lv.t0)  # fmt: skip
-            return
         self._segs[cells] = m
         mm = m - 1
         levels = np.arange(lv.sub_levels, dtype=np.int64)
@@ -356,15 +363,25 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         # that resume inside a tripped gap, and set anew for them in each round).
         extra = np.zeros(groups, dtype=np.uint64)
         forced_extra = np.full(groups, -1, dtype=np.int64)
+        if compiled:  # the rounds' bookkeeping in compiled loops, into these buffers
+            slots = np.empty((2, groups), dtype=np.int64)
+            tripped = np.empty((3, groups), dtype=np.int64)
         while True:
-            active = np.flatnonzero(ev.cursor < ev.ends)
-            if not active.size:
-                return
-            # Counters resuming inside a tripped gap with idle steps left take fresh words.
-            cell = ev.group_cell[active]
-            left = ev.times[ev.cursor[active]] - self._pos[cell] - 1
-            ev.rest[active[left <= 0]] = False
-            fresh = active[ev.rest[active]]
+            if compiled:
+                na, nf = kernels.next_round(ev.cursor, ev.ends, ev.group_cell, ev.times,
+                                            self._pos, ev.rest, slots[0], slots[1])  # fmt: skip
+                if not na:
+                    return
+                active, fresh = slots[0, :na], slots[1, :nf]
+            else:
+                active = np.flatnonzero(ev.cursor < ev.ends)
+                if not active.size:
+                    return
+                # Counters resuming inside a tripped gap with idle steps left take fresh words.
+                cell = ev.group_cell[active]
+                left = ev.times[ev.cursor[active]] - self._pos[cell] - 1
+                ev.rest[active[left <= 0]] = False
+                fresh = active[ev.rest[active]]
             if fresh.size:
                 extra[fresh] = self._check_src.uint64(fresh.size)
                 forced_extra[fresh] = -1
@@ -377,7 +394,12 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
                 if not unsure.size:
                     break
                 self._settle(ev, active, unsure, status, at, nb, extra, forced_extra)
-            self._end_round(ev, active, status, at, step, nb)
+            if compiled:
+                k = kernels.finish(ev.cells, ev.times, ev.values, ev.cursor, ev.rest, active,
+                                   status, at, step, nb, self._n, self._pos, *tripped)  # fmt: skip
+                self._close_segments(*tripped[:, :k])
+            else:
+                self._end_round(ev, active, status, at, step, nb)
 
     def _settle(
         self,

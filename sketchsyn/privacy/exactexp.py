@@ -467,7 +467,6 @@ def _margin_floors(v: np.ndarray, tail: np.ndarray, y: np.ndarray) -> tuple[np.n
     return f_lo.astype(np.int64), np.flatnonzero((f_lo != f_hi) | ~(y <= _Y_MAX)).tolist()
 
 
-@lru_cache(maxsize=256)
 def geometric_table(x: Fraction, m: int, truncated: bool) -> ThresholdTable:
     """Inversion table for ``Y`` with ``P(Y ≥ y) = e^{−x·y}``.
 
@@ -479,11 +478,18 @@ def geometric_table(x: Fraction, m: int, truncated: bool) -> ThresholdTable:
     >>> geometric_table(Fraction(1, 3), 4, False)._thresholds.tolist()  # 2**32·(1 − e^{−o/3})
     [1217488750, 2089857560, 2714937127, 3162826208]
     """
+    return _geometric_table(x.numerator, x.denominator, m, truncated)
+
+
+@lru_cache(maxsize=256)
+def _geometric_table(num: int, den: int, m: int, truncated: bool) -> ThresholdTable:
+    """:func:`geometric_table` of ``x = num/den`` (lowest terms), kept by integers: a table
+    lookup hashes two ints, not a :class:`~fractions.Fraction` (microseconds a draw)."""
+    x = Fraction(num, den)
     kind = _TRUNCATED if truncated else _GEOMETRIC
     return ThresholdTable(_fast_thresholds(kind, x, m), lambda v: _real(kind, x, m, v))
 
 
-@lru_cache(maxsize=256)
 def laplace_magnitude_table(x: Fraction, m: int) -> ThresholdTable:
     """Inversion table for ``|Z|``, ``Z ~ Lap_Z(1/x)``: ``c_o = 1 − 2e^{−x·o}/(1 + e^{−x})``
     (``o = 1 … m``); the outcome is ``|Z|`` when below ``m`` and ``m`` when ``|Z| ≥ m`` (then
@@ -493,6 +499,13 @@ def laplace_magnitude_table(x: Fraction, m: int) -> ThresholdTable:
     >>> laplace_magnitude_table(Fraction(1), 2)._thresholds.tolist()
     [1984778077, 3445096177]
     """
+    return _laplace_table(x.numerator, x.denominator, m)
+
+
+@lru_cache(maxsize=256)
+def _laplace_table(num: int, den: int, m: int) -> ThresholdTable:
+    """:func:`laplace_magnitude_table` of ``x = num/den`` (lowest terms), kept by integers."""
+    x = Fraction(num, den)
     return ThresholdTable(_fast_thresholds(_LAPLACE, x, m), lambda v: _laplace_magnitude_real(x, v))
 
 

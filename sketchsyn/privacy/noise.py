@@ -45,9 +45,9 @@ from ..errors import ParameterError
 from . import kernels
 from .exactexp import (
     Real,
+    _geometric_table,
+    _laplace_table,
     exp_table,
-    geometric_table,
-    laplace_magnitude_table,
     resolve_ties,
 )
 from .rng import RandomSource, RNGLike, as_source, low_bits
@@ -136,7 +136,13 @@ def _table_size(x: Fraction) -> int:
     >>> _table_size(Fraction(1, 3)), _table_size(Fraction(8)), _table_size(Fraction(1, 10**6))
     (32, 1, 1024)
     """
-    need = -((-_TAIL * x.denominator) // x.numerator)  # ceil(8/x)
+    return _size_for(x.numerator, x.denominator)
+
+
+def _size_for(num: int, den: int) -> int:
+    """:func:`_table_size` of ``x = num/den`` in integers: ``x·m ≥ 8`` is ``m·num ≥ 8·den``,
+    i.e. ``m ≥ ceil(8·den/num)``."""
+    need = -((-_TAIL * den) // num)  # ceil(8/x)
     return min(1 << max(need - 1, 0).bit_length(), _M_MAX)
 
 
@@ -149,22 +155,38 @@ def _geometric(x: Fraction, n: int, src: RandomSource) -> np.ndarray:
     ``[0, m)`` and ``Z`` geometric with parameter ``x·m``, independent: the law of ``Y``
     factorises over its base-``m`` digits.
     """
+    return _geometric_q(x.numerator, x.denominator, n, src)
+
+
+def _times(num: int, den: int, m: int) -> tuple[int, int]:
+    """``(num/den)·m`` in lowest terms (``num/den`` in lowest terms, ``m`` a power of two).
+
+    >>> _times(3, 8, 4)
+    (3, 2)
+    """
+    g = math.gcd(m, den)
+    return num * (m // g), den // g
+
+
+def _geometric_q(num: int, den: int, n: int, src: RandomSource) -> np.ndarray:
+    """:func:`_geometric` of ``x = num/den`` (lowest terms), in integers (no Fraction
+    arithmetic or hashing: a draw of a few values costs microseconds, not tens)."""
     if n == 1:
-        return np.array([_geometric_one(x, src)], dtype=np.int64)
+        return np.array([_geometric_one_q(num, den, src)], dtype=np.int64)
     out = np.zeros(n, dtype=np.int64)
     if n == 0:
         return out
-    m = _table_size(x)
-    if x * m >= _TAIL:
-        table = geometric_table(x, m, False)
+    m = _size_for(num, den)
+    if num * m >= _TAIL * den:  # x·m ≥ 8
+        table = _geometric_table(num, den, m, False)
         todo = np.arange(n)
         while todo.size:
             o = table.sample(src.uint32(todo.size), src)
             out[todo] += o
             todo = todo[o == m]
         return out
-    low = geometric_table(x, m, True).sample(src.uint32(n), src)
-    out = _geometric(x * m, n, src)
+    low = _geometric_table(num, den, m, True).sample(src.uint32(n), src)
+    out = _geometric_q(*_times(num, den, m), n, src)
     out *= m
     out += low
     return out
@@ -172,17 +194,22 @@ def _geometric(x: Fraction, n: int, src: RandomSource) -> np.ndarray:
 
 def _geometric_one(x: Fraction, src: RandomSource) -> int:
     """One draw of :func:`_geometric`: the same words in the same order, in plain Python."""
-    m = _table_size(x)
-    if x * m >= _TAIL:
-        table = geometric_table(x, m, False)
+    return _geometric_one_q(x.numerator, x.denominator, src)
+
+
+def _geometric_one_q(num: int, den: int, src: RandomSource) -> int:
+    """:func:`_geometric_one` of ``x = num/den`` (lowest terms), in integers."""
+    m = _size_for(num, den)
+    if num * m >= _TAIL * den:
+        table = _geometric_table(num, den, m, False)
         total = 0
         while True:
             o = table.sample_one(int(src.uint32(1)[0]), src)
             total += o
             if o != m:
                 return total
-    low = geometric_table(x, m, True).sample_one(int(src.uint32(1)[0]), src)
-    return _geometric_one(x * m, src) * m + low
+    low = _geometric_table(num, den, m, True).sample_one(int(src.uint32(1)[0]), src)
+    return _geometric_one_q(*_times(num, den, m), src) * m + low
 
 
 # ----------------------------------------------------------------------------- samplers
@@ -190,29 +217,26 @@ def _laplace_core(scale: Fraction, n: int, src: RandomSource) -> np.ndarray:
     """``Lap_Z(scale)``: the magnitude by inversion of ``P(|Z| < o) = 1 − 2p^o/(1 + p)``
     (``p = e^{−1/scale}``; beyond the table, ``|Z| − m`` is geometric), then a fair sign (0 has
     no sign: its probability ``(1 − p)/(1 + p)`` is already the whole mass at 0)."""
-    x = 1 / scale
-    m = _table_size(x)
-    table = laplace_magnitude_table(x, m)
+    # x = 1/scale = den/num in lowest terms; the table is found by integers (no Fraction
+    # arithmetic or hashing on this path: microseconds a call, for draws of a few values).
+    num, den = scale.numerator, scale.denominator
+    m = _size_for(den, num)
+    table = _laplace_table(den, num, m)
     if n == 1:  # the same draws in the same order, without the vectorised overhead
         one = table.sample_one(int(src.uint32(1)[0]), src)
         if one == m:
-            one += _geometric_one(x, src)
+            one += _geometric_one_q(den, num, src)
         return np.array([-one if src.bits(1)[0] else one], dtype=np.int64)
     z = table.sample(src.uint32(n), src)
     over = np.flatnonzero(z == m)
     if over.size:
-        z[over] += _geometric(x, over.size, src)
+        z[over] += _geometric_q(den, num, over.size, src)
     raw = src.bytes(n)  # the signs: the bytes' low bits (RandomSource.bits)
     if accel.ready():
         kernels.table_signs(z, raw)
     else:
         np.negative(z, out=z, where=low_bits(raw))
     return z
-
-
-@lru_cache(maxsize=4096)
-def _inverse(scale: Fraction) -> Fraction:
-    return 1 / scale
 
 
 def laplace_scales(scales: list[Fraction], src: RandomSource) -> list[int]:
@@ -226,11 +250,11 @@ def laplace_scales(scales: list[Fraction], src: RandomSource) -> list[int]:
     signs = src.bits(k).tolist()
     out = []
     for scale, word, negative in zip(scales, words, signs, strict=True):
-        x = _inverse(scale)
-        m = _table_size(x)
-        one = laplace_magnitude_table(x, m).sample_one(word, src)
+        num, den = scale.numerator, scale.denominator  # x = 1/scale = den/num
+        m = _size_for(den, num)
+        one = _laplace_table(den, num, m).sample_one(word, src)
         if one == m:
-            one += _geometric_one(x, src)
+            one += _geometric_one_q(den, num, src)
         out.append(-one if negative else one)
     return out
 
