@@ -63,9 +63,12 @@ process) of ``StreamingPrivTree``, ``OnlineSynthesizer`` and the planned ``Conti
 on each stream and ε, fed the stream's own steps (as above) and in 65,536-row batches, each in
 a fresh process (best of ``--repeat``). ``--against REF`` runs the same in the library of the
 git revision ``REF`` (extracted with ``git archive``) alternately with this checkout's and
-prints both side by side with their ratios (this checkout / REF), CPU and wall:
+prints both side by side with their ratios (this checkout / REF), CPU and wall. The summaries
+are seeded (``rng=1``) unless ``--unseeded`` is given: then they draw from the operating
+system's CSPRNG, as a private run does, and the time includes reading its bytes:
 
     python benchmarks/bench_streams.py --speed --against 12ccbd0 [--quick] [--repeat 3]
+    python benchmarks/bench_streams.py --speed --unseeded --stream flights
 """
 
 from __future__ import annotations
@@ -536,22 +539,29 @@ def _mean_over_seeds(rows: list[dict]) -> list[dict]:
 SPEED_BATCH = 65536
 
 
-def _speed_methods(stream: Stream, eps: float) -> list[tuple[str, Callable[[], Any]]]:
+def _speed_methods(
+    stream: Stream, eps: float, rng: int | None = 1
+) -> list[tuple[str, Callable[[], Any]]]:
+    """The timed summaries (``rng``: their seed; None: the OS CSPRNG)."""
     methods: list[tuple[str, Callable[[], Any]]] = []
     if StreamingPrivTree is not None:
         methods.append((STREAMING, lambda: StreamingPrivTree(
             stream.domain, eps, horizon=stream.events, releases=POINTS, memory_bytes=BUDGET,
-            rng=1)))  # fmt: skip
+            rng=rng)))  # fmt: skip
     if not stream.deletes:
-        methods.append(("OnlineSynthesizer", lambda: OnlineSynthesizer(stream.domain, eps, rng=1)))
+        methods.append(
+            ("OnlineSynthesizer", lambda: OnlineSynthesizer(stream.domain, eps, rng=rng))
+        )
     if hasattr(ContinualPrivHP, "plan"):
         plan = continual_plan(stream, eps)
         methods.append(("ContinualPrivHP (kary, releases=8, 256 KB plan)",
-                        lambda: ContinualPrivHP(stream.domain, eps, **plan, rng=1)))  # fmt: skip
+                        lambda: ContinualPrivHP(stream.domain, eps, **plan, rng=rng)))  # fmt: skip
     return methods
 
 
-def speed_child(quick: bool, eps_list: list[float], names: list[str]) -> None:
+def speed_child(
+    quick: bool, eps_list: list[float], names: list[str], unseeded: bool = False
+) -> None:
     """Print one JSON line per (stream, ε, method, feed): records, CPU and wall seconds."""
     import json
 
@@ -572,7 +582,7 @@ def speed_child(quick: bool, eps_list: list[float], names: list[str]) -> None:
         stream = flights_stream(30 if quick else None) if name == "flights" else drift_stream(
             2048 if quick else 16384)  # fmt: skip
         for eps in eps_list:
-            for label, make in _speed_methods(stream, eps):
+            for label, make in _speed_methods(stream, eps, None if unseeded else 1):
                 for feed in ("steps", f"{SPEED_BATCH:,}-row batches"):
                     obj = make()
                     c0, t0 = time.process_time(), time.perf_counter()
@@ -598,6 +608,8 @@ def speed(args: argparse.Namespace) -> None:
              "--stream", *args.stream, "--eps", *map(str, eps_list)]  # fmt: skip
     if args.quick:
         child.append("--quick")
+    if args.unseeded:
+        child.append("--unseeded")
     with tempfile.TemporaryDirectory(prefix="bench_streams_ref_") as tmp:
         roots = {"this checkout": ROOT}
         if args.against:
@@ -623,7 +635,8 @@ def speed(args: argparse.Namespace) -> None:
     labels = list(roots)
     head = " | ".join(f"{lb}: records/CPU-s | {lb}: records/s" for lb in labels)
     ratio = " | ratio CPU | ratio wall" if len(labels) == 2 else ""
-    print(f"\nspeed (best of {args.repeat}, fresh processes; ratio = this checkout / "
+    source = "the OS CSPRNG" if args.unseeded else "seeded"
+    print(f"\nspeed (best of {args.repeat}, fresh processes, {source}; ratio = this checkout / "
           f"{labels[0]}):\n")  # fmt: skip
     print(f"| stream | ε | method | fed | {head}{ratio} |")
     print("|---" * (4 + 2 * len(labels) + (2 if ratio else 0)) + "|")
@@ -670,10 +683,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--against", default=None, metavar="REF",
                     help="with --speed: also time the library of git revision REF")  # fmt: skip
     ap.add_argument("--repeat", type=int, default=3, help="with --speed: runs, best kept")
+    ap.add_argument(
+        "--unseeded", action="store_true", help="with --speed: the OS CSPRNG (rng=None), not seed 1"
+    )
     ap.add_argument("--speed-child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.speed_child:
-        speed_child(args.quick, args.eps, args.stream)
+        speed_child(args.quick, args.eps, args.stream, args.unseeded)
         return
     if args.speed:
         speed(args)
