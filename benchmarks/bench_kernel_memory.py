@@ -1,0 +1,61 @@
+"""What the compiled kernels (the ``fast`` extra) add to a process's resident memory.
+
+    python benchmarks/bench_kernel_memory.py
+
+In a fresh Python process, prints the resident set (``/proc/self/statm``, MB) after each step
+that ``sketchsyn fit`` on a Parquet file takes before its first row: numpy, pyarrow's Parquet
+reader, sketchsyn's kernel modules, then (when numba is installed) what numba's start loads in
+order: scipy (numba imports it when it is installed), llvmlite, numba, and the kernels loaded
+from numba's cache (``accel.ready(wait=True)``; a first run compiles them, so run twice). Linux
+only (``/proc``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+
+CHILD = r"""
+import importlib.util, time
+
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+import os
+print(f"{'python':32}{rss():8.0f}")
+import numpy
+print(f"{'numpy':32}{rss():8.0f}")
+import pyarrow.parquet
+print(f"{'pyarrow.parquet':32}{rss():8.0f}")
+import sketchsyn.counters.sparsebank, sketchsyn.privacy.kernels, sketchsyn.synth.privhp.kernels
+from sketchsyn import accel
+print(f"{'sketchsyn and its kernel modules':32}{rss():8.0f}")
+if accel.AVAILABLE:
+    if importlib.util.find_spec("scipy") is not None:
+        import scipy.linalg
+        print(f"{'scipy.linalg':32}{rss():8.0f}")
+    import llvmlite.binding
+    print(f"{'llvmlite':32}{rss():8.0f}")
+    import numba
+    print(f"{'numba':32}{rss():8.0f}")
+    c = time.process_time()
+    accel.ready(wait=True)
+    c = time.process_time() - c
+    print(f"{'kernels ready':32}{rss():8.0f}   ({c:.2f} CPU-s)")
+"""
+
+
+def main() -> None:
+    if not os.path.exists("/proc/self/statm"):
+        sys.exit("needs Linux (/proc/self/statm)")
+    print(f"{'after':32}{'RSS MB':>8}")
+    subprocess.run([sys.executable, "-c", CHILD], check=True)
+    if importlib.util.find_spec("numba") is None:
+        print("(numba is not installed: no kernels)")
+
+
+if __name__ == "__main__":
+    main()
