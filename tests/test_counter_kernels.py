@@ -203,3 +203,123 @@ def test_unseeded_draws_take_the_warmed_up_kernels():
     discrete_laplace(Fraction(7, 3), 5_000)  # rng=None: os.urandom
     after = {name: len(getattr(kernels, name).signatures) for name in kernels.KERNELS}
     assert after == before
+
+
+_SCALES = [Fraction(3), Fraction(77, 5), Fraction(300), Fraction(5000), Fraction(10**6)]
+
+
+@pytest.mark.parametrize("geometric", [False, True])
+@pytest.mark.parametrize("scale", _SCALES)
+def test_compiled_laplace_draws_take_the_python_draws_words(scale, geometric):
+    """``lap_draw`` (a seeded bank's noise, drawn in the compiled rounds from the generator
+    itself) gives the values of ``_laplace_core`` and leaves the generator where it does; a draw
+    it hands back is finished by ``laplace_replay`` from its words. Scales: plain, wide (the
+    truncated table and a second geometric), deeper (handed back) beyond the table."""
+    from sketchsyn.counters import kernels
+    from sketchsyn.privacy.noise import PLAN_DEEP, _laplace_core, laplace_plan, laplace_replay
+    from sketchsyn.privacy.rng import as_source
+
+    plan = laplace_plan(scale, geometric)
+    finished = handed_back = 0
+    for seed, n in enumerate([1, 2, 3, 5, 64, 1000] * 4):
+        ref, src = as_source(seed), as_source(seed)
+        want = _laplace_core(scale, n, ref)
+        state, next_u32, _ = src.word_functions()
+        words, z = np.empty(4 * n + 64, np.uint32), np.empty(n, np.int64)
+        got = kernels.lap_draw(next_u32, state, n, plan, 20, words, z, np.empty((4, n), np.int64))
+        if got < 0:
+            handed_back += 1
+            z = laplace_replay(scale, n, words[: -got - 1], src)
+        else:
+            finished += 1
+            beyond = np.abs(z) >= plan[2]
+            assert not beyond.any() or geometric  # the geometric in the loop only with its tables
+        np.testing.assert_array_equal(z, want, err_msg=f"n={n}")
+        assert src._raw64.state == ref._raw64.state
+    kind = laplace_plan(scale, True)[3]
+    if kind == PLAN_DEEP or (not geometric and scale >= 300):
+        assert handed_back  # beyond a wide table without its geometric: handed back
+    if geometric and kind != PLAN_DEEP:
+        assert finished >= 20  # the geometric beyond the table in the loop (ties aside)
+
+
+@pytest.mark.parametrize(
+    ("scale", "stage"), [(Fraction(3), 1), (Fraction(3), 5), (Fraction(300), 5), (Fraction(300), 7)]
+)
+def test_compiled_laplace_draw_hands_a_tie_back(monkeypatch, scale, stage):
+    """A word equal to a threshold (probability about 2**-32 a word) of the magnitude table
+    (``stage`` 1: the plan's padded array), of the geometric's (5) or of the second geometric's
+    (7) stops the compiled draw after its call's words; the replay settles it with the exact
+    routine, as numpy's path does."""
+    from sketchsyn.counters import kernels
+    from sketchsyn.privacy.noise import _laplace_core, _Replay, laplace_plan, laplace_replay
+    from sketchsyn.privacy.rng import as_source
+
+    for name in ("_lookup", "_geo_plain"):
+        monkeypatch.setattr(kernels, name, getattr(kernels, name).py_func)
+    plan = laplace_plan(scale, True)
+    tie = int(plan[stage][2])  # the third threshold of that table
+    top = 2**32 - 1  # beyond the magnitude table (and the truncated table's words: any)
+    words = {1: [tie], 5: [top, tie], 7: [top, 5, tie]}[stage]
+    given = iter(words)
+    drawn = np.empty(64, np.uint32)
+    got = kernels.lap_draw.py_func(
+        lambda _: next(given), 0, 1, plan, 20, drawn, np.empty(1, np.int64),
+        np.empty((4, 1), np.int64),
+    )  # fmt: skip
+    assert got == -(len(words) + 1)  # handed back after the call with the tie
+    drawn = drawn[: len(words)].copy()
+    want = _laplace_core(scale, 1, _Replay(as_source(4), drawn))
+    np.testing.assert_array_equal(laplace_replay(scale, 1, drawn, as_source(4)), want)
+
+
+class _Words:
+    """A source of given 32-bit words, numpy's way: ``uint32(n)`` the next ``n``, ``bytes(n)``
+    those of the next ``ceil(n/4)`` words (low byte first)."""
+
+    def __init__(self, words):
+        self.words, self.at = list(words), 0
+
+    def next(self, _state=None):
+        self.at += 1
+        return self.words[self.at - 1]
+
+    def uint32(self, n):
+        return np.array([self.next() for _ in range(n)], dtype=np.uint32)
+
+    def bytes(self, n):
+        return self.uint32(-(-n // 4)).view(np.uint8)[:n].copy()
+
+    def bits(self, n):
+        return (self.bytes(n) & 1).astype(bool)
+
+
+@pytest.mark.parametrize("scale", [Fraction(3), Fraction(300)])
+def test_compiled_laplace_draw_redraws_beyond_the_geometric_table(monkeypatch, scale):
+    """Words chosen to go beyond the magnitude table and then beyond the geometric's (a redraw,
+    rare with random words): the compiled draw's loop (run as Python, to take the given words)
+    reads the words the Python draw reads, in the same order, and gives the same values."""
+    from sketchsyn.counters import kernels
+    from sketchsyn.privacy.noise import _laplace_core, laplace_plan
+
+    for name in ("_lookup", "_geo_plain"):
+        monkeypatch.setattr(kernels, name, getattr(kernels, name).py_func)
+
+    top, low = 2**32 - 1, 3
+    plan = laplace_plan(scale, True)
+    redraws = 0
+    for words in ([top, top, top, low, 1], [top, low, top, top, low, low, 0, 1, 1, 1],
+                  [low, top, top, low, top, low, low, low, 1, 1]):  # fmt: skip
+        words = words + [low] * 12  # enough for the draws of two values
+        for n in (1, 2):
+            ref = _Words(words)
+            want = _laplace_core(scale, n, ref)
+            fake = _Words(words)
+            out = np.empty(n, np.int64)
+            got = kernels.lap_draw.py_func(fake.next, 0, n, plan, 20, np.empty(64, np.uint32),
+                                           out, np.empty((4, n), np.int64))  # fmt: skip
+            assert got >= 0
+            np.testing.assert_array_equal(out, want, err_msg=f"{words} n={n}")
+            assert fake.at == ref.at, (words, n)
+            redraws += int(np.abs(want).max() >= 2 * plan[2])
+    assert redraws >= 3  # beyond the magnitude table and a redraw of the geometric

@@ -39,7 +39,19 @@ from .. import accel
 from . import checks
 from .sparse import _ABS, _REL, _TWO64
 
-__all__ = ["KERNELS", "by_cell", "close", "finish", "layout", "next_round", "run", "scan", "tally"]
+__all__ = [
+    "KERNELS",
+    "by_cell",
+    "close",
+    "finish",
+    "lap_draw",
+    "layout",
+    "next_round",
+    "rounds",
+    "run",
+    "scan",
+    "tally",
+]
 
 _FAST_REL = 2.0**-20
 
@@ -47,7 +59,20 @@ _CALM, _GAP_TRIP, _OWN_TRIP = checks.CALM, checks.GAP_TRIP, checks.OWN_TRIP
 _GAP_UNSURE, _OWN_UNSURE = checks.GAP_UNSURE, checks.OWN_UNSURE
 
 #: The kernels in the order they are compiled (callees first).
-KERNELS = ("_decide", "scan", "layout", "tally", "close", "next_round", "finish", "by_cell")
+KERNELS = (
+    "_decide",
+    "scan",
+    "layout",
+    "tally",
+    "close",
+    "next_round",
+    "finish",
+    "by_cell",
+    "_lookup",
+    "_geo_plain",
+    "lap_draw",
+    "rounds",
+)
 
 
 def _decide(xf: Any, lq1: Any, a: Any, s: Any, k: Any) -> tuple[int, bool]:
@@ -356,6 +381,194 @@ def finish(cells: Any, times: Any, values: Any, cursor: Any, rest: Any, active: 
     return k
 
 
+# rounds(): what it returns, the stage a call starts at, and the slots of its ``info`` array.
+DONE, UNSURE, GROW, BAIL_SUB, BAIL_THETA = 0, 1, 2, 3, 4
+START, SCAN, TALLY, THETA, CLOSE = 0, 1, 2, 3, 4
+I_ACTIVE, I_TRIPPED, I_NEW, I_OPENED, I_ROWS, I_WORDS = 0, 1, 2, 3, 4, 5
+
+
+def _lookup(guide: Any, padded: Any, shift: Any, w: Any) -> int:
+    """``#{T_v < w}`` of a threshold table's lookup arrays (``ThresholdTable.lookup``)."""
+    idx = np.int64(guide[w >> shift])
+    while padded[idx] < w:
+        idx += 1
+    return idx
+
+
+def _geo_plain(next_u32: Any, state: Any, k: Any, guide: Any, padded: Any, mg: Any, shift: Any,
+               words: Any, drawn: Any, todo: Any, out: Any) -> int:  # fmt: skip
+    """``k`` geometric draws into ``out`` from a table of ``mg`` values (an outcome ``mg``
+    draws again), in numpy's order (``noise._geometric_q``): one call's words for every draw
+    still going, then the next; each word goes to ``words[drawn:]``. Returns the words drawn
+    so far, or ``-(drawn + 1)`` after a call's words when one of them ties (or before a call
+    whose words would not fit in ``words``)."""
+    for j in range(k):
+        out[j] = 0
+        todo[j] = j
+    left = k
+    while left:
+        if drawn + left > words.size:
+            return -(drawn + 1)
+        tie = False
+        keep = 0
+        for i in range(left):
+            w = np.int64(next_u32(state))
+            words[drawn] = w
+            drawn += 1
+            o = _lookup(guide, padded, shift, w)
+            if padded[o] == w:
+                tie = True
+            j = todo[i]
+            out[j] += o
+            if o == mg:
+                todo[keep] = j
+                keep += 1
+        if tie:
+            return -(drawn + 1)
+        left = keep
+    return drawn
+
+
+def lap_draw(next_u32: Any, state: Any, count: Any, plan: Any, shift: Any, words: Any,
+             z: Any, scratch: Any) -> int:  # fmt: skip
+    """``count`` exact ``Lap_Z`` draws into ``z``, the words ``noise._laplace_core`` draws, in
+    its order, from the source's generator (``next_u32``): the magnitudes' words, the
+    geometric beyond the table for those that reach it (``plan``: ``noise.laplace_plan``), the
+    signs (the low bits of the next ``ceil(count/4)`` words' bytes, low byte first). Every
+    word but the signs' goes to ``words``. Returns the number of words so, or ``-(drawn + 1)``
+    when the draw stops after a call's words (a tie; a geometric without its table; ``words``
+    full): ``noise.laplace_replay`` finishes it from them."""
+    guide, padded, m, kind, guide_a, padded_a, guide_b, padded_b, m_b = plan
+    drawn = 0
+    tie = False
+    for i in range(count):
+        w = np.int64(next_u32(state))
+        words[drawn] = w
+        drawn += 1
+        idx = _lookup(guide, padded, shift, w)
+        z[i] = idx
+        if padded[idx] == w:
+            tie = True
+    if tie:
+        return -(drawn + 1)
+    k = 0
+    for i in range(count):
+        if z[i] == m:
+            scratch[0, k] = i
+            k += 1
+    if k:
+        if kind == 1:  # PLAN_PLAIN
+            drawn = _geo_plain(next_u32, state, k, guide_a, padded_a, m, shift, words, drawn,
+                               scratch[3], scratch[2])  # fmt: skip
+            if drawn < 0:
+                return drawn
+            for j in range(k):
+                z[scratch[0, j]] += scratch[2, j]
+        elif kind == 2:  # PLAN_WIDE: Y = R + m·Z, R truncated, Z geometric of parameter x·m
+            if drawn + k > words.size:
+                return -(drawn + 1)
+            for j in range(k):
+                w = np.int64(next_u32(state))
+                words[drawn] = w
+                drawn += 1
+                low = _lookup(guide_a, padded_a, shift, w)
+                scratch[1, j] = low
+                if padded_a[low] == w:
+                    tie = True
+            if tie:
+                return -(drawn + 1)
+            drawn = _geo_plain(next_u32, state, k, guide_b, padded_b, m_b, shift, words, drawn,
+                               scratch[3], scratch[2])  # fmt: skip
+            if drawn < 0:
+                return drawn
+            for j in range(k):
+                z[scratch[0, j]] += scratch[2, j] * m + scratch[1, j]
+        else:  # no table for the geometric here
+            return -(drawn + 1)
+    word = np.int64(0)
+    for i in range(count):
+        if i % 4 == 0:
+            word = np.int64(next_u32(state))
+        if (word >> (8 * (i % 4))) & 1:
+            z[i] = -z[i]
+    return drawn
+
+
+def rounds(stage: Any, info: Any, cells: Any, times: Any, values: Any, ends: Any, cursor: Any,
+           rest: Any, gap_row: Any, gap_words: Any, own_words: Any, forced_gap: Any,
+           forced_own: Any, group_cell: Any, extra: Any, forced_extra: Any, n: Any, theta: Any,
+           pos: Any, row: Any, segs: Any, acc: Any, done: Any, sub: Any, xf: Any, window: Any,
+           t0: Any, check_state: Any, check_u64: Any, sub_state: Any, sub_u32: Any,
+           sub_plan: Any, theta_state: Any, theta_u32: Any, theta_plan: Any, shift: Any,
+           slots: Any, res: Any, tripped: Any, words: Any, scratch: Any, sub_noise: Any,
+           thresholds: Any) -> int:  # fmt: skip
+    """:meth:`InhomogeneousSparseBank._records`' rounds in one loop, their draws included, for
+    a seeded bank whose generators the loop calls itself (``*_state``, ``*_u32``, ``*_u64``:
+    :meth:`~sketchsyn.privacy.rng.RandomSource.word_functions`): each round's start
+    (:func:`next_round`, the fresh words of the counters resuming in a tripped gap), its checks
+    (:func:`scan`), its end (:func:`finish`), the closes' noise (the sub-mechanism's draws,
+    then the new thresholds, each the words :func:`~sketchsyn.privacy.noise._laplace_core`
+    would draw) and :func:`close`, until no event is left (returns ``DONE``). It returns
+    earlier for what Python does, at a stage it resumes from: a check the float margin left
+    (``UNSURE``: settle it, resume at ``SCAN``), tree rows to grow (``GROW``: resume at
+    ``TALLY``), a draw :func:`lap_draw` could not finish (``BAIL_SUB`` / ``BAIL_THETA``:
+    finish it from its ``info[I_WORDS]`` words into ``sub_noise`` / ``thresholds``, resume at
+    ``THETA`` / ``CLOSE``). ``info`` holds the counts between calls (``I_*``)."""
+    levels = acc.shape[1]
+    while True:
+        if stage == START:
+            na, nf = next_round(cursor, ends, group_cell, times, pos, rest, slots[0], slots[1])
+            if na == 0:
+                return DONE
+            for i in range(nf):
+                g = slots[1, i]
+                extra[g] = check_u64(check_state)
+                forced_extra[g] = -1
+            info[I_ACTIVE] = na
+            stage = SCAN
+        na = info[I_ACTIVE]
+        if stage == SCAN:
+            active = slots[0, :na]
+            status, at, step, nb = res[0, :na], res[1, :na], res[2, :na], res[3, :na]
+            scan(cells, times, values, ends, cursor, rest, gap_row, gap_words, own_words,
+                 forced_gap, forced_own, active, extra, forced_extra, n, theta, pos, xf, window,
+                 True, status, at, step, nb)  # fmt: skip
+            for i in range(na):
+                if status[i] >= _GAP_UNSURE:
+                    return UNSURE
+            k = finish(cells, times, values, cursor, rest, active, status, at, step, nb, n, pos,
+                       tripped[0], tripped[1], tripped[2])  # fmt: skip
+            if k == 0:
+                stage = START
+                continue
+            info[I_TRIPPED] = k
+            stage = TALLY
+        k = info[I_TRIPPED]
+        if stage == TALLY:
+            new, opened = tally(tripped[0, :k], row, segs, levels)
+            info[I_NEW] = new
+            info[I_OPENED] = opened
+            if info[I_ROWS] + new > acc.shape[0]:
+                return GROW
+            if opened:
+                got = lap_draw(sub_u32, sub_state, opened, sub_plan, shift, words, sub_noise,
+                               scratch)  # fmt: skip
+                if got < 0:
+                    info[I_WORDS] = -got - 1
+                    return BAIL_SUB
+            stage = THETA
+        if stage == THETA:
+            got = lap_draw(theta_u32, theta_state, k, theta_plan, shift, words, thresholds,
+                           scratch)  # fmt: skip
+            if got < 0:
+                info[I_WORDS] = -got - 1
+                return BAIL_THETA
+        close(tripped[0, :k], tripped[1, :k], tripped[2, :k], row, info[I_ROWS], segs, acc, done,
+              sub, n, theta, pos, sub_noise[: info[I_OPENED]], thresholds[:k], t0)  # fmt: skip
+        info[I_ROWS] += info[I_NEW]
+        stage = START
+
+
 def run(
     ev: checks.Events, active: np.ndarray, extra: np.ndarray, forced_extra: np.ndarray, **state: Any
 ) -> tuple[np.ndarray, ...]:
@@ -369,6 +582,35 @@ def run(
          state["theta"], state["pos"], float(state["xf"]), int(state["window"]), True,
          *out)  # fmt: skip
     return tuple(out)
+
+
+def _warm_up_rounds(ev: checks.Events) -> None:
+    """One call of :func:`rounds` with the bank's argument types (a PCG64's word functions)."""
+    from fractions import Fraction
+
+    from ..privacy.noise import laplace_plan
+    from ..privacy.rng import as_source
+
+    src = as_source(0)  # held while its generator's state is drawn from
+    fns = src.word_functions()
+    assert fns is not None
+    state, u32, u64 = fns
+    plan = laplace_plan(Fraction(3))
+    g = ev.starts.size
+    i64 = np.int64
+    rounds(START, np.zeros(6, i64), ev.cells, ev.times, ev.values, ev.ends, ev.cursor.copy(),
+           ev.rest.copy(), ev.gap_row, ev.gap_words, ev.own_words, ev.forced_gap.copy(),
+           ev.forced_own.copy(), ev.group_cell, np.zeros(g, np.uint64), np.full(g, -1, i64),
+           np.zeros(1, i64), np.full(1, 10**6, i64), np.zeros(1, i64), np.full(1, -1, i64),
+           np.zeros(1, i64), np.zeros((1, 3), i64), np.zeros((1, 3), i64), np.zeros(1, i64),
+           0.5, 4096, 0, state, u64, state, u32, plan, state, u32, plan, 20,
+           np.empty((2, g), i64), np.empty((4, g), i64), np.empty((3, g), i64),
+           np.empty(8 * g, np.uint32), np.empty((4, 3 * g), i64), np.empty(3 * g, i64),
+           np.empty(g, i64))  # fmt: skip
+    words, z = np.empty(8, np.uint32), np.empty(2, i64)
+    lap_draw(u32, state, 2, laplace_plan(Fraction(1000), True), 20, words, z,
+             np.empty((4, 2), i64))  # fmt: skip
+    del src
 
 
 def _warm_up() -> None:
@@ -388,6 +630,7 @@ def _warm_up() -> None:
     next_round(one - 1, one, one - 1, one, one - 1, flag, one.copy(), one.copy())
     finish(one - 1, one, one, one - 1, flag, one - 1, one - 1, one - 1, one.copy(), one.copy(),
            one.copy(), one.copy(), one.copy(), one.copy(), one.copy())  # fmt: skip
+    _warm_up_rounds(ev)
     run(ev, np.arange(1), np.zeros(1, np.uint64), np.full(1, -1, np.int64),
         n=np.zeros(1, np.int64), theta=np.zeros(1, np.int64), pos=np.zeros(1, np.int64),
         xf=0.5, window=4096)  # fmt: skip

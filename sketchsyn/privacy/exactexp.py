@@ -200,6 +200,13 @@ class ThresholdTable:
     def size(self) -> int:
         return int(self._thresholds.size)
 
+    def lookup(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """``(guide, padded, shift)``: the arrays of :meth:`sample`'s lookup, for a compiled
+        caller that draws its own words: ``#{T_v < word}`` starts at ``guide[word >> shift]``
+        and steps up while ``padded`` is below the word (``padded[m] = 2**32`` stops every
+        word); a word equal to ``padded`` at the index found is a tie, for :meth:`sample`."""
+        return self._guide, self._padded, 32 - self._GUIDE_BITS
+
     def _real_of(self, v: int) -> Real:
         if v not in self._reals:
             self._reals[v] = self._real(v)

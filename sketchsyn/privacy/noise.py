@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -45,6 +46,7 @@ from ..errors import ParameterError
 from . import kernels
 from .exactexp import (
     Real,
+    ThresholdTable,
     _geometric_table,
     _laplace_table,
     exp_table,
@@ -227,16 +229,104 @@ def _laplace_core(scale: Fraction, n: int, src: RandomSource) -> np.ndarray:
         if one == m:
             one += _geometric_one_q(den, num, src)
         return np.array([-one if src.bits(1)[0] else one], dtype=np.int64)
-    z = table.sample(src.uint32(n), src)
+    return _laplace_rest(table, m, den, num, src.uint32(n), src)
+
+
+def _laplace_rest(
+    table: ThresholdTable, m: int, x_num: int, x_den: int, words: np.ndarray, src: RandomSource
+) -> np.ndarray:
+    """:func:`_laplace_core` after its magnitude words ``words`` (``x = x_num/x_den``): the
+    lookup, the geometric beyond the table, the signs."""
+    n = words.size
+    z = table.sample(words, src)
     over = np.flatnonzero(z == m)
     if over.size:
-        z[over] += _geometric_q(den, num, over.size, src)
+        z[over] += _geometric_q(x_num, x_den, over.size, src)
     raw = src.bytes(n)  # the signs: the bytes' low bits (RandomSource.bits)
     if accel.ready():
         kernels.table_signs(z, raw)
     else:
         np.negative(z, out=z, where=low_bits(raw))
     return z
+
+
+# The kinds of laplace_plan: no geometric tables given; beyond the table, a geometric of one
+# table (x·m ≥ 8); of a truncated table and a second geometric (x·m < 8 ≤ x·m·m₂); deeper.
+PLAN_NONE, PLAN_PLAIN, PLAN_WIDE, PLAN_DEEP = 0, 1, 2, 3
+_NO_GUIDE = np.zeros(1, dtype=np.int32)
+_NO_PADDED = np.full(1, 2**32, dtype=np.int64)
+
+
+def laplace_plan(scale: Fraction, geometric: bool = False) -> tuple[Any, ...]:
+    """The lookup arrays of ``Lap_Z(scale)``'s exact sampler, for a compiled loop that draws the
+    words itself (:func:`sketchsyn.counters.kernels.lap_draw`): ``(guide, padded, m, kind,
+    guide_a, padded_a, guide_b, padded_b, m_b)``. The magnitude table's arrays
+    (:meth:`~sketchsyn.privacy.exactexp.ThresholdTable.lookup`, the same ``shift`` for every
+    table); with ``geometric``, those of the geometric beyond it: ``kind`` ``PLAN_PLAIN`` (table
+    ``a``, ``m`` values), ``PLAN_WIDE`` (``a`` the truncated table, ``b`` the geometric of
+    parameter ``x·m``, ``m_b`` values), ``PLAN_DEEP`` (deeper: not given); ``PLAN_NONE``
+    without. A draw the loop cannot finish is finished by :func:`laplace_replay`.
+
+    >>> plan = laplace_plan(Fraction(3), geometric=True)
+    >>> plan[2], plan[3] == PLAN_PLAIN, int(plan[1][plan[2]])
+    (32, True, 4294967296)
+    """
+    num, den = scale.numerator, scale.denominator  # x = den/num
+    m = _size_for(den, num)
+    guide, padded, _ = _laplace_table(den, num, m).lookup()
+    none = (_NO_GUIDE, _NO_PADDED)
+    if not geometric:
+        return (guide, padded, m, PLAN_NONE, *none, *none, 0)
+    if den * m >= _TAIL * num:  # x·m ≥ 8
+        plain = _geometric_table(den, num, m, False).lookup()[:2]
+        return (guide, padded, m, PLAN_PLAIN, *plain, *none, 0)
+    a = _geometric_table(den, num, m, True).lookup()[:2]
+    n2, d2 = _times(den, num, m)
+    m2 = _size_for(n2, d2)
+    if n2 * m2 < _TAIL * d2:
+        return (guide, padded, m, PLAN_DEEP, *a, *none, 0)
+    return (guide, padded, m, PLAN_WIDE, *a, *_geometric_table(n2, d2, m2, False).lookup()[:2], m2)
+
+
+class _Replay:
+    """A :class:`~sketchsyn.privacy.rng.RandomSource` whose next 32-bit words are ``words``
+    (already drawn from ``src``, in whole calls of :meth:`uint32`), then ``src`` itself."""
+
+    def __init__(self, src: RandomSource, words: np.ndarray) -> None:
+        self._src, self._words, self._at = src, words, 0
+
+    @property
+    def left(self) -> int:
+        return int(self._words.size - self._at)
+
+    def uint32(self, size: int) -> np.ndarray:
+        if not self.left:
+            return self._src.uint32(size)
+        if size > self.left:
+            raise AssertionError("a replayed draw takes its words in other calls")
+        out = self._words[self._at : self._at + size].astype(np.uint32)
+        self._at += size
+        return out
+
+    def bytes(self, size: int) -> np.ndarray:
+        if self.left:
+            raise AssertionError("a replayed draw's words were not all used")
+        return self._src.bytes(size)
+
+    def bits(self, size: int) -> np.ndarray:
+        return low_bits(self.bytes(size))
+
+
+def laplace_replay(scale: Fraction, n: int, words: np.ndarray, src: RandomSource) -> np.ndarray:
+    """``n`` draws of ``Lap_Z(scale)`` (:func:`_laplace_core`) whose first 32-bit words
+    ``words`` were already drawn from ``src`` (by a compiled loop that stopped after a whole
+    call's words: a tie, or a geometric it has no table for): the values the draw has with
+    those words, the rest drawn from ``src`` in the same order."""
+    replay = _Replay(src, words)
+    out = _laplace_core(scale, n, replay)  # type: ignore[arg-type]
+    if replay.left:
+        raise AssertionError("a replayed draw's words were not all used")
+    return out
 
 
 def laplace_scales(scales: list[Fraction], src: RandomSource) -> list[int]:

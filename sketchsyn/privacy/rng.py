@@ -22,7 +22,7 @@ True
 from __future__ import annotations
 
 import os
-from typing import Union
+from typing import Any, Union
 
 import numpy as np
 
@@ -76,6 +76,23 @@ class RandomSource:
         if self._raw64 is not None:
             return self._raw64.random_raw(size)
         return self._gen.integers(0, 2**64, size=size, dtype=_U64, endpoint=False)
+
+    def word_functions(self) -> tuple[int, Any, Any] | None:
+        """``(state_address, next_uint32, next_uint64)`` of the seeded bit generator (numpy's
+        ``bit_generator.ctypes``), for a compiled loop that draws the words :meth:`uint32`,
+        :meth:`bytes` (four bytes a 32-bit word, low byte first) and :meth:`uint64` would
+        return, in the same order; None for the OS CSPRNG and for bit generators whose
+        :meth:`uint64` is not one raw word a draw (MT19937). The caller must hold the source
+        alone while it draws (numpy's lock is not taken), and keep this source alive (the
+        address is its generator's).
+
+        >>> as_source(None).word_functions() is None
+        True
+        """
+        if self._raw64 is None:
+            return None
+        c = self._raw64.ctypes
+        return c.state_address, c.next_uint32, c.next_uint64
 
     def uint32(self, size: int) -> np.ndarray:
         """``size`` independent uniform 32-bit words."""
