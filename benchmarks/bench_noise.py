@@ -1,14 +1,22 @@
 """Noise speed: seconds for 10**6 exact draws, OS CSPRNG and seeded.
 
     python benchmarks/bench_noise.py
+    python benchmarks/bench_noise.py --compiled-draws
 
 Each line is the best of 3 calls; the tables a new parameter needs are built on its first call
 (cached afterwards), so "first call" lines time a parameter never used before in the process.
+
+``--compiled-draws`` (the ``fast`` extra): CPU nanoseconds per value of seeded
+``Lap_Z(scale)`` draws of ``n`` values, drawn by the compiled loop that calls the generator
+once a word (``sketchsyn.privacy.kernels.lap_draw``) and by the numpy path, side by side (the
+same values either way); the library takes the loop for the sizes where it is cheaper.
 """
 
 from __future__ import annotations
 
+import sys
 import time
+from fractions import Fraction
 
 from sketchsyn.privacy.noise import discrete_gaussian, discrete_laplace
 
@@ -22,7 +30,38 @@ def best_of(fn, repeats: int = 3) -> float:
     return min(times)
 
 
+def compiled_draws() -> None:
+    from sketchsyn import accel
+    from sketchsyn.privacy import noise
+    from sketchsyn.privacy.rng import as_source
+
+    if not accel.AVAILABLE:
+        sys.exit("needs the fast extra (numba)")
+    accel.ready(wait=True)
+    chosen = noise._COMPILED_DRAWS
+    print(f"the library's choice: the loop for {chosen[0]} <= n < {chosen[1]} values "
+          f"({chosen[2]} for a wide table, whose magnitudes often go beyond it)")  # fmt: skip
+    print(f"{'scale':>8}{'n':>11}{'loop ns/value':>15}{'numpy ns/value':>16}")
+    for scale in (Fraction(601, 100), Fraction(1443, 100), Fraction(40), Fraction(1000)):
+        for n in (64, 256, 1024, 2048, 4096, 65536, 2**20):
+            cost = []
+            for sizes in ((1, 2**62, 2**62), (2**62, 2**62, 2**62)):  # every size by the loop; none
+                noise._COMPILED_DRAWS = sizes
+                src = as_source(1)
+                noise._laplace_core(scale, n, src)  # tables built
+                calls = max(3, 2**21 // n)
+                t = time.process_time()
+                for _ in range(calls):
+                    noise._laplace_core(scale, n, src)
+                cost.append((time.process_time() - t) / calls / n * 1e9)
+            print(f"{float(scale):8.2f}{n:11,}{cost[0]:15.1f}{cost[1]:16.1f}")
+    noise._COMPILED_DRAWS = chosen
+
+
 def main() -> None:
+    if "--compiled-draws" in sys.argv[1:]:
+        compiled_draws()
+        return
     n = 10**6
     for label, fn in (
         ("discrete_laplace(scale=7.3)", lambda: discrete_laplace(7.3, n)),

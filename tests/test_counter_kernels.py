@@ -215,7 +215,7 @@ def test_compiled_laplace_draws_take_the_python_draws_words(scale, geometric):
     itself) gives the values of ``_laplace_core`` and leaves the generator where it does; a draw
     it hands back is finished by ``laplace_replay`` from its words. Scales: plain, wide (the
     truncated table and a second geometric), deeper (handed back) beyond the table."""
-    from sketchsyn.counters import kernels
+    from sketchsyn.privacy import kernels
     from sketchsyn.privacy.noise import PLAN_DEEP, _laplace_core, laplace_plan, laplace_replay
     from sketchsyn.privacy.rng import as_source
 
@@ -251,7 +251,7 @@ def test_compiled_laplace_draw_hands_a_tie_back(monkeypatch, scale, stage):
     (``stage`` 1: the plan's padded array), of the geometric's (5) or of the second geometric's
     (7) stops the compiled draw after its call's words; the replay settles it with the exact
     routine, as numpy's path does."""
-    from sketchsyn.counters import kernels
+    from sketchsyn.privacy import kernels
     from sketchsyn.privacy.noise import _laplace_core, _Replay, laplace_plan, laplace_replay
     from sketchsyn.privacy.rng import as_source
 
@@ -299,7 +299,7 @@ def test_compiled_laplace_draw_redraws_beyond_the_geometric_table(monkeypatch, s
     """Words chosen to go beyond the magnitude table and then beyond the geometric's (a redraw,
     rare with random words): the compiled draw's loop (run as Python, to take the given words)
     reads the words the Python draw reads, in the same order, and gives the same values."""
-    from sketchsyn.counters import kernels
+    from sketchsyn.privacy import kernels
     from sketchsyn.privacy.noise import _laplace_core, laplace_plan
 
     for name in ("_lookup", "_geo_plain"):

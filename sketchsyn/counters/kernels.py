@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from .. import accel
+from ..privacy import kernels as draws  # lap_draw: compiled before this module's kernels
 from . import checks
 from .sparse import _ABS, _REL, _TWO64
 
@@ -44,7 +45,6 @@ __all__ = [
     "by_cell",
     "close",
     "finish",
-    "lap_draw",
     "layout",
     "next_round",
     "rounds",
@@ -68,9 +68,6 @@ KERNELS = (
     "next_round",
     "finish",
     "by_cell",
-    "_lookup",
-    "_geo_plain",
-    "lap_draw",
     "rounds",
 )
 
@@ -387,113 +384,6 @@ START, SCAN, TALLY, THETA, CLOSE = 0, 1, 2, 3, 4
 I_ACTIVE, I_TRIPPED, I_NEW, I_OPENED, I_ROWS, I_WORDS = 0, 1, 2, 3, 4, 5
 
 
-def _lookup(guide: Any, padded: Any, shift: Any, w: Any) -> int:
-    """``#{T_v < w}`` of a threshold table's lookup arrays (``ThresholdTable.lookup``)."""
-    idx = np.int64(guide[w >> shift])
-    while padded[idx] < w:
-        idx += 1
-    return idx
-
-
-def _geo_plain(next_u32: Any, state: Any, k: Any, guide: Any, padded: Any, mg: Any, shift: Any,
-               words: Any, drawn: Any, todo: Any, out: Any) -> int:  # fmt: skip
-    """``k`` geometric draws into ``out`` from a table of ``mg`` values (an outcome ``mg``
-    draws again), in numpy's order (``noise._geometric_q``): one call's words for every draw
-    still going, then the next; each word goes to ``words[drawn:]``. Returns the words drawn
-    so far, or ``-(drawn + 1)`` after a call's words when one of them ties (or before a call
-    whose words would not fit in ``words``)."""
-    for j in range(k):
-        out[j] = 0
-        todo[j] = j
-    left = k
-    while left:
-        if drawn + left > words.size:
-            return -(drawn + 1)
-        tie = False
-        keep = 0
-        for i in range(left):
-            w = np.int64(next_u32(state))
-            words[drawn] = w
-            drawn += 1
-            o = _lookup(guide, padded, shift, w)
-            if padded[o] == w:
-                tie = True
-            j = todo[i]
-            out[j] += o
-            if o == mg:
-                todo[keep] = j
-                keep += 1
-        if tie:
-            return -(drawn + 1)
-        left = keep
-    return drawn
-
-
-def lap_draw(next_u32: Any, state: Any, count: Any, plan: Any, shift: Any, words: Any,
-             z: Any, scratch: Any) -> int:  # fmt: skip
-    """``count`` exact ``Lap_Z`` draws into ``z``, the words ``noise._laplace_core`` draws, in
-    its order, from the source's generator (``next_u32``): the magnitudes' words, the
-    geometric beyond the table for those that reach it (``plan``: ``noise.laplace_plan``), the
-    signs (the low bits of the next ``ceil(count/4)`` words' bytes, low byte first). Every
-    word but the signs' goes to ``words``. Returns the number of words so, or ``-(drawn + 1)``
-    when the draw stops after a call's words (a tie; a geometric without its table; ``words``
-    full): ``noise.laplace_replay`` finishes it from them."""
-    guide, padded, m, kind, guide_a, padded_a, guide_b, padded_b, m_b = plan
-    drawn = 0
-    tie = False
-    for i in range(count):
-        w = np.int64(next_u32(state))
-        words[drawn] = w
-        drawn += 1
-        idx = _lookup(guide, padded, shift, w)
-        z[i] = idx
-        if padded[idx] == w:
-            tie = True
-    if tie:
-        return -(drawn + 1)
-    k = 0
-    for i in range(count):
-        if z[i] == m:
-            scratch[0, k] = i
-            k += 1
-    if k:
-        if kind == 1:  # PLAN_PLAIN
-            drawn = _geo_plain(next_u32, state, k, guide_a, padded_a, m, shift, words, drawn,
-                               scratch[3], scratch[2])  # fmt: skip
-            if drawn < 0:
-                return drawn
-            for j in range(k):
-                z[scratch[0, j]] += scratch[2, j]
-        elif kind == 2:  # PLAN_WIDE: Y = R + m·Z, R truncated, Z geometric of parameter x·m
-            if drawn + k > words.size:
-                return -(drawn + 1)
-            for j in range(k):
-                w = np.int64(next_u32(state))
-                words[drawn] = w
-                drawn += 1
-                low = _lookup(guide_a, padded_a, shift, w)
-                scratch[1, j] = low
-                if padded_a[low] == w:
-                    tie = True
-            if tie:
-                return -(drawn + 1)
-            drawn = _geo_plain(next_u32, state, k, guide_b, padded_b, m_b, shift, words, drawn,
-                               scratch[3], scratch[2])  # fmt: skip
-            if drawn < 0:
-                return drawn
-            for j in range(k):
-                z[scratch[0, j]] += scratch[2, j] * m + scratch[1, j]
-        else:  # no table for the geometric here
-            return -(drawn + 1)
-    word = np.int64(0)
-    for i in range(count):
-        if i % 4 == 0:
-            word = np.int64(next_u32(state))
-        if (word >> (8 * (i % 4))) & 1:
-            z[i] = -z[i]
-    return drawn
-
-
 def rounds(stage: Any, info: Any, cells: Any, times: Any, values: Any, ends: Any, cursor: Any,
            rest: Any, gap_row: Any, gap_words: Any, own_words: Any, forced_gap: Any,
            forced_own: Any, group_cell: Any, extra: Any, forced_extra: Any, n: Any, theta: Any,
@@ -551,15 +441,15 @@ def rounds(stage: Any, info: Any, cells: Any, times: Any, values: Any, ends: Any
             if info[I_ROWS] + new > acc.shape[0]:
                 return GROW
             if opened:
-                got = lap_draw(sub_u32, sub_state, opened, sub_plan, shift, words, sub_noise,
-                               scratch)  # fmt: skip
+                got = draws.lap_draw(sub_u32, sub_state, opened, sub_plan, shift, words,
+                                     sub_noise, scratch)  # fmt: skip
                 if got < 0:
                     info[I_WORDS] = -got - 1
                     return BAIL_SUB
             stage = THETA
         if stage == THETA:
-            got = lap_draw(theta_u32, theta_state, k, theta_plan, shift, words, thresholds,
-                           scratch)  # fmt: skip
+            got = draws.lap_draw(theta_u32, theta_state, k, theta_plan, shift, words,
+                                 thresholds, scratch)  # fmt: skip
             if got < 0:
                 info[I_WORDS] = -got - 1
                 return BAIL_THETA
@@ -607,9 +497,6 @@ def _warm_up_rounds(ev: checks.Events) -> None:
            np.empty((2, g), i64), np.empty((4, g), i64), np.empty((3, g), i64),
            np.empty(8 * g, np.uint32), np.empty((4, 3 * g), i64), np.empty(3 * g, i64),
            np.empty(g, i64))  # fmt: skip
-    words, z = np.empty(8, np.uint32), np.empty(2, i64)
-    lap_draw(u32, state, 2, laplace_plan(Fraction(1000), True), 20, words, z,
-             np.empty((4, 2), i64))  # fmt: skip
     del src
 
 

@@ -24,10 +24,25 @@ import numpy as np
 
 from .. import accel
 
-__all__ = ["KERNELS", "table_floors", "table_guide", "table_sample", "table_signs"]
+__all__ = [
+    "KERNELS",
+    "lap_draw",
+    "table_floors",
+    "table_guide",
+    "table_sample",
+    "table_signs",
+]
 
 #: The kernels in the order they are compiled.
-KERNELS = ("table_sample", "table_floors", "table_guide", "table_signs")
+KERNELS = (
+    "table_sample",
+    "table_floors",
+    "table_guide",
+    "table_signs",
+    "_lookup",
+    "_geo_plain",
+    "lap_draw",
+)
 
 #: ``table_floors``' codes of the three tables of :mod:`sketchsyn.privacy.exactexp`.
 GEOMETRIC, TRUNCATED, LAPLACE = 0, 1, 2
@@ -133,6 +148,116 @@ def table_signs(z: Any, raw: Any) -> None:
             z[i] = -z[i]
 
 
+def _lookup(guide: Any, padded: Any, shift: Any, w: Any) -> int:
+    """``#{T_v < w}`` of a threshold table's lookup arrays (``ThresholdTable.lookup``)."""
+    idx = np.int64(guide[w >> shift])
+    while padded[idx] < w:
+        idx += 1
+    return idx
+
+
+def _geo_plain(next_u32: Any, state: Any, k: Any, guide: Any, padded: Any, mg: Any, shift: Any,
+               words: Any, drawn: Any, todo: Any, out: Any) -> int:  # fmt: skip
+    """``k`` geometric draws into ``out`` from a table of ``mg`` values (an outcome ``mg``
+    draws again), in numpy's order (``noise._geometric_q``): one call's words for every draw
+    still going, then the next; each word goes to ``words[drawn:]``. Returns the words drawn
+    so far, or ``-(drawn + 1)`` after a call's words when one of them ties (or before a call
+    whose words would not fit in ``words``)."""
+    for j in range(k):
+        out[j] = 0
+        todo[j] = j
+    left = k
+    while left:
+        if drawn + left > words.size:
+            return -(drawn + 1)
+        tie = False
+        keep = 0
+        for i in range(left):
+            w = np.int64(next_u32(state))
+            words[drawn] = w
+            drawn += 1
+            o = _lookup(guide, padded, shift, w)
+            if padded[o] == w:
+                tie = True
+            j = todo[i]
+            out[j] += o
+            if o == mg:
+                todo[keep] = j
+                keep += 1
+        if tie:
+            return -(drawn + 1)
+        left = keep
+    return drawn
+
+
+def lap_draw(next_u32: Any, state: Any, count: Any, plan: Any, shift: Any, words: Any,
+             z: Any, scratch: Any) -> int:  # fmt: skip
+    """``count`` exact ``Lap_Z`` draws into ``z``, the words ``noise._laplace_core`` draws, in
+    its order, from the source's generator (``next_u32``): the magnitudes' words, the
+    geometric beyond the table for those that reach it (``plan``: ``noise.laplace_plan``), the
+    signs (the low bits of the next ``ceil(count/4)`` words' bytes, low byte first). Every
+    word but the signs' goes to ``words``. Returns the number of words so, or ``-(drawn + 1)``
+    when the draw stops after a call's words (a tie; a geometric without its table; ``words``
+    full): ``noise.laplace_replay`` finishes it from them."""
+    guide, padded, m, kind, guide_a, padded_a, guide_b, padded_b, m_b = plan
+    drawn = 0
+    tie = False
+    for i in range(count):
+        w = np.int64(next_u32(state))
+        words[drawn] = w
+        drawn += 1
+        idx = _lookup(guide, padded, shift, w)
+        z[i] = idx
+        if padded[idx] == w:
+            tie = True
+    if tie:
+        return -(drawn + 1)
+    k = 0
+    for i in range(count):
+        if z[i] == m:
+            if k < scratch.shape[1]:
+                scratch[0, k] = i
+            k += 1
+    if k:
+        if k > scratch.shape[1]:
+            return -(drawn + 1)  # more than the scratch rows hold: handed back
+        if kind == 1:  # PLAN_PLAIN
+            drawn = _geo_plain(next_u32, state, k, guide_a, padded_a, m, shift, words, drawn,
+                               scratch[3], scratch[2])  # fmt: skip
+            if drawn < 0:
+                return drawn
+            for j in range(k):
+                z[scratch[0, j]] += scratch[2, j]
+        elif kind == 2:  # PLAN_WIDE: Y = R + m·Z, R truncated, Z geometric of parameter x·m
+            if drawn + k > words.size:
+                return -(drawn + 1)
+            for j in range(k):
+                w = np.int64(next_u32(state))
+                words[drawn] = w
+                drawn += 1
+                low = _lookup(guide_a, padded_a, shift, w)
+                scratch[1, j] = low
+                if padded_a[low] == w:
+                    tie = True
+            if tie:
+                return -(drawn + 1)
+            drawn = _geo_plain(next_u32, state, k, guide_b, padded_b, m_b, shift, words, drawn,
+                               scratch[3], scratch[2])  # fmt: skip
+            if drawn < 0:
+                return drawn
+            for j in range(k):
+                z[scratch[0, j]] += scratch[2, j] * m + scratch[1, j]
+        else:  # no table for the geometric here
+            return -(drawn + 1)
+    word = np.int64(0)
+    for i in range(count):
+        if i % 4 == 0:
+            word = np.int64(next_u32(state))
+        if (word >> (8 * (i % 4))) & 1:
+            z[i] = -z[i]
+    return drawn
+
+
 def _warm_up() -> None:
     """One call of each with the argument types of ``ThresholdTable.sample`` and
     ``_fast_thresholds``."""
@@ -143,6 +268,17 @@ def _warm_up() -> None:
     guide, padded = np.empty(4097, dtype=np.int32), np.empty(2, dtype=np.int64)
     table_guide(np.zeros(1, dtype=np.uint32), 20, guide, padded)
     table_signs(out, np.zeros(1, dtype=np.uint8))
+    from fractions import Fraction
+
+    from .noise import laplace_plan
+    from .rng import as_source
+
+    src = as_source(0)  # held while its generator's state is drawn from
+    state, u32, _ = src.word_functions()  # type: ignore[misc]
+    words, z = np.empty(8, np.uint32), np.empty(2, np.int64)
+    lap_draw(u32, state, 2, laplace_plan(Fraction(1000), True), 20, words, z,
+             np.empty((4, 2), np.int64))  # fmt: skip
+    del src
 
 
 accel.register(globals(), KERNELS, _warm_up)

@@ -229,7 +229,42 @@ def _laplace_core(scale: Fraction, n: int, src: RandomSource) -> np.ndarray:
         if one == m:
             one += _geometric_one_q(den, num, src)
         return np.array([-one if src.bits(1)[0] else one], dtype=np.int64)
+    wide = den * m < _TAIL * num  # x·m < 8: magnitudes often beyond the table
+    if _COMPILED_DRAWS[0] <= n < _COMPILED_DRAWS[2 if wide else 1] and accel.ready():
+        fns = getattr(src, "word_functions", _no_words)()
+        if fns is not None:  # a seeded source: the same words, drawn in one compiled loop
+            return _laplace_compiled(scale, n, src, fns, wide)
     return _laplace_rest(table, m, den, num, src.uint32(n), src)
+
+
+# Seeded draws of at least [0] and fewer than [1] values ([2] for a wide table) take the
+# compiled loop (kernels.lap_draw; with the geometric's tables when the magnitude table is
+# wide): it calls the generator once a word, which costs less than numpy's calls for a few
+# thousand values, and more beyond (`python benchmarks/bench_noise.py --compiled-draws`).
+_COMPILED_DRAWS = (64, 2048, 512)
+# The exact samplers' tables look words up by their top 12 bits (ThresholdTable.lookup).
+_SHIFT = 32 - ThresholdTable._GUIDE_BITS
+
+
+def _no_words() -> None:
+    return None
+
+
+def _laplace_compiled(
+    scale: Fraction, n: int, src: RandomSource, fns: tuple[Any, ...], geometric: bool
+) -> np.ndarray:
+    """:func:`_laplace_core`'s draws by :func:`sketchsyn.privacy.kernels.lap_draw`, which draws
+    the same words from ``src``'s generator (``fns``: its word functions) in the same order;
+    a draw it hands back is finished from its words by :func:`laplace_replay`."""
+    state, next_u32, _ = fns
+    words = np.empty(n + n // 2 + 64, dtype=np.uint32)
+    z = np.empty(n, dtype=np.int64)
+    scratch = np.empty((4, n // 4 + 64), dtype=np.int64)
+    plan = laplace_plan(scale, geometric)
+    got = kernels.lap_draw(next_u32, state, n, plan, _SHIFT, words, z, scratch)
+    if got >= 0:
+        return z
+    return laplace_replay(scale, n, words[: -got - 1], src)
 
 
 def _laplace_rest(
