@@ -10,11 +10,13 @@ each stage of the sparse banks. It prints, per ε:
 
 - the total seconds of the timed run (the timers add about a microsecond a call);
 - each stage's seconds and calls (stages nest: a bank's ``_events`` holds ``_records``, which
-  holds the rounds' ``run`` (the compiled checks) and ``_close_segments``; ``draw`` is every
+  holds ``rounds``, the compiled loop of a seeded bank's rounds and their draws (or, unseeded,
+  the rounds' ``run`` (the compiled checks) and ``_close_segments``); ``draw`` is every
   exact noise draw, split at 1,000 values; ``table`` is building an exact sampler's tables:
   their floors and their lookup arrays);
-- the rounds of the banks' checks, by how many counters were active and how many tripped;
-- the bytes an unseeded run reads from the operating system's CSPRNG, per record (a third
+- the rounds of the banks' checks, by how many counters were active and how many tripped
+  (counted in a third run, on the rounds made in Python);
+- the bytes an unseeded run reads from the operating system's CSPRNG, per record (a fourth
   run, unseeded: ``os.urandom`` counted).
 """
 
@@ -103,6 +105,7 @@ def main() -> None:
     _timed(checks.Events, "of", "Events.of (words, layout)")
     _timed(checks, "by_cell", "sort by cell")
     _timed(kernels, "run", "run (compiled checks)")
+    _timed(kernels, "rounds", "rounds (compiled, with draws)")
     _timed(base, "_draw", lambda kind, p, n, src: "draw, 1,000+ values" if n >= 1000 else
            "draw, < 1,000 values")  # fmt: skip
     _timed(exactexp, "_fast_thresholds", "table")
@@ -118,12 +121,21 @@ def main() -> None:
     kernels.finish = counted
     for eps in args.eps:
         _feed(stream, eps, 1)  # caches warm
-        SECONDS.clear(), CALLS.clear(), rounds.clear()
+        SECONDS.clear(), CALLS.clear()
         total = _feed(stream, eps, 1)
         print(f"\nε = {eps:g}: {stream.events:,} records, {total:.3f} s with the timers\n")
         print(f"{'stage':34}{'seconds':>9}{'calls':>8}")
         for key, sec in SECONDS.most_common():
             print(f"{key:34}{sec:9.3f}{CALLS[key]:8,}")
+        # The rounds, counted on the Python rounds (a seeded bank's compiled loop makes the
+        # same rounds without returning between them).
+        rounds.clear()
+        fns = bank._word_functions
+        bank._word_functions = lambda self: None  # type: ignore[method-assign]
+        try:
+            _feed(stream, eps, 1)
+        finally:
+            bank._word_functions = fns  # type: ignore[method-assign]
         by_active = collections.Counter()
         by_tripped = collections.Counter()
         for (a, k), c in rounds.items():
