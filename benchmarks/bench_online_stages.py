@@ -37,7 +37,7 @@ import bench_streams as bs  # noqa: E402
 
 import sketchsyn.counters.sparsebank as sparsebank  # noqa: E402
 from sketchsyn import OnlineSynthesizer, accel  # noqa: E402
-from sketchsyn.counters import base, checks, kernels  # noqa: E402
+from sketchsyn.counters import bankloop, base, checks, kernels  # noqa: E402
 from sketchsyn.privacy import exactexp, rng  # noqa: E402
 
 SECONDS: collections.Counter[str] = collections.Counter()
@@ -130,12 +130,12 @@ def main() -> None:
         # The rounds, counted on the Python rounds (a seeded bank's compiled loop makes the
         # same rounds without returning between them).
         rounds.clear()
-        fns = bank._word_functions
-        bank._word_functions = lambda self: None  # type: ignore[method-assign]
+        fns = bankloop.word_functions
+        bankloop.word_functions = lambda bank: None
         try:
             _feed(stream, eps, 1)
         finally:
-            bank._word_functions = fns  # type: ignore[method-assign]
+            bankloop.word_functions = fns
         by_active = collections.Counter()
         by_tripped = collections.Counter()
         for (a, k), c in rounds.items():

@@ -47,12 +47,11 @@ from .. import accel
 from ..attributes import ReadOnly
 from ..errors import InputError, SerializationError, check_int, check_memory
 from ..io.serial import Arrays, MetaReader
-from ..privacy.exactexp import ThresholdTable
 from ..privacy.lineage import Lineage
-from ..privacy.noise import PLAN_NONE, laplace_plan, laplace_replay, laplace_sum
+from ..privacy.noise import laplace_sum
 from ..privacy.rng import RNGLike, as_source
+from . import bankloop, checks, kernels
 from . import base as core
-from . import checks, kernels
 from .base import (
     _CAPACITY,
     _LIMIT,
@@ -72,8 +71,6 @@ __all__ = ["InhomogeneousSparseBank", "first_trips"]
 # Events of one counter considered per round of the batched sparse checks (a segment lasts about
 # T0 ones on a dense stream; a round costs O(events), so a window bounds the redone work).
 _WINDOW = 4096
-# The exact samplers' tables look words up by their top 12 bits (ThresholdTable.lookup).
-_SHIFT = 32 - ThresholdTable._GUIDE_BITS
 
 
 def _scanner(events: int) -> Callable[..., Any]:
@@ -370,9 +367,9 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         # that resume inside a tripped gap, and set anew for them in each round).
         extra = np.zeros(groups, dtype=np.uint64)
         forced_extra = np.full(groups, -1, dtype=np.int64)
-        fns = self._word_functions() if compiled else None
+        fns = bankloop.word_functions(self) if compiled else None
         if fns is not None:  # a seeded bank: the rounds and their draws in one compiled loop
-            self._compiled_rounds(ev, lv, fns, extra, forced_extra, xf)
+            bankloop.run_rounds(self, ev, lv, fns, extra, forced_extra, xf, _WINDOW)
             return
         if compiled:  # the rounds' bookkeeping in compiled loops, into these buffers
             slots = np.empty((2, groups), dtype=np.int64)
@@ -411,85 +408,6 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
                 self._close_segments(*tripped[:, :k])
             else:
                 self._end_round(ev, active, status, at, step, nb)
-
-    def _word_functions(self) -> tuple[tuple[Any, ...], ...] | None:
-        """The word functions of the check, sub-mechanism and threshold sources
-        (:meth:`~sketchsyn.privacy.rng.RandomSource.word_functions`), or None when one has none
-        (the OS CSPRNG)."""
-        fns = tuple(s.word_functions() for s in (self._check_src, self._sub_src, self._theta_src))
-        return None if any(f is None for f in fns) else fns  # type: ignore[return-value]
-
-    def _compiled_rounds(
-        self,
-        ev: checks.Events,
-        lv: _Level,
-        fns: tuple[tuple[Any, ...], ...],
-        extra: np.ndarray,
-        forced_extra: np.ndarray,
-        xf: float,
-    ) -> None:
-        """:meth:`_records`' rounds by :func:`sketchsyn.counters.kernels.rounds`, which draws
-        from the sources' generators itself (the same words in the same order as the Python
-        rounds: the same state), and what it hands back: the checks the float margin left
-        (:meth:`_settle`), tree rows to grow, and draws it could not finish (finished by
-        :func:`~sketchsyn.privacy.noise.laplace_replay` from the words it drew). A scale whose
-        draw once needed the geometric beyond its table gets that table's arrays from then on
-        (``_geometric``; the draws are the same either way)."""
-        (check_state, _, check_u64), (sub_state, sub_u32, _), (theta_state, theta_u32, _) = fns
-        if self._plans[0] is not lv:  # the level's two noise plans, made once per level
-            self._plans = (
-                lv,
-                *(laplace_plan(s, s in self._geometric) for s in (lv.sub_param, lv.xs)),
-            )
-        plans = list(self._plans[1:])
-        groups = ev.starts.size
-        width = groups * max(lv.sub_levels, 1)
-        slots = np.empty((2, groups), dtype=np.int64)
-        res = np.empty((4, groups), dtype=np.int64)
-        tripped = np.empty((3, groups), dtype=np.int64)
-        words = np.empty(4 * width + 64, dtype=np.uint32)
-        scratch = np.empty((4, width), dtype=np.int64)
-        sub_noise = np.empty(width, dtype=np.int64)
-        thresholds = np.empty(groups, dtype=np.int64)
-        info = np.zeros(6, dtype=np.int64)
-        info[kernels.I_ROWS] = self._rows
-        stage = kernels.START
-        while True:
-            code = kernels.rounds(
-                stage, info, ev.cells, ev.times, ev.values, ev.ends, ev.cursor, ev.rest,
-                ev.gap_row, ev.gap_words, ev.own_words, ev.forced_gap, ev.forced_own,
-                ev.group_cell, extra, forced_extra, self._n, self._theta, self._pos, self._row,
-                self._segs, self._acc, self._done, self._sub, xf, _WINDOW, lv.t0, check_state,
-                check_u64, sub_state, sub_u32, plans[0], theta_state, theta_u32, plans[1],
-                _SHIFT, slots, res, tripped, words, scratch, sub_noise, thresholds,
-            )  # fmt: skip
-            if code == kernels.DONE:
-                break
-            if code == kernels.UNSURE:
-                na = int(info[kernels.I_ACTIVE])
-                status, at, nb = res[0, :na], res[1, :na], res[3, :na]
-                unsure = np.flatnonzero(status >= checks.GAP_UNSURE)
-                self._settle(ev, slots[0, :na], unsure, status, at, nb, extra, forced_extra)
-                stage = kernels.SCAN
-            elif code == kernels.GROW:
-                self._rows = int(info[kernels.I_ROWS])
-                self._grow(int(info[kernels.I_NEW]))
-                stage = kernels.TALLY
-            else:  # a draw to finish from its words: the sub-mechanism's, or the thresholds'
-                sub = code == kernels.BAIL_SUB
-                scale, src = (lv.sub_param, self._sub_src) if sub else (lv.xs, self._theta_src)
-                count = int(info[kernels.I_OPENED] if sub else info[kernels.I_TRIPPED])
-                drawn = words[: int(info[kernels.I_WORDS])]
-                values = laplace_replay(scale, count, drawn, src)
-                (sub_noise if sub else thresholds)[:count] = values
-                i = 0 if sub else 1
-                m, kind = plans[i][2], plans[i][3]
-                if kind == PLAN_NONE and np.abs(values).max() >= m:  # it went beyond its table
-                    self._geometric.add(scale)  # its geometric tables from now on
-                    plans[i] = laplace_plan(scale, True)
-                    self._plans = (lv, *plans)
-                stage = kernels.THETA if sub else kernels.CLOSE
-        self._rows = int(info[kernels.I_ROWS])
 
     def _settle(
         self,

@@ -268,16 +268,21 @@ def _warm_up() -> None:
     guide, padded = np.empty(4097, dtype=np.int32), np.empty(2, dtype=np.int64)
     table_guide(np.zeros(1, dtype=np.uint32), 20, guide, padded)
     table_signs(out, np.zeros(1, dtype=np.uint8))
-    from fractions import Fraction
-
-    from .noise import laplace_plan
     from .rng import as_source
 
     src = as_source(0)  # held while its generator's state is drawn from
     state, u32, _ = src.word_functions()  # type: ignore[misc]
     words, z = np.empty(8, np.uint32), np.empty(2, np.int64)
-    lap_draw(u32, state, 2, laplace_plan(Fraction(1000), True), 20, words, z,
-             np.empty((4, 2), np.int64))  # fmt: skip
+
+    # A plan (noise.laplace_plan's tuple) of a wide table, looked up by the top 2 bits: 4
+    # magnitudes, 3 truncated values, a second geometric of 2.
+    def guide(t: list[int]) -> np.ndarray:
+        return np.searchsorted(np.array(t), np.arange(5) << 30).astype(np.int32)
+
+    mags, low, geo = [2**30, 2**31, 3 * 2**30, 2**32 - 5], [2**31, 3 * 2**30, 2**32 - 1], [2**31]
+    plan = tuple(x for t in (mags, low, geo) for x in (guide(t), np.array([*t, 2**32])))
+    plan = (*plan[:2], 4, 2, *plan[2:], 1)
+    lap_draw(u32, state, 2, plan, 30, words, z, np.empty((4, 2), np.int64))
     del src
 
 

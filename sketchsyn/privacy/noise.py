@@ -242,8 +242,9 @@ def _laplace_core(scale: Fraction, n: int, src: RandomSource) -> np.ndarray:
 # wide): it calls the generator once a word, which costs less than numpy's calls for a few
 # thousand values, and more beyond (`python benchmarks/bench_noise.py --compiled-draws`).
 _COMPILED_DRAWS = (64, 2048, 512)
-# The exact samplers' tables look words up by their top 12 bits (ThresholdTable.lookup).
-_SHIFT = 32 - ThresholdTable._GUIDE_BITS
+#: The exact samplers' tables look a word up by its top bits: ``word >> LOOKUP_SHIFT``
+#: (``ThresholdTable.lookup``), for every table.
+LOOKUP_SHIFT = 32 - ThresholdTable._GUIDE_BITS
 
 
 def _no_words() -> None:
@@ -261,7 +262,7 @@ def _laplace_compiled(
     z = np.empty(n, dtype=np.int64)
     scratch = np.empty((4, n // 4 + 64), dtype=np.int64)
     plan = laplace_plan(scale, geometric)
-    got = kernels.lap_draw(next_u32, state, n, plan, _SHIFT, words, z, scratch)
+    got = kernels.lap_draw(next_u32, state, n, plan, LOOKUP_SHIFT, words, z, scratch)
     if got >= 0:
         return z
     return laplace_replay(scale, n, words[: -got - 1], src)

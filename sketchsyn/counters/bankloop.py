@@ -1,0 +1,111 @@
+"""A seeded :class:`~sketchsyn.counters.sparsebank.InhomogeneousSparseBank`'s rounds in one
+compiled loop (the ``fast`` extra): the driver of :func:`sketchsyn.counters.kernels.rounds`.
+
+The loop draws the noise of the closing segments and the fresh words of the checks from the
+bank's seeded bit generators itself (:meth:`~sketchsyn.privacy.rng.RandomSource.word_functions`),
+the words the Python rounds would draw, in their order, so the bank's state is the same on
+both paths. It returns to Python for what it does not do: a check the float margin leaves
+(settled exactly by the bank), tree rows to grow, and a draw it cannot finish (a tie with a
+threshold, a geometric beyond a table it was not given), finished from the words already drawn
+by :func:`~sketchsyn.privacy.noise.laplace_replay`. An unseeded bank (the OS CSPRNG) keeps the
+Python rounds.
+
+>>> from sketchsyn.counters import InhomogeneousSparseBank, online_budgets
+>>> word_functions(InhomogeneousSparseBank(2, 1.0, online_budgets(1.0, 2, 0))) is None
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..privacy.noise import LOOKUP_SHIFT, PLAN_NONE, laplace_plan, laplace_replay
+from . import checks, kernels
+from .levels import _Level
+
+__all__ = ["run_rounds", "word_functions"]
+
+
+def word_functions(bank: Any) -> tuple[tuple[Any, ...], ...] | None:
+    """The word functions of a bank's (an ``InhomogeneousSparseBank``'s, which imports this
+    module) check, sub-mechanism and threshold sources
+    (:meth:`~sketchsyn.privacy.rng.RandomSource.word_functions`), or None when one has none
+    (the OS CSPRNG)."""
+    fns = tuple(s.word_functions() for s in (bank._check_src, bank._sub_src, bank._theta_src))
+    return None if any(f is None for f in fns) else fns  # type: ignore[return-value]
+
+
+def run_rounds(
+    bank: Any,
+    ev: checks.Events,
+    lv: _Level,
+    fns: tuple[tuple[Any, ...], ...],
+    extra: np.ndarray,
+    forced_extra: np.ndarray,
+    xf: float,
+    window: int,
+) -> None:
+    """The rounds of ``bank``'s ``_records`` by :func:`sketchsyn.counters.kernels.rounds`,
+    which draws from the sources' generators itself (the same words in the same order as the
+    Python rounds: the same state), and what it hands back: the checks the float margin left
+    (``_settle``), tree rows to grow, and draws it could not finish (finished by
+    :func:`~sketchsyn.privacy.noise.laplace_replay` from the words it drew). A scale whose
+    draw once needed the geometric beyond its table gets that table's arrays from then on
+    (``_geometric``; the draws are the same either way)."""
+    (check_state, _, check_u64), (sub_state, sub_u32, _), (theta_state, theta_u32, _) = fns
+    if bank._plans[0] is not lv:  # the level's two noise plans, made once per level
+        bank._plans = (
+            lv,
+            *(laplace_plan(s, s in bank._geometric) for s in (lv.sub_param, lv.xs)),
+        )
+    plans = list(bank._plans[1:])
+    groups = ev.starts.size
+    width = groups * max(lv.sub_levels, 1)
+    slots = np.empty((2, groups), dtype=np.int64)
+    res = np.empty((4, groups), dtype=np.int64)
+    tripped = np.empty((3, groups), dtype=np.int64)
+    words = np.empty(4 * width + 64, dtype=np.uint32)
+    scratch = np.empty((4, width), dtype=np.int64)
+    sub_noise = np.empty(width, dtype=np.int64)
+    thresholds = np.empty(groups, dtype=np.int64)
+    info = np.zeros(6, dtype=np.int64)
+    info[kernels.I_ROWS] = bank._rows
+    stage = kernels.START
+    while True:
+        code = kernels.rounds(
+            stage, info, ev.cells, ev.times, ev.values, ev.ends, ev.cursor, ev.rest,
+            ev.gap_row, ev.gap_words, ev.own_words, ev.forced_gap, ev.forced_own,
+            ev.group_cell, extra, forced_extra, bank._n, bank._theta, bank._pos, bank._row,
+            bank._segs, bank._acc, bank._done, bank._sub, xf, window, lv.t0, check_state,
+            check_u64, sub_state, sub_u32, plans[0], theta_state, theta_u32, plans[1],
+            LOOKUP_SHIFT, slots, res, tripped, words, scratch, sub_noise, thresholds,
+        )  # fmt: skip
+        if code == kernels.DONE:
+            break
+        if code == kernels.UNSURE:
+            na = int(info[kernels.I_ACTIVE])
+            status, at, nb = res[0, :na], res[1, :na], res[3, :na]
+            unsure = np.flatnonzero(status >= checks.GAP_UNSURE)
+            bank._settle(ev, slots[0, :na], unsure, status, at, nb, extra, forced_extra)
+            stage = kernels.SCAN
+        elif code == kernels.GROW:
+            bank._rows = int(info[kernels.I_ROWS])
+            bank._grow(int(info[kernels.I_NEW]))
+            stage = kernels.TALLY
+        else:  # a draw to finish from its words: the sub-mechanism's, or the thresholds'
+            sub = code == kernels.BAIL_SUB
+            scale, src = (lv.sub_param, bank._sub_src) if sub else (lv.xs, bank._theta_src)
+            count = int(info[kernels.I_OPENED] if sub else info[kernels.I_TRIPPED])
+            drawn = words[: int(info[kernels.I_WORDS])]
+            values = laplace_replay(scale, count, drawn, src)
+            (sub_noise if sub else thresholds)[:count] = values
+            i = 0 if sub else 1
+            m, kind = plans[i][2], plans[i][3]
+            if kind == PLAN_NONE and np.abs(values).max() >= m:  # it went beyond its table
+                bank._geometric.add(scale)  # its geometric tables from now on
+                plans[i] = laplace_plan(scale, True)
+                bank._plans = (lv, *plans)
+            stage = kernels.THETA if sub else kernels.CLOSE
+    bank._rows = int(info[kernels.I_ROWS])
