@@ -323,3 +323,22 @@ def test_compiled_laplace_draw_redraws_beyond_the_geometric_table(monkeypatch, s
             assert fake.at == ref.at, (words, n)
             redraws += int(np.abs(want).max() >= 2 * plan[2])
     assert redraws >= 3  # beyond the magnitude table and a redraw of the geometric
+
+
+def test_compiled_laplace_draw_takes_the_generators_lock():
+    """A caller's generator may be shared between threads (numpy's calls take its lock): the
+    compiled draw waits for the lock as they do."""
+    import threading
+
+    from sketchsyn.privacy.noise import _laplace_core
+    from sketchsyn.privacy.rng import as_source
+
+    src = as_source(np.random.default_rng(3))
+    done = threading.Event()
+    with src.lock:
+        worker = threading.Thread(
+            target=lambda: (_laplace_core(Fraction(3), 100, src), done.set()), daemon=True
+        )
+        worker.start()
+        assert not done.wait(0.3)  # blocked on the lock
+    assert done.wait(30)

@@ -8,7 +8,8 @@ both paths. It returns to Python for what it does not do: a check the float marg
 (settled exactly by the bank), tree rows to grow, and a draw it cannot finish (a tie with a
 threshold, a geometric beyond a table it was not given), finished from the words already drawn
 by :func:`~sketchsyn.privacy.noise.laplace_replay`. An unseeded bank (the OS CSPRNG) keeps the
-Python rounds.
+Python rounds. The bank's sources are its own (spawned from the caller's when it is made), so
+the loop takes no generator lock.
 
 >>> from sketchsyn.counters import InhomogeneousSparseBank, online_budgets
 >>> word_functions(InhomogeneousSparseBank(2, 1.0, online_budgets(1.0, 2, 0))) is None

@@ -262,7 +262,8 @@ def _laplace_compiled(
     z = np.empty(n, dtype=np.int64)
     scratch = np.empty((4, n // 4 + 64), dtype=np.int64)
     plan = laplace_plan(scale, geometric)
-    got = kernels.lap_draw(next_u32, state, n, plan, LOOKUP_SHIFT, words, z, scratch)
+    with src.lock:  # a caller's generator may be shared between threads, as numpy allows
+        got = kernels.lap_draw(next_u32, state, n, plan, LOOKUP_SHIFT, words, z, scratch)
     if got >= 0:
         return z
     return laplace_replay(scale, n, words[: -got - 1], src)

@@ -21,6 +21,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any, Union
 
@@ -83,8 +84,9 @@ class RandomSource:
         :meth:`bytes` (four bytes a 32-bit word, low byte first) and :meth:`uint64` would
         return, in the same order; None for the OS CSPRNG and for bit generators whose
         :meth:`uint64` is not one raw word a draw (MT19937). The caller must hold the source
-        alone while it draws (numpy's lock is not taken), and keep this source alive (the
-        address is its generator's).
+        alone while it draws (numpy's lock is not taken: hold :attr:`lock`, as numpy's own calls
+        do, when the generator may be shared), and keep this source alive (the address is its
+        generator's).
 
         >>> as_source(None).word_functions() is None
         True
@@ -93,6 +95,18 @@ class RandomSource:
             return None
         c = self._raw64.ctypes
         return c.state_address, c.next_uint32, c.next_uint64
+
+    @property
+    def lock(self) -> Any:
+        """The seeded bit generator's lock (the one numpy's calls take), or a context that does
+        nothing for the OS CSPRNG.
+
+        >>> with as_source(1).lock:
+        ...     pass
+        """
+        if self._gen is None:
+            return contextlib.nullcontext()
+        return self._gen.bit_generator.lock
 
     def uint32(self, size: int) -> np.ndarray:
         """``size`` independent uniform 32-bit words."""
