@@ -61,6 +61,7 @@ _GAP_UNSURE, _OWN_UNSURE = checks.GAP_UNSURE, checks.OWN_UNSURE
 #: The kernels in the order they are compiled (callees first).
 KERNELS = (
     "_decide",
+    "_opens",
     "scan",
     "layout",
     "tally",
@@ -266,6 +267,13 @@ def by_cell(cells: Any, times: Any, values: Any, counts: Any, c: Any, t: Any, v:
         v[at] = values[i]
 
 
+def _opens(mm: Any, j: Any) -> bool:
+    """Segment ``mm + 1`` (``mm`` segments closed before it) opens a block of level ``j`` of its
+    binary mechanism: ``mm mod 2**(j+1) == 0`` (only the blocks at even 0-based indices are
+    ever part of a release)."""
+    return (mm & ((1 << j) - 1)) == 0 and ((mm >> j) & 1) == 0
+
+
 def tally(cells: Any, row: Any, segs: Any, levels: Any) -> tuple[int, int]:
     """For counters ``cells`` (distinct) about to close a segment: ``(new, opened)``, the number
     without a tree row yet, and the number of p-sums their segments ``m = segs + 1`` open in
@@ -278,9 +286,8 @@ def tally(cells: Any, row: Any, segs: Any, levels: Any) -> tuple[int, int]:
         c = cells[i]
         if row[c] < 0:
             new += 1
-        mm = segs[c]
         for j in range(levels):
-            if (mm & ((1 << j) - 1)) == 0 and ((mm >> j) & 1) == 0:
+            if _opens(segs[c], j):
                 count += 1
     return new, count
 
@@ -304,9 +311,8 @@ def close(cells: Any, values: Any, steps: Any, row: Any, first_row: Any, segs: A
             first_row += 1
         r = row[c]
         m = segs[c] + 1
-        mm = m - 1
         for j in range(levels):
-            if (mm & ((1 << j) - 1)) == 0 and ((mm >> j) & 1) == 0:
+            if _opens(m - 1, j):
                 acc[r, j] = noise[k]
                 k += 1
         total = 0

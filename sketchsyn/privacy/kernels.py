@@ -35,11 +35,11 @@ __all__ = [
 
 #: The kernels in the order they are compiled.
 KERNELS = (
+    "_lookup",
     "table_sample",
     "table_floors",
     "table_guide",
     "table_signs",
-    "_lookup",
     "_geo_plain",
     "lap_draw",
 )
@@ -55,9 +55,7 @@ def table_sample(guide: Any, padded: Any, words: Any, shift: Any, out: Any) -> i
     ties = 0
     for i in range(words.size):
         w = np.int64(words[i])
-        idx = np.int64(guide[w >> shift])
-        while padded[idx] < w:
-            idx += 1
+        idx = _lookup(guide, padded, shift, w)
         out[i] = idx
         if padded[idx] == w:
             ties += 1

@@ -231,7 +231,7 @@ def _laplace_core(scale: Fraction, n: int, src: RandomSource) -> np.ndarray:
         return np.array([-one if src.bits(1)[0] else one], dtype=np.int64)
     wide = den * m < _TAIL * num  # x·m < 8: magnitudes often beyond the table
     if _COMPILED_DRAWS[0] <= n < _COMPILED_DRAWS[2 if wide else 1] and accel.ready():
-        fns = getattr(src, "word_functions", _no_words)()
+        fns = src.word_functions()
         if fns is not None:  # a seeded source: the same words, drawn in one compiled loop
             return _laplace_compiled(scale, n, src, fns, wide)
     return _laplace_rest(table, m, den, num, src.uint32(n), src)
@@ -245,10 +245,6 @@ _COMPILED_DRAWS = (64, 2048, 512)
 #: The exact samplers' tables look a word up by its top bits: ``word >> LOOKUP_SHIFT``
 #: (``ThresholdTable.lookup``), for every table.
 LOOKUP_SHIFT = 32 - ThresholdTable._GUIDE_BITS
-
-
-def _no_words() -> None:
-    return None
 
 
 def _laplace_compiled(
@@ -296,7 +292,7 @@ _NO_PADDED = np.full(1, 2**32, dtype=np.int64)
 
 def laplace_plan(scale: Fraction, geometric: bool = False) -> tuple[Any, ...]:
     """The lookup arrays of ``Lap_Z(scale)``'s exact sampler, for a compiled loop that draws the
-    words itself (:func:`sketchsyn.counters.kernels.lap_draw`): ``(guide, padded, m, kind,
+    words itself (:func:`sketchsyn.privacy.kernels.lap_draw`): ``(guide, padded, m, kind,
     guide_a, padded_a, guide_b, padded_b, m_b)``. The magnitude table's arrays
     (:meth:`~sketchsyn.privacy.exactexp.ThresholdTable.lookup`, the same ``shift`` for every
     table); with ``geometric``, those of the geometric beyond it: ``kind`` ``PLAN_PLAIN`` (table
@@ -352,6 +348,10 @@ class _Replay:
 
     def bits(self, size: int) -> np.ndarray:
         return low_bits(self.bytes(size))
+
+    def word_functions(self) -> None:
+        """None: a replayed draw takes numpy's path (its first words are given)."""
+        return None
 
 
 def laplace_replay(scale: Fraction, n: int, words: np.ndarray, src: RandomSource) -> np.ndarray:
