@@ -284,8 +284,10 @@ def goals(csv_runs: Runs, parquet_runs: Runs) -> None:
     streaming = list(streaming_names(csv_runs))
     named = [n for n in streaming if not n.startswith("polars")]
     best_named, best_any = cheapest(csv_runs, named), cheapest(csv_runs, streaming)
-    fit = "sketchsyn fit"
+    fit, bare = "sketchsyn fit", "sketchsyn fit, numpy path"
     line(f"CSV fit / cheapest of pyarrow, pandas ({best_named})", csv_runs, fit, best_named, 1.0)
+    if bare in csv_runs:  # the install without the fast extra
+        line(f"CSV fit, numpy path / {best_named}", csv_runs, bare, best_named, 1.0)
     if best_any != best_named:
         line(f"CSV fit / cheapest streaming reader ({best_any})", csv_runs, fit, best_any, 1.0)
     for name in streaming:
@@ -293,6 +295,9 @@ def goals(csv_runs: Runs, parquet_runs: Runs) -> None:
     line(f"CSV reader alone / {best_any}", csv_runs, "sketchsyn reader alone", best_any, None)
     if "polars.read_parquet" in parquet_runs:
         line("Parquet fit / polars.read_parquet", parquet_runs, fit, "polars.read_parquet", 1.5)
+        if bare in parquet_runs:
+            line("Parquet fit, numpy path / polars.read_parquet", parquet_runs, bare,
+                 "polars.read_parquet", 1.5)  # fmt: skip
         line(
             "Parquet reader alone / polars.read_parquet",
             parquet_runs,

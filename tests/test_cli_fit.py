@@ -251,3 +251,21 @@ def test_memory_256kb_is_at_least_as_good_as_the_defaults(tmp_path, capsys):
     # --memory 256KB is as close to it as the defaults' (0.03 for the noise).
     err = {k: abs(np.mean(v) - 0.8) for k, v in share.items()}
     assert err["memory"] <= err["defaults"] + 0.03, share
+
+
+@pytest.mark.parametrize(("reads_ahead", "cores", "alone"), [
+    (True, 2, True), (True, 1, True), (True, 4, False), (False, 2, False),
+])  # fmt: skip
+def test_fit_counts_on_one_thread_while_the_reader_holds_the_other_core(
+    reads_ahead, cores, alone, monkeypatch
+):
+    """With a reader thread on a two-core machine, PrivHP's second counting thread is off."""
+    from sketchsyn.cli import fit
+    from sketchsyn.synth.privhp import bank
+
+    monkeypatch.setattr(fit.os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
+    reader = type("Reader", (), {"threads": reads_ahead})()
+    assert not bank._single_thread()
+    with fit._counting_threads(reader):
+        assert bank._single_thread() is alone
+    assert not bank._single_thread()

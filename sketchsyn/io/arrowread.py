@@ -98,6 +98,11 @@ class _ColumnarReader(abc.ABC):
         self._threads = self._THREADS if threads is None else bool(threads)
         self._check_schema(self._open(source))
 
+    @property
+    def threads(self) -> bool:
+        """True when the batches are decoded on a reader thread ahead of the caller."""
+        return self._threads
+
     @abc.abstractmethod
     def _open(self, source: Any) -> Any:
         """Open ``source`` (setting ``name``) and return its schema."""

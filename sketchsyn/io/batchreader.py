@@ -208,6 +208,11 @@ class BatchReader(abc.ABC):
         self._bytes_per_line = 0.0  # estimated from the first bytes read, then from each block
         self._eof = False
 
+    @property
+    def threads(self) -> bool:
+        """True when the blocks are parsed on a reader thread ahead of the caller."""
+        return self._threads
+
     # ------------------------------------------------------------------ line numbers
     @property
     def lines(self) -> np.ndarray:

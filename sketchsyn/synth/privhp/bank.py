@@ -38,6 +38,7 @@ from ...errors import InputError
 from ...io.stream import one_row
 from ...sketches.hashing import murmur3_32
 from . import kernels
+from .buckets import BucketTables
 
 __all__ = ["LevelBank", "one_thread"]
 
@@ -172,6 +173,7 @@ class LevelBank:
     _bank: np.ndarray
     _row_seeds: np.ndarray
     _sign_seeds: np.ndarray | None
+    _buckets: BucketTables
 
     _domain: Any
     _raw: bool
@@ -263,6 +265,7 @@ class LevelBank:
             if self._sketch == "count-sketch"
             else None
         )
+        self._buckets = BucketTables(self._row_seeds, self._sign_seeds, self._width)
 
     @property
     def _pow2_width(self) -> bool:
@@ -372,8 +375,13 @@ class LevelBank:
     def _dense_level(
         self, bank_counts: np.ndarray, i: int, keys: np.ndarray, weights: np.ndarray
     ) -> None:
-        """Sketch ``i``'s increments from its distinct prefixes ``keys`` and their counts."""
-        bank_counts[i] = self._sketch_cells(i, keys.view(np.uint64), weights)
+        """Sketch ``i``'s increments from its distinct prefixes ``keys`` and their counts: looked
+        up in the level's bucket table once it has one (:mod:`~sketchsyn.synth.privhp.buckets`),
+        else hashed."""
+        out = self._buckets.counts(i, self._L_c + 1 + i, keys, weights)
+        bank_counts[i] = (
+            out if out is not None else self._sketch_cells(i, keys.view(np.uint64), weights)
+        )
 
     def _sketch_cells(self, i: int, keys: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
         """Increments of sketch ``i`` (level ``L_c + 1 + i``) for ``keys`` (uint64 prefixes), each
