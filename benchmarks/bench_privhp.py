@@ -17,9 +17,11 @@ another version of the library, run the script with that version first on ``PYTH
 Last, ``update_many``'s points per CPU-second and per wall-second on the plan of
 ``benchmarks/bench_cli.py --rows 1e8`` (``PrivHP.for_memory(box, 1, 256 KB, 10**8)``, 262,144-row
 batches of its rides, rows already in memory), the numpy path (the reference, what
-``update_many`` did before the compiled kernels) and the kernels of the ``fast`` extra side by
-side in one run, with their ratios (``--cli-rows 0`` skips it; ``--reference`` runs the numpy
-path everywhere above, as without the extra). Both paths are checked to give the same state.
+``update_many`` does without the compiled kernels), the numpy path hashing every cell (without
+its bucket tables: ``sketchsyn.synth.privhp.buckets``) and the kernels of the ``fast`` extra
+side by side in one run, with their ratios (``--cli-rows 0`` skips it; ``--reference`` runs the
+numpy path everywhere above, as without the extra). All paths are checked to give the same
+state.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import contextlib
 import os
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import mmh3
 import numpy as np
@@ -127,6 +129,21 @@ def stages(rows: int) -> None:
             print(f"  {size:>9}{enc:>9.4f}{level:>14.4f}{level1:>10.4f}{upd:>13.4f}")
 
 
+@contextlib.contextmanager
+def _no_tables() -> Iterator[None]:
+    """The numpy path hashing every per-cell level's cells (no bucket tables: their speed-up
+    measured beside it)."""
+    from sketchsyn.synth.privhp import buckets, kernels
+
+    saved = buckets.MAX_LEVEL
+    buckets.MAX_LEVEL = -1
+    try:
+        with kernels.numpy_only():
+            yield
+    finally:
+        buckets.MAX_LEVEL = saved
+
+
 def cli_plan(rows: int, repeats: int, batch: int = 262144) -> None:
     """update_many on bench_cli.py's plan for 10**8 rows: numpy path vs kernels, side by side.
 
@@ -144,7 +161,7 @@ def cli_plan(rows: int, repeats: int, batch: int = 262144) -> None:
     )
     if not kernels.ready(wait=True):  # compiled (or loaded from numba's cache) before timing
         print("  numba (the fast extra) is not installed: the numpy path only")
-    paths = {"numpy (reference)": kernels.numpy_only}
+    paths = {"numpy (reference)": kernels.numpy_only, "numpy, no bucket tables": _no_tables}
     if kernels.AVAILABLE:
         paths["kernels (fast extra)"] = contextlib.nullcontext
     for sketch in ("count-min", "count-sketch"):
@@ -175,9 +192,11 @@ def cli_plan(rows: int, repeats: int, batch: int = 262144) -> None:
         for name, (cpu, wall) in best.items():
             rates = f"{rows / cpu / 1e6:>16.1f}{rows / wall / 1e6:>12.1f}"
             print(f"    {name:24}{cpu:>8.3f}{wall:>8.3f}{rates}")
-        if len(best) == 2:
-            (c0, w0), (c1, w1) = best.values()
-            print(f"    {'kernels / numpy':24}{'':16}{c0 / c1:>16.2f}x{w0 / w1:>11.2f}x")
+        (c0, w0), (c1, w1) = best["numpy (reference)"], best["numpy, no bucket tables"]
+        print(f"    {'numpy: tables / none':24}{'':16}{c1 / c0:>16.2f}x{w1 / w0:>11.2f}x")
+        if "kernels (fast extra)" in best:
+            c2, w2 = best["kernels (fast extra)"]
+            print(f"    {'kernels / numpy':24}{'':16}{c0 / c2:>16.2f}x{w0 / w2:>11.2f}x")
 
 
 def main() -> None:
