@@ -77,7 +77,7 @@ def held_and_peaks(rows_n: int, batch: int) -> None:
     import gc
 
     from sketchsyn import OnlineSynthesizer, StreamingPrivTree
-    from sketchsyn.synth.privhp import bank, kernels
+    from sketchsyn.synth.privhp import bank, buckets, kernels
 
     X = np.clip(np.random.default_rng(1).normal(0.3, 0.1, size=(rows_n, 2)), 0, 1)
     makers = {
@@ -97,7 +97,7 @@ def held_and_peaks(rows_n: int, batch: int) -> None:
     if kernels.AVAILABLE:
         makers["PrivHP, kernels"] = (makers["PrivHP, numpy path"][0], contextlib.nullcontext)
 
-    def run(make, path, measure: bool) -> tuple[int, int, int, int]:
+    def run(make, path, measure: bool) -> tuple[int, int, int]:
         obj, worst = make(), 0
         with path():
             for i in range(0, rows_n, batch):
@@ -110,28 +110,26 @@ def held_and_peaks(rows_n: int, batch: int) -> None:
                     worst = max(worst, tracemalloc.get_traced_memory()[1] - before)
         gc.collect()
         held, nbytes = tracemalloc.get_traced_memory()[0], obj.nbytes
-        tables = obj._buckets.nbytes if hasattr(obj, "_buckets") else 0
         del obj
         gc.collect()
-        return nbytes, held - tracemalloc.get_traced_memory()[0], worst, tables
+        return nbytes, held - tracemalloc.get_traced_memory()[0], worst
 
     print(f"\n{rows_n:,} clustered rows in batches of {batch:,} (tracemalloc):")
     print(
         f"  {'':36}{'nbytes':>12}{'held':>12}{'held/nbytes':>13}{'update peak':>13}{'/nbytes':>9}"
     )
     tracemalloc.start()
-    tables = {}
     for name, (make, path) in makers.items():
         run(make, path, False)
-        nbytes, held, worst, tables[name] = run(make, path, True)
+        nbytes, held, worst = run(make, path, True)
         print(
             f"  {name:36}{nbytes:>12,}{held:>12,}{held / nbytes:>13.2f}{worst:>13,}"
             f"{worst / nbytes:>9.1f}"
         )
     tracemalloc.stop()
     print(
-        "  of PrivHP's held bytes on the numpy path, its bucket tables (derived from the hash "
-        f"seeds, not state): {tables['PrivHP, numpy path']:,} bytes"
+        "  PrivHP's bucket tables, the process's (built by the untimed first run, shared by "
+        f"every summary of the same seeds; not state): {buckets.table_bytes():,} bytes"
     )
     kept = sum(b.nbytes for b in bank._scratch()._bufs.values())
     print(f"  PrivHP's working arrays kept on this thread for the next batch: {kept:,} bytes")

@@ -1,12 +1,15 @@
 """PrivHP's bucket tables (:mod:`sketchsyn.synth.privhp.buckets`) give the hashing path's state.
 
 The numpy path looks up the buckets (and Count Sketch signs) of a per-cell sketch level's
-cells in a table once the level has hashed as many cells as it has. Each test compares a
-summary that uses the tables with one that never builds them (``MAX_LEVEL`` below every
-level), both on the numpy path, for both sketches and power-of-two and other widths.
+cells in a table (the process's, found by the level's seeds, the width and the level) once
+the level has hashed as many cells as it has. The state test compares a summary that uses the
+tables with one that never builds them (``MAX_LEVEL`` below every level), both on the numpy
+path, for both sketches and power-of-two and other widths.
 """
 
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 import pytest
@@ -31,56 +34,80 @@ def _batches(seed: int) -> list[np.ndarray]:
     return out
 
 
+@pytest.fixture(autouse=True)
+def _no_tables():
+    """Every test starts and ends without tables (they are the process's)."""
+    buckets.clear()
+    yield
+    buckets.clear()
+
+
 @pytest.mark.parametrize("sketch", ["count-min", "count-sketch"])
 @pytest.mark.parametrize("width", [64, 100, 1364])
 def test_the_tables_give_the_hashing_state(sketch: str, width: int, monkeypatch) -> None:
     with_tables, hashing = _make(sketch, width), _make(sketch, width)
     batches = _batches(width)
     with kernels.numpy_only():
-        for X in batches:
-            with_tables.update_many(X)
-        with_tables.remove_many(batches[1][:5000])
         with monkeypatch.context() as m:
             m.setattr(buckets, "MAX_LEVEL", -1)
             for X in batches:
                 hashing.update_many(X)
             hashing.remove_many(batches[1][:5000])
-    assert with_tables._buckets.nbytes > 0  # levels were looked up, not only hashed
-    assert hashing._buckets.nbytes == 0
+        assert buckets.table_bytes() == 0
+        for X in batches:
+            with_tables.update_many(X)
+        with_tables.remove_many(batches[1][:5000])
+    assert buckets.table_bytes() > 0  # levels were looked up, not only hashed
     assert np.array_equal(with_tables._tree, hashing._tree)
     assert np.array_equal(with_tables._bank, hashing._bank)
     assert with_tables.nbytes == hashing.nbytes  # the tables are not state
 
 
+def _seeds(n: int = 3, first: int = 0) -> np.ndarray:
+    return np.arange(first, first + n, dtype=np.uint32)
+
+
 def test_a_level_gets_its_table_once_it_has_hashed_as_many_cells() -> None:
-    seeds = np.arange(6, dtype=np.uint32).reshape(2, 3, 1)
-    tables = buckets.BucketTables(seeds, None, width=16)
     keys, weights = np.arange(5), np.ones(5, dtype=np.int64)
     for _ in range(3):  # 5, 10, 15 cells hashed of level 4's 16
-        assert tables.counts(1, 4, keys, weights) is None
-    assert tables.nbytes == 0
-    out = tables.counts(1, 4, keys, weights)
+        assert buckets.level_counts(_seeds(), None, 16, 4, keys, weights) is None
+    assert buckets.table_bytes() == 0
+    out = buckets.level_counts(_seeds(), None, 16, 4, keys, weights)
     assert out is not None and out.shape == (3, 16) and (out.sum(axis=1) == 5).all()
-    assert tables.nbytes == 3 * 16 * 2  # 16-bit buckets, three rows
-    # Sketch 0 has its own count: still hashing.
-    assert tables.counts(0, 4, keys, weights) is None
+    assert buckets.table_bytes() == 3 * 16 * 2  # 16-bit buckets, three rows
+    # Other seeds, another width or another level count their own cells: still hashing.
+    assert buckets.level_counts(_seeds(first=9), None, 16, 4, keys, weights) is None
+    assert buckets.level_counts(_seeds(), None, 17, 4, keys, weights) is None
+    assert buckets.level_counts(_seeds(), None, 16, 3, keys, weights) is None
 
 
-def test_tables_stay_within_their_bytes(monkeypatch) -> None:
-    monkeypatch.setattr(buckets, "MAX_BYTES", 3 * 16 * 2 + 3 * 32 * 2 - 1)
-    tables = buckets.BucketTables(np.arange(6, dtype=np.uint32).reshape(2, 3, 1), None, width=16)
-    keys, weights = np.arange(16), np.ones(16, dtype=np.int64)
-    assert tables.counts(0, 4, keys, weights) is not None  # 96 bytes
-    assert tables.counts(1, 5, np.arange(32), np.ones(32, dtype=np.int64)) is None  # +192: over
-    assert tables.nbytes == 96
+def test_the_tables_stay_within_their_bytes(monkeypatch) -> None:
+    monkeypatch.setattr(buckets, "MAX_BYTES", 3 * 32 * 2)  # one level-5 table, or two of level 4
+    for first in (0, 10):  # two level-4 tables: 96 bytes each
+        buckets.level_counts(_seeds(first=first), None, 16, 4, np.arange(16), np.ones(16))
+    assert buckets.table_bytes() == 192
+    # A level-5 table (192 bytes) evicts both; a level-6 one (384) is never built.
+    assert buckets.level_counts(_seeds(), None, 16, 5, np.arange(32), np.ones(32)) is not None
+    assert buckets.table_bytes() == 192
+    assert buckets.level_counts(_seeds(), None, 16, 6, np.arange(64), np.ones(64)) is None
+    assert buckets.table_bytes() == 192
+    # The evicted ones count their cells again from nothing.
+    assert buckets.level_counts(_seeds(), None, 16, 4, np.arange(8), np.ones(8)) is None
 
 
-def test_copies_and_loaded_summaries_build_their_own_tables() -> None:
-    php = _make("count-sketch", 100)
+def test_copies_and_loaded_summaries_share_the_tables(monkeypatch) -> None:
+    php, extra = _make("count-sketch", 100), _batches(2)[3]
     with kernels.numpy_only():
         for X in _batches(1):
             php.update_many(X)
-    assert php._buckets.nbytes > 0
-    for other in (php.snapshot(), PrivHP.from_bytes(php.to_bytes())):
-        assert other._buckets.nbytes == 0
+        built = buckets.table_bytes()
+        assert built > 0
+        copies = [copy.deepcopy(php), PrivHP.from_bytes(php.to_bytes())]
+        for other in copies:
+            other.update_many(extra)
+        assert buckets.table_bytes() == built  # no table built twice
+        with monkeypatch.context() as m:
+            m.setattr(buckets, "MAX_LEVEL", -1)
+            php.update_many(extra)  # hashed
+    for other in copies:
         assert np.array_equal(other._bank, php._bank)

@@ -37,8 +37,7 @@ from ...domains import Box
 from ...errors import InputError
 from ...io.stream import one_row
 from ...sketches.hashing import murmur3_32
-from . import kernels
-from .buckets import BucketTables
+from . import buckets, kernels
 
 __all__ = ["LevelBank", "one_thread"]
 
@@ -173,7 +172,6 @@ class LevelBank:
     _bank: np.ndarray
     _row_seeds: np.ndarray
     _sign_seeds: np.ndarray | None
-    _buckets: BucketTables
 
     _domain: Any
     _raw: bool
@@ -265,7 +263,6 @@ class LevelBank:
             if self._sketch == "count-sketch"
             else None
         )
-        self._buckets = BucketTables(self._row_seeds, self._sign_seeds, self._width)
 
     @property
     def _pow2_width(self) -> bool:
@@ -378,7 +375,10 @@ class LevelBank:
         """Sketch ``i``'s increments from its distinct prefixes ``keys`` and their counts: looked
         up in the level's bucket table once it has one (:mod:`~sketchsyn.synth.privhp.buckets`),
         else hashed."""
-        out = self._buckets.counts(i, self._L_c + 1 + i, keys, weights)
+        signs = None if self._sign_seeds is None else self._sign_seeds[i]
+        out = buckets.level_counts(
+            self._row_seeds[i], signs, self._width, self._L_c + 1 + i, keys, weights
+        )
         bank_counts[i] = (
             out if out is not None else self._sketch_cells(i, keys.view(np.uint64), weights)
         )
