@@ -448,7 +448,7 @@ def _counting_threads(reader: Any) -> contextlib.AbstractContextManager:
     """PrivHP counts each batch on the calling thread alone while the reader parses on a thread
     of its own and the process has fewer than three cores: a second counting thread would only
     contend for the two cores (on the 10**8-row Parquet file of ``benchmarks/bench_cli.py`` it
-    cost 0.5 to 0.7 more CPU-seconds on the numpy path, and no less wall time)."""
+    cost 0.45 to 0.74 more CPU-seconds on the numpy path, and more wall time: docs/speed.md)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     if getattr(reader, "threads", False) and (cores or 1) < 3:
         from ..synth.privhp.bank import one_thread

@@ -88,7 +88,11 @@ def level_counts(
     if level > MAX_LEVEL:
         return None
     rows = np.ascontiguousarray(row_seeds, dtype=np.uint32).reshape(-1)
-    signs = None if sign_seeds is None else np.ascontiguousarray(sign_seeds, dtype=np.uint32)
+    signs = (
+        None
+        if sign_seeds is None
+        else np.ascontiguousarray(sign_seeds, dtype=np.uint32).reshape(-1)
+    )
     key = (rows.tobytes(), None if signs is None else signs.tobytes(), int(width), int(level))
     with _LOCK:
         table = _TABLES.get(key)
@@ -136,12 +140,12 @@ def _build(
         wide >>= np.uint64(32)
         buckets[r] = wide
         if negative is not None:  # the sign −1 where the sign hash's low bit is set
-            np.not_equal(murmur3_32(cell, signs.reshape(-1)[r]) & np.uint32(1), 0, out=negative[r])
+            np.not_equal(murmur3_32(cell, signs[r]) & np.uint32(1), 0, out=negative[r])
     with _LOCK:
         if key in _TABLES:  # another thread built it meanwhile
             return _TABLES[key]
         while _TABLES and _BYTES + size > MAX_BYTES:  # the least recently used go first
-            old, (b, s) = _TABLES.popitem(last=False)
+            _, (b, s) = _TABLES.popitem(last=False)
             _BYTES -= b.nbytes + (0 if s is None else s.nbytes)
         _TABLES[key] = (buckets, negative)
         _BYTES += size
