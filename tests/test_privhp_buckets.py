@@ -10,6 +10,8 @@ path, for both sketches and power-of-two and other widths.
 from __future__ import annotations
 
 import copy
+import os
+import signal
 
 import numpy as np
 import pytest
@@ -111,3 +113,17 @@ def test_copies_and_loaded_summaries_share_the_tables(monkeypatch) -> None:
             php.update_many(extra)  # hashed
     for other in copies:
         assert np.array_equal(other._bank, php._bank)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
+def test_a_forked_child_does_not_inherit_a_held_lock() -> None:
+    """A fork while another thread holds the tables' lock leaves the child a lock of its own."""
+    keys, weights = np.arange(16), np.ones(16)
+    with buckets._LOCK:  # as if another thread were inside level_counts at the fork
+        pid = os.fork()
+        if pid == 0:  # the child: a lookup must not wait for the parent's lock
+            signal.alarm(20)  # a child stuck on the lock dies (and the test fails)
+            got = buckets.level_counts(_seeds(), None, 16, 4, keys, weights)
+            os._exit(0 if got is not None else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -34,6 +34,7 @@ True
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 
@@ -55,6 +56,16 @@ _LOCK = threading.Lock()
 _TABLES: OrderedDict[tuple, _Table] = OrderedDict()
 _HASHED: OrderedDict[tuple, int] = OrderedDict()
 _BYTES = 0  # of the tables in _TABLES
+
+
+def _new_lock() -> None:
+    """A fresh lock in a forked child (the parent's may have been held by another thread)."""
+    global _LOCK
+    _LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock)
 
 
 def table_bytes() -> int:
