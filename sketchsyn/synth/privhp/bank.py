@@ -4,9 +4,11 @@ PrivHP keeps the tables of its level sketches (levels ``L_c+1 … r``) in one co
 ``(levels, j, w)`` int64 bank, and the exact counters of levels ``0 … L_c`` in one heap-ordered
 array. :class:`LevelBank` turns a batch of Morton codes into the exact increments of both:
 per cell where the level has at most about two cells per row of the batch (then each distinct
-prefix is hashed once, weighted by its count), hashing every item's prefix below that, with the
-levels shared between two worker threads for large batches. The working arrays are reused from
-batch to batch (fresh memory costs page faults that take longer than the arithmetic).
+prefix is hashed once, weighted by its count, or on the numpy path looked up in the level's
+bucket table: :mod:`~sketchsyn.synth.privhp.buckets`), hashing every item's prefix below that,
+with the levels shared between two worker threads for large batches. The working arrays are
+reused from batch to batch (fresh memory costs page faults that take longer than the
+arithmetic).
 
 Two paths compute the same increments: numpy's whole-array passes (the reference, always
 there) and, with the ``fast`` extra installed, compiled loops
