@@ -16,8 +16,8 @@ each stage of the sparse banks. It prints, per ε:
   their floors and their lookup arrays);
 - the rounds of the banks' checks, by how many counters were active and how many tripped
   (counted in a third run, on the rounds made in Python);
-- the bytes an unseeded run reads from the operating system's CSPRNG, per record (a fourth
-  run, unseeded: ``os.urandom`` counted).
+- the bytes an unseeded run reads from the operating system's CSPRNG, per record, and how
+  many of them are the checks' uniforms (a fourth run, unseeded: ``os.urandom`` counted).
 """
 
 from __future__ import annotations
@@ -68,14 +68,24 @@ def _feed(stream: bs.Stream, eps: float, seed: int | None) -> float:
     return time.perf_counter() - t
 
 
-def _unseeded_bytes(stream: bs.Stream, eps: float) -> int:
-    """Bytes an unseeded run reads from ``os.urandom`` (counted while it runs)."""
+def _unseeded_bytes(stream: bs.Stream, eps: float) -> tuple[int, int]:
+    """Bytes an unseeded run reads from ``os.urandom`` (counted while it runs): in all, and
+    those of the checks' uniforms (64 bits a check, drawn by ``checks.Events.of``)."""
     urandom = os.urandom
-    read = 0
+    of_file = checks.__file__  # Events.of is found by its name and file (it may be wrapped)
+    read = of_checks = 0
 
     def counting(n: int) -> bytes:
-        nonlocal read
+        nonlocal read, of_checks
         read += n
+        frame = sys._getframe(1)
+        for _ in range(4):  # RandomSource.uint64, called by Events.of
+            if frame is None:
+                break
+            if frame.f_code.co_name == "of" and frame.f_code.co_filename == of_file:
+                of_checks += n
+                break
+            frame = frame.f_back
         return urandom(n)
 
     rng.os.urandom = counting
@@ -83,7 +93,7 @@ def _unseeded_bytes(stream: bs.Stream, eps: float) -> int:
         _feed(stream, eps, None)
     finally:
         rng.os.urandom = urandom
-    return read
+    return read, of_checks
 
 
 def _histogram(counts: collections.Counter[int]) -> str:
@@ -144,9 +154,11 @@ def main() -> None:
         n_rounds = sum(rounds.values())
         print(f"rounds {n_rounds:,}; by counters active:  {_histogram(by_active)}")
         print(f"{'':{len(f'rounds {n_rounds:,}; ')}}by counters tripped: {_histogram(by_tripped)}")
-        read = _unseeded_bytes(stream, eps)
+        read, of_checks = _unseeded_bytes(stream, eps)
         print(f"unseeded: {read / 1e6:.1f} MB from the OS CSPRNG, "
-              f"{read / stream.events:.0f} bytes per record")  # fmt: skip
+              f"{read / stream.events:.0f} bytes per record, of which the checks' uniforms "
+              f"{of_checks / stream.events:.0f} ({of_checks / read:.0%}), the noise draws "
+              f"{(read - of_checks) / stream.events:.0f}")  # fmt: skip
 
 
 if __name__ == "__main__":
