@@ -15,7 +15,7 @@ import pytest
 
 import sketchsyn.counters.sparse as sparse
 from sketchsyn import Box, OnlineSynthesizer, accel
-from sketchsyn.counters import InhomogeneousSparseBank, online_budgets
+from sketchsyn.counters import InhomogeneousSparseBank, checks, online_budgets
 from sketchsyn.privacy import exactexp
 from sketchsyn.privacy.noise import discrete_laplace
 
@@ -64,12 +64,21 @@ def _same(a, b):
     np.testing.assert_array_equal(a.query(), b.query())
 
 
+@pytest.fixture(params=[64, 32, 8])
+def bits(request, monkeypatch):
+    """The bits of each check's uniform a batch draws at the start: a seeded bank's 64, the 32
+    of a private run, or 8 (whose intervals leave about one check in 256 to the exact routine),
+    forced on the seeded banks here so that both paths can be compared."""
+    monkeypatch.setattr(checks, "SEEDED_BITS", request.param)
+    return request.param
+
+
 @pytest.mark.parametrize(
     ("eps", "budget", "window"), [(4.0, 3.0, 4096), (4.0, 3.0, 5), (1.0, None, 4096)]
 )
-def test_compiled_scan_gives_the_numpy_state(monkeypatch, eps, budget, window):
+def test_compiled_scan_gives_the_numpy_state(monkeypatch, eps, budget, window, bits):
     """Many trips (large budgets: small thresholds), rounds cut by a small window, values > 1,
-    level ends inside batches; the states agree array for array."""
+    level ends inside batches, 64- and 32-bit words; the states agree array for array."""
     import sketchsyn.counters.sparsebank as sb
 
     monkeypatch.setattr(sb, "_WINDOW", window)
@@ -84,10 +93,14 @@ def test_compiled_scan_gives_the_numpy_state(monkeypatch, eps, budget, window):
     _same(fast, ref)
 
 
-def test_compiled_scan_matches_the_exact_routine(monkeypatch):
+@pytest.mark.parametrize("bits", [64, 32])  # (with fewer, a settled check draws the rest of
+# its first 32-bit word, and here every check of the numpy path is settled: other draws)
+def test_compiled_scan_matches_the_exact_routine(monkeypatch, bits):
     """With the numpy path's float margin made useless, every check there is settled by the
     exact big-rational routine; the kernel (its own margin and its cheaper "no trip" bound)
-    must give the same outcome for every check."""
+    must give the same outcome for every check, on 64- and on 32-bit words (whose further bits
+    the exact routine draws only where their interval leaves the check open)."""
+    monkeypatch.setattr(checks, "SEEDED_BITS", bits)
     budgets = lambda r: 3.0  # noqa: E731
     batches = _batches(2, 12, 60, 150)
     fast = InhomogeneousSparseBank(12, 4.0, budgets, rng=9)

@@ -17,7 +17,7 @@ import sketchsyn.counters.base as counters
 import sketchsyn.counters.sparse as sparse
 import sketchsyn.counters.sparsebank as sb
 from sketchsyn import accel
-from sketchsyn.counters import InhomogeneousSparseCounter, online_budgets
+from sketchsyn.counters import InhomogeneousSparseCounter, checks, online_budgets
 from sketchsyn.counters.sparsebank import InhomogeneousSparseBank, first_trips
 from sketchsyn.errors import InputError, ParameterError, SerializationError
 from sketchsyn.io.serial import header_of, pack, unpack
@@ -37,6 +37,60 @@ def test_first_trips_equal_the_exact_routine_on_the_same_bits(monkeypatch):
     monkeypatch.setattr(sparse, "_REL", 1e30)
     exact = first_trips(x, a, s, as_source(5))
     np.testing.assert_array_equal(fast, exact)
+
+
+def test_a_32_bit_word_decides_as_its_whole_uniform():
+    """A check's first 32 bits, ``k = P·2**32``, decide it on the interval ``[k, k + 2**32)``:
+    where the float decision takes one (``span = 2**32``), it is the exact outcome of every
+    uniform in the interval (both ends checked); where it leaves the check, the exact routine
+    with ``bits=32`` draws the further bits from the source and matches the whole 64-bit word."""
+    rng = np.random.default_rng(1)
+    x, xf = Fraction(1, 40), 1 / 40
+    n = 400
+    a = rng.integers(-300, 300, n)
+    s = rng.integers(1, 10**5, n)
+    # Prefixes near each check's thresholds, so that some intervals straddle one.
+    p_stay = np.exp(s * sparse._log_stay(xf, a))
+    near = np.clip(p_stay + rng.normal(0, 1e-9, n), 0, 1 - 2**-32)
+    prefix = (near * 2**32).astype(np.uint64)
+    k = prefix << np.uint64(32)
+    g, unsure = sparse.trip_decisions(xf, a, s, k, 2.0**32)
+    assert 0 < unsure.sum() < n  # both kinds occur
+    for i in range(n):
+        low = int(rng.integers(0, 2**32))
+        whole = int(k[i]) | low
+        want = sparse.exact_trip(x, int(a[i]), int(s[i]), whole, as_source(9))
+        if not unsure[i]:  # the interval's decision is every uniform's in it
+            for end in (int(k[i]), int(k[i]) + 2**32 - 1):
+                assert sparse.exact_trip(x, int(a[i]), int(s[i]), end, as_source(9)) == g[i]
+            assert want == g[i]
+        src = as_source(np.random.Generator(np.random.PCG64(3)))
+        # The source's next 32-bit word is the uniform's second: the same U as ``whole``.
+        src_words = np.random.Generator(np.random.PCG64(3)).integers(0, 2**32, 1, np.uint32)
+        whole_src = int(k[i]) | int(src_words[0])
+        got = sparse.exact_trip(x, int(a[i]), int(s[i]), int(k[i]), src, bits=32)
+        assert got == sparse.exact_trip(x, int(a[i]), int(s[i]), whole_src, as_source(11))
+
+
+@pytest.mark.parametrize("bits", [64, 32, 8])
+def test_settled_checks_know_how_many_bits_their_word_holds(monkeypatch, bits):
+    """The bank settles a check the float decision left with the exact routine, told whether
+    the event's word holds 64 or 32 bits of its uniform (a resumed counter's fresh words are
+    always whole): every check is left to it here (the float margin made useless)."""
+    monkeypatch.setattr(checks, "SEEDED_BITS", bits)
+    monkeypatch.setattr(sparse, "_REL", 1e30)
+    seen = []
+    real = sb.exact_trip
+
+    def recording(x, a, s, k, src, word_bits=64):
+        seen.append(word_bits)
+        return real(x, a, s, k, src, word_bits)
+
+    monkeypatch.setattr(sb, "exact_trip", recording)
+    bank = InhomogeneousSparseBank(3, 4.0, lambda r: 3.0, rng=1)
+    with accel.numpy_only():
+        bank.update_events(50, [0, 1, 2, 0], [3, 9, 20, 40])
+    assert seen and set(seen) <= {bits, 64} and seen.count(bits) >= 4
 
 
 @pytest.mark.parametrize(
@@ -125,13 +179,15 @@ def path(request):
     yield request.param
 
 
-@pytest.mark.parametrize("window", [4096, 7])
-def test_bank_has_the_law_of_scalar_counters(monkeypatch, window, path):
+@pytest.mark.parametrize(("window", "bits"), [(4096, 64), (7, 64), (4096, 32)])
+def test_bank_has_the_law_of_scalar_counters(monkeypatch, window, bits, path):
     """Counter by counter the bank has the law of InhomogeneousSparseCounter: 1 200 counters of a
     bank against 1 200 seeded scalar counters on one stream with many segment closings (large
     budgets, small thresholds), read inside a time level and after level ends; two-sample KS.
-    ``window`` = 7 forces many rounds of the batched checks; both paths of the checks."""
+    ``window`` = 7 forces many rounds of the batched checks; both paths of the checks; ``bits``
+    = 32: the checks' words of a private run (the first 32 bits of each uniform)."""
     monkeypatch.setattr(sb, "_WINDOW", window)
+    monkeypatch.setattr(checks, "SEEDED_BITS", bits)
     # ε = 4 gives the time levels of ε = 1 shifted by two (levels 0 and 1 are empty) and
     # allows the large budget (a budget above ε is refused).
     eps, budgets, runs = 4.0, (lambda r: 3.0), 1200

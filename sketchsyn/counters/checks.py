@@ -7,7 +7,11 @@ kinds of checks of the noisy threshold: the idle steps since the counter's previ
 step (one check at ``a − v``). Every check is decided by exact inversion of a uniform ``U``
 (:func:`~sketchsyn.counters.sparse.first_trips`), and the uniforms are **assigned to the events
 before any is decided**: the gap of event ``i`` (when it has idle steps) and its own step each
-have the 64 first bits of their ``U`` drawn at the start of the batch (one ``uint64`` each). A
+have the first bits of their ``U`` drawn at the start of the batch: 64 from a seeded generator
+(one ``uint64`` each), 32 from the operating system's CSPRNG (:data:`SECURE_BITS`: half the
+bytes of a private run; a check whose interval ``[k, k + 2^32)·2^-64`` the float decision
+cannot settle, about one in 2**32, draws the uniform's further bits from the same source when
+it is settled exactly). A
 round decides each counter's events in order, from its cursor, up to its first trip (or
 ``window`` events); the bank then closes the tripped counters' segments (new thresholds) and
 starts the next round.
@@ -58,6 +62,8 @@ __all__ = [
     "GAP_UNSURE",
     "OWN_TRIP",
     "OWN_UNSURE",
+    "SECURE_BITS",
+    "SEEDED_BITS",
     "Events",
     "by_cell",
     "scan",
@@ -76,6 +82,13 @@ GAP_UNSURE = 3
 OWN_UNSURE = 4
 
 _NONE = np.iinfo(np.int64).max
+#: Bits of each check's uniform that :meth:`Events.of` draws at the start from the operating
+#: system's CSPRNG: the first 32 (the rest, from the same source, only for a check they leave
+#: undecided), and from a seeded generator: the first 64 (its outputs stay those of earlier
+#: versions). The law of every check is the same either way; any of 1 … 32 or 64 works (the
+#: tests use 8, whose intervals leave many checks undecided).
+SECURE_BITS = 32
+SEEDED_BITS = 64
 
 
 def stable_order(cells: np.ndarray, size: int) -> np.ndarray:
@@ -127,7 +140,9 @@ class Events:
     ``cells``, ``times``, ``values``: the events, sorted by cell then step; ``starts``/``ends``:
     each counter's run of events (``group_cell`` its cell); ``gap``: the idle steps before each
     event when the batch starts; ``gap_row``: the row of ``gap_words`` of an event with a gap
-    (−1 without); ``own_words``: each event's own check; ``cursor``: each counter's next event;
+    (−1 without); ``own_words``: each event's own check (``bits``: how many of the uniform's
+    first bits a word holds, at its top: 64, or :data:`SECURE_BITS` from the OS CSPRNG);
+    ``cursor``: each counter's next event;
     ``rest``: the counter resumes inside a gap that tripped (its next gap takes ``extra``
     words); ``forced_gap``/``forced_own``: exact outcomes of checks the float margin left
     (−1: none).
@@ -147,6 +162,13 @@ class Events:
     rest: np.ndarray
     forced_gap: np.ndarray
     forced_own: np.ndarray
+    bits: int = 64
+
+    @property
+    def span(self) -> float:
+        """``2^(64 − bits)``: each event word ``k`` says its uniform lies in
+        ``[k, k + span)·2^-64``."""
+        return 2.0 ** (64 - self.bits)
 
     @classmethod
     def of(
@@ -183,14 +205,20 @@ class Events:
             gap_row[idle] = np.arange(n_idle)
         ends = np.append(starts[1:], n)
         group_cell = cells[starts]
-        gap_words = src.uint64(n_idle)
-        own_words = src.uint64(n)
+        bits = SECURE_BITS if src.secure else SEEDED_BITS
+        if bits == 64:
+            gap_words, own_words = src.uint64(n_idle), src.uint64(n)
+        else:  # the first `bits` bits of each uniform, at the top of its word
+            drop, up = np.uint32(32 - bits), np.uint64(64 - bits)
+            gap_words = (src.uint32(n_idle) >> drop).astype(np.uint64) << up
+            own_words = (src.uint32(n) >> drop).astype(np.uint64) << up
         return cls(
             cells, times, values, starts, ends, group_cell, gap, gap_row, gap_words, own_words,
             cursor=starts.copy(),
             rest=np.zeros(starts.size, dtype=bool),
             forced_gap=np.full(n, -1, dtype=np.int64),
             forced_own=np.full(n, -1, dtype=np.int64),
+            bits=bits,
         )  # fmt: skip
 
 
@@ -241,11 +269,13 @@ def scan(
         owner = np.repeat(np.arange(active.size), lens)[idle]
         fresh = resumed[idle]
         words = np.where(fresh, extra[active][owner], ev.gap_words[ev.gap_row[e[idle]]])
+        span = np.where(fresh, 1.0, ev.span)  # a resumed counter's fresh words are whole
         forced = np.where(fresh, forced_extra[active][owner], ev.forced_gap[e[idle]])
-        gi, ui = trip_decisions(xf, a[idle], gap[idle], words)
+        gi, ui = trip_decisions(xf, a[idle], gap[idle], words, span)
         g[idle] = np.where(forced >= 0, forced, gi)
         g_unsure[idle] = ui & (forced < 0)
-    own, o_unsure = trip_decisions(xf, a - v, np.ones(total, dtype=np.int64), ev.own_words[e])
+    ones = np.ones(total, dtype=np.int64)
+    own, o_unsure = trip_decisions(xf, a - v, ones, ev.own_words[e], ev.span)
     forced = ev.forced_own[e]
     own = np.where(forced >= 0, forced, own)
     o_unsure &= forced < 0

@@ -73,12 +73,14 @@ KERNELS = (
 )
 
 
-def _decide(xf: Any, lq1: Any, a: Any, s: Any, k: Any) -> tuple[int, bool]:
-    """``(G, unsure)`` of one entry of :func:`~sketchsyn.counters.sparse.trip_decisions`.
+def _decide(xf: Any, lq1: Any, a: Any, s: Any, k: Any, span: Any) -> tuple[int, bool]:
+    """``(G, unsure)`` of one entry of :func:`~sketchsyn.counters.sparse.trip_decisions`
+    (``U`` in ``[k, k + span)·2^-64``: ``span`` 1, or ``2^32`` when ``k`` holds only the
+    uniform's first 32 bits).
 
     First a cheaper sufficient test of "no trip" for ``a ≥ 0``, in the uniform's own scale:
     ``U < (k + 1)/2^64`` and ``(1 − p)^s ≥ 1 − s·p`` (Bernoulli's inequality), so
-    ``(k + 2^12)·2^-64 < 1 − s·p·(1 + 2^-20) − 2^-50`` proves ``U < (1 − p)^s``. The slack
+    ``(k + span + 4095)·2^-64 < 1 − s·p·(1 + 2^-20) − 2^-50`` proves ``U < (1 − p)^s``. The slack
     covers the float rounding of ``k`` (``2^11``), of ``p = e^{−(a+1)x − ln(1+e^{−x})}`` (a
     relative error of a few ulps plus ``(a+1)·x·2^-52`` from the argument: below ``2^-40``
     wherever ``(a+1)·x < 800``, and beyond that ``p < e^{−799}``, so ``s·p`` is far below the
@@ -87,10 +89,10 @@ def _decide(xf: Any, lq1: Any, a: Any, s: Any, k: Any) -> tuple[int, bool]:
     kf = float(k)
     if a >= 0:
         sp = float(s) * math.exp(-(float(a) + 1.0) * xf - lq1)
-        if (kf + 4096.0) * _TWO64 < 1.0 - sp * (1.0 + _FAST_REL) - _ABS:
+        if (kf + span + 4095.0) * _TWO64 < 1.0 - sp * (1.0 + _FAST_REL) - _ABS:
             return 0, False
     ln_lo = math.log(kf * _TWO64) if kf > 0.0 else -math.inf
-    ln_hi = math.log((kf + 1.0) * _TWO64)
+    ln_hi = math.log((kf + span) * _TWO64)
     ln_lo = ln_lo - (abs(ln_lo) * _REL + _ABS)
     ln_hi = ln_hi + (abs(ln_hi) * _REL + _ABS)
     af = float(a)
@@ -126,9 +128,11 @@ def _decide(xf: Any, lq1: Any, a: Any, s: Any, k: Any) -> tuple[int, bool]:
 
 def scan(cells: Any, times: Any, values: Any, ends: Any, cursor: Any, rest: Any, gap_row: Any,
          gap_words: Any, own_words: Any, forced_gap: Any, forced_own: Any, active: Any,
-         extra: Any, forced_extra: Any, n: Any, theta: Any, pos: Any, xf: Any, window: Any,
-         chain: Any, status: Any, at: Any, step: Any, nb: Any) -> int:  # fmt: skip
-    """:func:`sketchsyn.counters.checks.scan` into ``status``, ``at``, ``step``, ``nb``.
+         extra: Any, forced_extra: Any, n: Any, theta: Any, pos: Any, xf: Any, span: Any,
+         window: Any, chain: Any, status: Any, at: Any, step: Any, nb: Any) -> int:  # fmt: skip
+    """:func:`sketchsyn.counters.checks.scan` into ``status``, ``at``, ``step``, ``nb``
+    (``span``: the events' words' :attr:`~sketchsyn.counters.checks.Events.span`; a resumed
+    counter's fresh words are whole 64-bit words).
 
     With ``chain``, a round in which no counter trips (or leaves a check undecided) is applied
     here (each counter's ``N``, last step and cursor move to its window's end, and ``rest``
@@ -157,7 +161,7 @@ def scan(cells: Any, times: Any, values: Any, ends: Any, cursor: Any, rest: Any,
                 a_min -= values[e]
             if a_min >= 0:
                 p_max = math.exp(-(float(a_min) + 1.0) * xf - lq1) * (1.0 + _FAST_REL)
-            own_lim = (1.0 - p_max - _ABS) / _TWO64 - 4096.0
+            own_lim = (1.0 - p_max - _ABS) / _TWO64 - span - 4095.0
             st = _CALM
             e = c0
             stop_step = 0
@@ -167,15 +171,18 @@ def scan(cells: Any, times: Any, values: Any, ends: Any, cursor: Any, rest: Any,
                 a = th - count
                 if gap > 0:
                     if e == c0 and rest[grp]:
-                        f, k = forced_extra[grp], extra[grp]
+                        f, k, wide = forced_extra[grp], extra[grp], 1.0
                     else:
-                        f, k = forced_gap[e], gap_words[gap_row[e]]
+                        f, k, wide = forced_gap[e], gap_words[gap_row[e]], span
                     if f >= 0:
                         g, unsure = f, False
-                    elif p_max >= 0.0 and (float(k) + 4096.0) * _TWO64 < 1.0 - gap * p_max - _ABS:
+                    elif (
+                        p_max >= 0.0
+                        and (float(k) + wide + 4095.0) * _TWO64 < 1.0 - gap * p_max - _ABS
+                    ):
                         g, unsure = 0, False
                     else:
-                        g, unsure = _decide(xf, lq1, a, gap, k)
+                        g, unsure = _decide(xf, lq1, a, gap, k, wide)
                     if unsure:
                         st, stop_step = _GAP_UNSURE, prev
                         break
@@ -188,7 +195,7 @@ def scan(cells: Any, times: Any, values: Any, ends: Any, cursor: Any, rest: Any,
                 elif p_max >= 0.0 and float(own_words[e]) < own_lim:
                     o, unsure = 0, False
                 else:
-                    o, unsure = _decide(xf, lq1, a - values[e], 1, own_words[e])
+                    o, unsure = _decide(xf, lq1, a - values[e], 1, own_words[e], span)
                 if unsure:
                     st, stop_step = _OWN_UNSURE, times[e]
                     break
@@ -393,8 +400,8 @@ I_ACTIVE, I_TRIPPED, I_NEW, I_OPENED, I_ROWS, I_WORDS = 0, 1, 2, 3, 4, 5
 def rounds(stage: Any, info: Any, cells: Any, times: Any, values: Any, ends: Any, cursor: Any,
            rest: Any, gap_row: Any, gap_words: Any, own_words: Any, forced_gap: Any,
            forced_own: Any, group_cell: Any, extra: Any, forced_extra: Any, n: Any, theta: Any,
-           pos: Any, row: Any, segs: Any, acc: Any, done: Any, sub: Any, xf: Any, window: Any,
-           t0: Any, check_state: Any, check_u64: Any, sub_state: Any, sub_u32: Any,
+           pos: Any, row: Any, segs: Any, acc: Any, done: Any, sub: Any, xf: Any, span: Any,
+           window: Any, t0: Any, check_state: Any, check_u64: Any, sub_state: Any, sub_u32: Any,
            sub_plan: Any, theta_state: Any, theta_u32: Any, theta_plan: Any, shift: Any,
            slots: Any, res: Any, tripped: Any, words: Any, scratch: Any, sub_noise: Any,
            thresholds: Any) -> int:  # fmt: skip
@@ -427,8 +434,8 @@ def rounds(stage: Any, info: Any, cells: Any, times: Any, values: Any, ends: Any
             active = slots[0, :na]
             status, at, step, nb = res[0, :na], res[1, :na], res[2, :na], res[3, :na]
             scan(cells, times, values, ends, cursor, rest, gap_row, gap_words, own_words,
-                 forced_gap, forced_own, active, extra, forced_extra, n, theta, pos, xf, window,
-                 True, status, at, step, nb)  # fmt: skip
+                 forced_gap, forced_own, active, extra, forced_extra, n, theta, pos, xf, span,
+                 window, True, status, at, step, nb)  # fmt: skip
             for i in range(na):
                 if status[i] >= _GAP_UNSURE:
                     return UNSURE
@@ -475,8 +482,8 @@ def run(
     out = np.empty((4, active.size), dtype=np.int64)  # status, at, step, nb
     scan(ev.cells, ev.times, ev.values, ev.ends, ev.cursor, ev.rest, ev.gap_row, ev.gap_words,
          ev.own_words, ev.forced_gap, ev.forced_own, active, extra, forced_extra, state["n"],
-         state["theta"], state["pos"], float(state["xf"]), int(state["window"]), True,
-         *out)  # fmt: skip
+         state["theta"], state["pos"], float(state["xf"]), float(ev.span), int(state["window"]),
+         True, *out)  # fmt: skip
     return tuple(out)
 
 
@@ -499,7 +506,7 @@ def _warm_up_rounds(ev: checks.Events) -> None:
            ev.forced_own.copy(), ev.group_cell, np.zeros(g, np.uint64), np.full(g, -1, i64),
            np.zeros(1, i64), np.full(1, 10**6, i64), np.zeros(1, i64), np.full(1, -1, i64),
            np.zeros(1, i64), np.zeros((1, 3), i64), np.zeros((1, 3), i64), np.zeros(1, i64),
-           0.5, 4096, 0, state, u64, state, u32, plan, state, u32, plan, 20,
+           0.5, 1.0, 4096, 0, state, u64, state, u32, plan, state, u32, plan, 20,
            np.empty((2, g), i64), np.empty((4, g), i64), np.empty((3, g), i64),
            np.empty(8 * g, np.uint32), np.empty((4, 3 * g), i64), np.empty(3 * g, i64),
            np.empty(g, i64))  # fmt: skip

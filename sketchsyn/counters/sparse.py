@@ -228,17 +228,31 @@ def uniform_words(src: RandomSource, n: int) -> np.ndarray:
     return (words[:, 0] << np.uint64(32)) | words[:, 1]
 
 
-def exact_trip(x: Fraction, a: int, s: int, k: int, src: RandomSource) -> int:
+def exact_trip(x: Fraction, a: int, s: int, k: int, src: RandomSource, bits: int = 64) -> int:
     """:func:`_first_trip` of the uniform whose first 64 bits are ``k`` (later words, rarely
-    needed, come from ``src``)."""
-    return _first_trip(x, a, s, src, [k >> 32, k & 0xFFFFFFFF])
+    needed, come from ``src``). With ``bits`` below 64 only the top ``bits`` bits of ``k`` are
+    the uniform's (the rest are zero): 32, or at most 32 (the rest of its first 32-bit word is
+    then drawn from ``src`` first); the later bits come from ``src``."""
+    if bits == 64:
+        return _first_trip(x, a, s, src, [k >> 32, k & 0xFFFFFFFF])
+    if not 1 <= bits <= 32:
+        raise ValueError(f"bits must be 64 or in [1, 32]; got {bits}")
+    first = k >> 32
+    if bits < 32:
+        first |= int(src.uint32(1)[0]) >> bits
+    return _first_trip(x, a, s, src, [first])
 
 
 def trip_decisions(
-    xf: float, a: np.ndarray, s: np.ndarray, k: np.ndarray
+    xf: float, a: np.ndarray, s: np.ndarray, k: np.ndarray, span: float | np.ndarray = 1.0
 ) -> tuple[np.ndarray, np.ndarray]:
     """The float part of :func:`first_trips`: ``(G, unsure)`` for uniforms with first 64 bits
     ``k`` (uint64). ``G[i]`` is the exact first trip wherever ``unsure[i]`` is false.
+
+    ``span``: ``U`` lies in ``[k, k + span)·2^-64``: 1 when ``k`` holds the uniform's first 64
+    bits, ``2^(64 − b)`` when it holds only its first ``b`` (the rest zero). A decision is taken
+    only when the whole interval agrees, so it is the exact one for every ``U`` in it; the rest
+    are ``unsure``.
 
     Decisions are made on ``ln U`` against ``g·ln(1 − p)`` in float64, accepted only when they
     clear a margin (relative ``2^-30``, absolute ``2^-50``) far wider than the float error. The
@@ -254,7 +268,7 @@ def trip_decisions(
     kf = k.astype(np.float64)
     with np.errstate(divide="ignore"):
         ln_lo = np.log(kf * _TWO64)
-        ln_hi = np.log((kf + 1.0) * _TWO64)
+        ln_hi = np.log((kf + span) * _TWO64)
     ln_lo = ln_lo - (np.abs(ln_lo) * _REL + _ABS)
     ln_hi = ln_hi + (np.abs(ln_hi) * _REL + _ABS)
     l1p = _log_stay(xf, a)

@@ -420,21 +420,24 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         extra: np.ndarray,
         forced_extra: np.ndarray,
     ) -> None:
-        """The checks the float margin left, settled exactly with their words (counter order)."""
+        """The checks the float margin (or a 32-bit word) left, settled exactly with their words
+        (counter order): the uniform's further bits, when needed, come from the check source."""
         lv = self._lv
         assert lv is not None
+        src = self._check_src
+        bits = ev.bits  # how much of each event's uniform its word holds
         for i in unsure.tolist():
             grp, e = int(active[i]), int(at[i])
             a = int(self._theta[ev.cells[e]] - nb[i])
             if status[i] == checks.OWN_UNSURE:
                 k = int(ev.own_words[e])
-                ev.forced_own[e] = exact_trip(lv.x, a - int(ev.values[e]), 1, k, self._check_src)
-            elif ev.rest[grp] and e == ev.cursor[grp]:
+                ev.forced_own[e] = exact_trip(lv.x, a - int(ev.values[e]), 1, k, src, bits)
+            elif ev.rest[grp] and e == ev.cursor[grp]:  # fresh words are whole
                 s = int(ev.times[e] - self._pos[ev.cells[e]] - 1)
-                forced_extra[grp] = exact_trip(lv.x, a, s, int(extra[grp]), self._check_src)
+                forced_extra[grp] = exact_trip(lv.x, a, s, int(extra[grp]), src)
             else:
                 k = int(ev.gap_words[ev.gap_row[e]])
-                ev.forced_gap[e] = exact_trip(lv.x, a, int(ev.gap[e]), k, self._check_src)
+                ev.forced_gap[e] = exact_trip(lv.x, a, int(ev.gap[e]), k, src, bits)
 
     def _end_round(
         self,
