@@ -70,7 +70,7 @@ def _feed(stream: bs.Stream, eps: float, seed: int | None) -> float:
 
 def _unseeded_bytes(stream: bs.Stream, eps: float) -> tuple[int, int]:
     """Bytes an unseeded run reads from ``os.urandom`` (counted while it runs): in all, and
-    those of the checks' uniforms (64 bits a check, drawn by ``checks.Events.of``)."""
+    those of the checks' uniforms (their first bits, drawn by ``checks.Events.of``)."""
     urandom = os.urandom
     of_file = checks.__file__  # Events.of is found by its name and file (it may be wrapped)
     read = of_checks = 0
