@@ -253,19 +253,21 @@ def test_memory_256kb_is_at_least_as_good_as_the_defaults(tmp_path, capsys):
     assert err["memory"] <= err["defaults"] + 0.03, share
 
 
-@pytest.mark.parametrize(("reads_ahead", "cores", "alone"), [
-    (True, 2, True), (True, 1, True), (True, 4, False), (False, 2, False),
+@pytest.mark.parametrize(("fmt", "reads_ahead", "cores", "alone"), [
+    ("parquet", True, 2, True), ("arrow", True, 1, True), ("parquet", True, 4, False),
+    ("parquet", False, 2, False), ("csv", True, 2, False),
 ])  # fmt: skip
-def test_fit_counts_on_one_thread_while_the_reader_holds_the_other_core(
-    reads_ahead, cores, alone, monkeypatch
+def test_fit_counts_on_one_thread_while_a_columnar_reader_holds_the_other_core(
+    fmt, reads_ahead, cores, alone, monkeypatch
 ):
-    """With a reader thread on a two-core machine, PrivHP's second counting thread is off."""
+    """With a Parquet or Arrow reader's thread on a two-core machine, PrivHP's second counting
+    thread is off; a text parser (the slower side) keeps it."""
     from sketchsyn.cli import fit
     from sketchsyn.synth.privhp import bank
 
     monkeypatch.setattr(fit.os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
     reader = type("Reader", (), {"threads": reads_ahead})()
     assert not bank._single_thread()
-    with fit._counting_threads(reader):
+    with fit._counting_threads(reader, fmt):
         assert bank._single_thread() is alone
     assert not bank._single_thread()

@@ -444,13 +444,16 @@ def _signal_warning(summary: Any, n: int) -> str | None:
     )
 
 
-def _counting_threads(reader: Any) -> contextlib.AbstractContextManager:
-    """PrivHP counts each batch on the calling thread alone while the reader parses on a thread
-    of its own and the process has fewer than three cores: a second counting thread would only
-    contend for the two cores (on the 10**8-row Parquet file of ``benchmarks/bench_cli.py`` it
-    cost 0.45 to 0.74 more CPU-seconds on the numpy path, and more wall time: docs/speed.md)."""
+def _counting_threads(reader: Any, fmt: str) -> contextlib.AbstractContextManager:
+    """PrivHP counts each batch on the calling thread alone while a Parquet or Arrow reader
+    decodes on a thread of its own and the process has fewer than three cores: decoding is
+    cheaper than counting there, and a second counting thread would only contend for the two
+    cores. A text parser is the slower side, so the counting thread waits for it anyway, and
+    the second one costs nothing there (``python benchmarks/bench_fit_threads.py`` measures
+    both rules on both files)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    if getattr(reader, "threads", False) and (cores or 1) < 3:
+    columnar = fmt in ("parquet", "arrow")
+    if columnar and getattr(reader, "threads", False) and (cores or 1) < 3:
         from ..synth.privhp.bank import one_thread
 
         return one_thread()
@@ -522,7 +525,7 @@ def _fit(args: argparse.Namespace) -> int:
     since = 0
     t0 = time.perf_counter()
     bar = progress(reader, enabled=False if args.quiet else None, desc="fit", batched=True)
-    with _counting_threads(reader):
+    with _counting_threads(reader, fmt):
         for batch in bar:
             try:
                 summary.update_many(batch)
