@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from sketchsyn import Box, PrivHP
+from sketchsyn.sketches.hashing import HashFamily
 from sketchsyn.synth.privhp import buckets, kernels
 
 
@@ -65,36 +66,37 @@ def test_the_tables_give_the_hashing_state(sketch: str, width: int, monkeypatch)
     assert with_tables.nbytes == hashing.nbytes  # the tables are not state
 
 
-def _seeds(n: int = 3, first: int = 0) -> np.ndarray:
-    return np.arange(first, first + n, dtype=np.uint32)
+def _family(width: int = 16, seed: int = 0) -> HashFamily:
+    """A level's hashes: three sketch rows."""
+    return HashFamily(width=width, depth=3, seed=seed)
 
 
 def test_a_level_gets_its_table_once_it_has_hashed_as_many_cells() -> None:
     keys, weights = np.arange(5), np.ones(5, dtype=np.int64)
     for _ in range(3):  # 5, 10, 15 cells hashed of level 4's 16
-        assert buckets.level_counts(_seeds(), None, 16, 4, keys, weights) is None
+        assert buckets.level_counts(_family(), False, 4, keys, weights) is None
     assert buckets.table_bytes() == 0
-    out = buckets.level_counts(_seeds(), None, 16, 4, keys, weights)
+    out = buckets.level_counts(_family(), False, 4, keys, weights)
     assert out is not None and out.shape == (3, 16) and (out.sum(axis=1) == 5).all()
     assert buckets.table_bytes() == 3 * 16 * 2  # 16-bit buckets, three rows
-    # Other seeds, another width or another level count their own cells: still hashing.
-    assert buckets.level_counts(_seeds(first=9), None, 16, 4, keys, weights) is None
-    assert buckets.level_counts(_seeds(), None, 17, 4, keys, weights) is None
-    assert buckets.level_counts(_seeds(), None, 16, 3, keys, weights) is None
+    # Another seed, another width or another level count their own cells: still hashing.
+    assert buckets.level_counts(_family(seed=9), False, 4, keys, weights) is None
+    assert buckets.level_counts(_family(17), False, 4, keys, weights) is None
+    assert buckets.level_counts(_family(), False, 3, keys, weights) is None
 
 
 def test_the_tables_stay_within_their_bytes(monkeypatch) -> None:
     monkeypatch.setattr(buckets, "MAX_BYTES", 3 * 32 * 2)  # one level-5 table, or two of level 4
     for first in (0, 10):  # two level-4 tables: 96 bytes each
-        buckets.level_counts(_seeds(first=first), None, 16, 4, np.arange(16), np.ones(16))
+        buckets.level_counts(_family(seed=first), False, 4, np.arange(16), np.ones(16))
     assert buckets.table_bytes() == 192
     # A level-5 table (192 bytes) evicts both; a level-6 one (384) is never built.
-    assert buckets.level_counts(_seeds(), None, 16, 5, np.arange(32), np.ones(32)) is not None
+    assert buckets.level_counts(_family(), False, 5, np.arange(32), np.ones(32)) is not None
     assert buckets.table_bytes() == 192
-    assert buckets.level_counts(_seeds(), None, 16, 6, np.arange(64), np.ones(64)) is None
+    assert buckets.level_counts(_family(), False, 6, np.arange(64), np.ones(64)) is None
     assert buckets.table_bytes() == 192
     # The evicted ones count their cells again from nothing.
-    assert buckets.level_counts(_seeds(), None, 16, 4, np.arange(8), np.ones(8)) is None
+    assert buckets.level_counts(_family(), False, 4, np.arange(8), np.ones(8)) is None
 
 
 def test_copies_and_loaded_summaries_share_the_tables(monkeypatch) -> None:
@@ -123,7 +125,7 @@ def test_a_forked_child_does_not_inherit_a_held_lock() -> None:
         pid = os.fork()
         if pid == 0:  # the child: a lookup must not wait for the parent's lock
             signal.alarm(20)  # a child stuck on the lock dies (and the test fails)
-            got = buckets.level_counts(_seeds(), None, 16, 4, keys, weights)
+            got = buckets.level_counts(_family(), False, 4, keys, weights)
             os._exit(0 if got is not None else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0

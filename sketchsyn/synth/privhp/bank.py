@@ -377,10 +377,8 @@ class LevelBank:
         """Sketch ``i``'s increments from its distinct prefixes ``keys`` and their counts: looked
         up in the level's bucket table once it has one (:mod:`~sketchsyn.synth.privhp.buckets`),
         else hashed."""
-        signs = None if self._sign_seeds is None else self._sign_seeds[i]
-        out = buckets.level_counts(
-            self._row_seeds[i], signs, self._width, self._L_c + 1 + i, keys, weights
-        )
+        family, signed = self._sketches[i]._family, self._sign_seeds is not None
+        out = buckets.level_counts(family, signed, self._L_c + 1 + i, keys, weights)
         bank_counts[i] = (
             out if out is not None else self._sketch_cells(i, keys.view(np.uint64), weights)
         )

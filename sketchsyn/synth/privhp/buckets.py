@@ -10,7 +10,7 @@ level, ``sketch_depth × 2**level`` entries, built by hashing each cell once
 1.19–1.31 times the points per CPU-second with them on the plan of ``sketchsyn fit --memory
 256KB`` for 10**8 rows).
 
-The tables are the process's, found by the seeds, the width and the level: the summaries of
+The tables are the process's, found by the level's hash family and level: the summaries of
 one job (its partitions, copies, snapshots and merges, which share their seeds) share them. A
 table is built once the cells hashed for its key reach the level's number of cells (so the
 hashing done with the tables, building included, is at most twice the least possible whatever
@@ -22,13 +22,13 @@ state or ``nbytes``. The increments are the hashing path's bit for bit: the same
 same integer sums.
 
 >>> import numpy as np
->>> from sketchsyn.sketches.hashing import murmur3_32
->>> seeds = np.array([[7], [8]], dtype=np.uint32)  # one level's two sketch rows
+>>> from sketchsyn.sketches.hashing import HashFamily
+>>> family = HashFamily(width=16, depth=2, seed=7)  # one level's two sketch rows
 >>> keys, weights = np.array([1, 3]), np.array([3, 2])
->>> level_counts(seeds, None, 16, 2, keys, weights) is None  # 2 of the level's 4 cells hashed
+>>> level_counts(family, False, 2, keys, weights) is None  # 2 of the level's 4 cells hashed
 True
->>> out = level_counts(seeds, None, 16, 2, keys, weights)  # 4 of 4: built and used
->>> b = (murmur3_32(keys[None, :].astype(np.uint64), seeds).astype(np.int64) * 16) >> 32
+>>> out = level_counts(family, False, 2, keys, weights)  # 4 of 4: built and used
+>>> b = family.buckets(keys)
 >>> bool((out[0] == np.bincount(b[0], weights=weights, minlength=16)).all())
 True
 """
@@ -41,7 +41,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ...sketches.hashing import murmur3_32
+from ...sketches.hashing import HashFamily
 
 __all__ = ["MAX_BYTES", "MAX_LEVEL", "clear", "level_counts", "table_bytes"]
 
@@ -84,37 +84,27 @@ def clear() -> None:
 
 
 def level_counts(
-    row_seeds: np.ndarray,
-    sign_seeds: np.ndarray | None,
-    width: int,
-    level: int,
-    keys: np.ndarray,
-    weights: np.ndarray,
+    family: HashFamily, signed: bool, level: int, keys: np.ndarray, weights: np.ndarray
 ) -> np.ndarray | None:
     """A sketch level's increments, shape ``(sketch_depth, width)`` int64, for its non-empty
     cells ``keys`` (ascending, below ``2**level``) counted ``weights`` times each, from the
     level's table; None while it has none: the caller hashes the cells, as before.
 
-    ``row_seeds`` (and ``sign_seeds``, None for Count-Min): the level's seeds, one per sketch
-    row (any shape of ``sketch_depth`` values)."""
+    ``family``: the level's hashes (:class:`~sketchsyn.sketches.hashing.HashFamily`: its
+    buckets, and with ``signed`` (a Count Sketch) its signs)."""
     if level > MAX_LEVEL:
         return None
-    rows = np.ascontiguousarray(row_seeds, dtype=np.uint32).reshape(-1)
-    signs = (
-        None
-        if sign_seeds is None
-        else np.ascontiguousarray(sign_seeds, dtype=np.uint32).reshape(-1)
-    )
-    key = (rows.tobytes(), None if signs is None else signs.tobytes(), int(width), int(level))
+    key = (family, bool(signed), int(level))
     with _LOCK:
         table = _TABLES.get(key)
         if table is not None:
             _TABLES.move_to_end(key)
     if table is None:
-        table = _build(key, rows, signs, int(width), int(level), int(keys.size))
+        table = _build(key, family, bool(signed), int(level), int(keys.size))
         if table is None:
             return None
     buckets, negative = table
+    width = family.width
     wf = np.asarray(weights, dtype=np.float64)
     idx = np.asarray(keys, dtype=np.intp)
     out = np.empty((buckets.shape[0], width), dtype=np.int64)
@@ -125,15 +115,17 @@ def level_counts(
     return out
 
 
-def _build(
-    key: tuple, rows: np.ndarray, signs: np.ndarray | None, width: int, level: int, m: int
-) -> _Table | None:
+# Cells hashed per call while a table is built: the temporaries stay near a MiB.
+_BUILD_BLOCK = 1 << 16
+
+
+def _build(key: tuple, family: HashFamily, signed: bool, level: int, m: int) -> _Table | None:
     """The table of ``key`` once its cells hashed (with the ``m`` of this batch) reach the
     level's cells and it fits; else count the cells hashed and return None."""
     global _BYTES
     cells = 1 << level
-    dtype = np.uint16 if width <= 1 << 16 else np.uint32
-    size = rows.size * cells * (np.dtype(dtype).itemsize + (signs is not None))
+    dtype = np.uint16 if family.width <= 1 << 16 else np.uint32
+    size = family.depth * cells * (np.dtype(dtype).itemsize + signed)
     with _LOCK:
         hashed = _HASHED.pop(key, 0) + m
         if hashed < cells or size > MAX_BYTES:
@@ -141,18 +133,14 @@ def _build(
             while len(_HASHED) > _MAX_COUNTED:
                 _HASHED.popitem(last=False)
             return None
-    # A row at a time: the temporaries stay at a few bytes a cell.
-    cell = np.arange(cells, dtype=np.uint64)
-    buckets = np.empty((rows.size, cells), dtype=dtype)
-    negative = None if signs is None else np.empty((rows.size, cells), dtype=bool)
-    for r in range(rows.size):
-        # The bucket (h·w) >> 32, as the hashing path computes it (exact in uint64).
-        wide = murmur3_32(cell, rows[r]).astype(np.uint64)
-        wide *= np.uint64(width)
-        wide >>= np.uint64(32)
-        buckets[r] = wide
-        if negative is not None:  # the sign −1 where the sign hash's low bit is set
-            np.not_equal(murmur3_32(cell, signs[r]) & np.uint32(1), 0, out=negative[r])
+    # The family's own buckets and signs, a block of cells at a time.
+    buckets = np.empty((family.depth, cells), dtype=dtype)
+    negative = np.empty((family.depth, cells), dtype=bool) if signed else None
+    for lo in range(0, cells, _BUILD_BLOCK):
+        block = np.arange(lo, min(lo + _BUILD_BLOCK, cells), dtype=np.uint64)
+        buckets[:, lo : lo + block.size] = family.buckets(block)
+        if negative is not None:
+            negative[:, lo : lo + block.size] = family.signs(block) < 0
     with _LOCK:
         if key in _TABLES:  # another thread built it meanwhile
             return _TABLES[key]
