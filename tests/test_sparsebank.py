@@ -228,6 +228,45 @@ def test_a_tripped_gap_takes_fresh_words_for_its_rest(path):
     assert 3 <= drawn < 100, drawn
 
 
+def _words_drawn(bitgen: np.random.PCG64, act) -> int:
+    """How many 64-bit words ``act()`` takes from ``bitgen`` (counted by stepping a clone; at
+    most 10⁶)."""
+    clone = np.random.PCG64()
+    clone.state = bitgen.state
+    act()
+    drawn = 0
+    while clone.state["state"] != bitgen.state["state"] and drawn < 10**6:
+        clone.random_raw()
+        drawn += 1
+    return drawn
+
+
+def test_a_counter_draws_its_threshold_only_when_first_checked(path):
+    """A level's thresholds are drawn counter by counter, just before a counter's first check:
+    events in 2 of 4,096 counters draw 2 thresholds (plus the trips' new ones), not 4,096; a
+    read (which draws every counter's idle checks) then draws the rest, and a saved state has
+    every threshold drawn."""
+    m = 4096
+    bank = InhomogeneousSparseBank(m, 1.0, online_budgets(1.0, 2, 0), rng=3)
+    bank.update_events(257, [7], [257])  # into the level of steps 256 to 511
+    lv = bank._lv
+    assert lv.first <= 257 and lv.end >= 300
+    theta_words = bank._theta_src._raw64
+    drawn = _words_drawn(theta_words, lambda: bank.update_events(260, [1, 9], [258, 259]))
+    checked = np.flatnonzero(bank._pos >= lv.first)
+    assert checked.tolist() == [1, 7, 9]
+    assert 1 <= drawn < 64, drawn  # two thresholds (half a word and a sign each), and trips'
+    assert (bank._theta[bank._pos == lv.first - 1] == 0).all()
+    drawn = _words_drawn(theta_words, bank.query)
+    assert drawn >= (m - 3) // 2 and (bank._pos >= lv.first).all()  # a 32-bit word a value
+    # The thresholds drawn lazily have the law of the ones drawn at once: t0 + Lap(xs) each.
+    rest = np.delete(bank._theta, [1, 7, 9]).astype(float) - lv.t0
+    want = counters._draw("laplace", lv.xs, m, as_source(11)).astype(float)
+    assert stats.ks_2samp(rest, want).pvalue > 1e-4
+    _, _, meta, arrays = unpack(bank.to_bytes(), "InhomogeneousSparseBank")
+    assert meta["ready"] and (arrays["pos"] >= lv.first).all()
+
+
 def test_events_and_dense_steps_have_one_law():
     """update_events (idle steps skipped) and update_many (every step checked) agree in law at
     every step read: 2 000 counters each, KS at four steps."""

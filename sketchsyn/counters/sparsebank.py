@@ -188,7 +188,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         self._acc = np.zeros((0, 1), dtype=np.int64)  # open p-sums (noisy), one row per tree
         self._done = np.zeros((0, 1), dtype=np.int64)  # latest closed p-sum of every level
         self._rows = 0
-        self._ready = False  # thresholds of the current level drawn
+        self._ready = False  # the current level's sparse state reset (thresholds: _thresholds)
         # Noise scales whose draws once went beyond their magnitude table: the compiled rounds
         # get their geometric tables too (a cache; the draws are the same without it).
         self._geometric: set[Fraction] = set()
@@ -239,7 +239,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
             return
         lv = self._lv
         assert lv is not None
-        self._theta = lv.t0 + core._draw("laplace", lv.xs, self._size, self._theta_src)
+        self._theta[:] = 0  # drawn lazily, counter by counter (_thresholds)
         self._n[:] = 0
         self._segs[:] = 0
         self._sub[:] = 0
@@ -248,6 +248,17 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         self._done = np.zeros((0, lv.sub_levels), dtype=np.int64)
         self._rows = 0
         self._ready = True
+
+    def _thresholds(self, cells: np.ndarray) -> None:
+        """Draw the level's first threshold of each of ``cells`` (ascending, distinct) that has
+        none yet: those whose checks have not started in this level (``pos`` still the step
+        before the level's first). A counter's first threshold is drawn just before its first
+        check; a counter the level never checks never draws one (no release depends on it)."""
+        lv = self._lv
+        assert lv is not None
+        fresh = cells[self._pos[cells] == lv.first - 1]
+        if fresh.size:
+            self._theta[fresh] = lv.t0 + core._draw("laplace", lv.xs, fresh.size, self._theta_src)
 
     def _close_level(self) -> None:
         """End the current level: ``S̃ += level total`` (its last idle checks are not needed)."""
@@ -338,6 +349,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         lv = self._lv
         assert lv is not None
         cells = cells[self._pos[cells] < until]
+        self._thresholds(cells)
         while cells.size:
             g = first_trips(
                 lv.x, self._theta[cells] - self._n[cells], until - self._pos[cells], self._check_src
@@ -362,6 +374,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         ev = checks.Events.of(
             cells, times, values, self._pos, self._check_src, kernels.layout if compiled else None
         )
+        self._thresholds(ev.group_cell)
         if ev.starts.size:  # the level's count (its noise is already in), counter by counter
             self._open[ev.group_cell] += np.add.reduceat(ev.values, ev.starts)
         xf = float(lv.x)
