@@ -241,24 +241,70 @@ def _words_drawn(bitgen: np.random.PCG64, act) -> int:
     return drawn
 
 
-def test_a_counter_draws_its_threshold_only_when_first_checked(path):
-    """A level's thresholds are drawn counter by counter, just before a counter's first check:
-    events in 2 of 4,096 counters draw 2 thresholds (plus the trips' new ones), not 4,096; a
-    read (which draws every counter's idle checks) then draws the rest, and a saved state has
-    every threshold drawn."""
+def test_lazy_first_thresholds_have_the_law_of_eager_ones(monkeypatch, path):
+    """A private bank's lazily drawn first thresholds (taken when a counter is first checked, in
+    the order counters are first checked, from blocks) against a seeded bank's drawn at once:
+    1 500 counters each with its own sparse stream, so counters are first checked in different
+    batches, a third of them only by the reads in the later levels; the releases, closed
+    segments and ``N`` of both banks agree in law (KS) at a read inside a level and after it,
+    with segments closing."""
+    eps, budgets, m = 4.0, (lambda r: 3.0), 1500
+    gen = np.random.default_rng(3)
+    hot = gen.random((300, m)) < gen.uniform(0.0, 0.6, m)  # step t (row t-1), counter c
+    vals = gen.integers(1, 4, (300, m))
+    hot[127:, : m // 3] = False  # checked only by the reads in the levels from step 128
+    hot[127:170, m // 3 : 2 * m // 3] = False  # first checked in a later batch
+    banks = {}
+    for lazy, seed in ((False, 21), (True, 22)):
+        monkeypatch.setattr(sb, "_LAZY_SEEDED", lazy)
+        bank = InhomogeneousSparseBank(m, eps, budgets, rng=seed)
+        assert bank._lazy is lazy
+        got = []
+        for lo, hi in ((0, 70), (70, 130), (130, 200), (200, 300)):
+            t, c = np.nonzero(hot[lo:hi])
+            order = np.argsort(t + lo, kind="stable")
+            bank.update_events(hi, c[order], (t + lo + 1)[order], vals[lo:hi][t, c][order])
+            if hi in (200, 300):
+                got += [bank.query(), bank._segs.copy(), bank._n.copy()]
+        banks[lazy] = np.array(got, float)
+    assert banks[True][1].mean() > 0.2  # segments closed
+    for a, b in zip(banks[False], banks[True], strict=True):
+        assert stats.ks_2samp(a, b).pvalue > 1e-4
+
+
+def test_a_private_bank_draws_thresholds_lazily_and_a_seeded_one_at_once():
+    assert InhomogeneousSparseBank(3, 1.0, online_budgets(1.0, 2, 0))._lazy
+    assert not InhomogeneousSparseBank(3, 1.0, online_budgets(1.0, 2, 0), rng=0)._lazy
+
+
+def test_a_counter_draws_its_threshold_only_when_first_checked(path, monkeypatch):
+    """A level's first thresholds are taken counter by counter, just before a counter's first
+    check, from values drawn in blocks: events in 3 of 4,096 counters draw a block of 64 (plus
+    the trips' new thresholds), not 4,096; a read (which draws every counter's idle checks)
+    then draws the rest, the pool never holding more than the counters left, and a saved state
+    has every threshold drawn."""
+    monkeypatch.setattr(sb, "_LAZY_SEEDED", True)  # a private bank's draws, from a seeded source
     m = 4096
     bank = InhomogeneousSparseBank(m, 1.0, online_budgets(1.0, 2, 0), rng=3)
-    bank.update_events(257, [7], [257])  # into the level of steps 256 to 511
+    theta_words = bank._theta_src._raw64
+
+    def two_batches() -> None:
+        bank.update_events(257, [7], [257])  # into the level of steps 256 to 511
+        bank.update_events(260, [1, 9], [258, 259])
+
+    drawn = _words_drawn(theta_words, two_batches)
     lv = bank._lv
     assert lv.first <= 257 and lv.end >= 300
-    theta_words = bank._theta_src._raw64
-    drawn = _words_drawn(theta_words, lambda: bank.update_events(260, [1, 9], [258, 259]))
     checked = np.flatnonzero(bank._pos >= lv.first)
     assert checked.tolist() == [1, 7, 9]
-    assert 1 <= drawn < 64, drawn  # two thresholds (half a word and a sign each), and trips'
+    assert 1 <= drawn < 64, drawn  # a block of 64 thresholds (half a word and a sign each)
+    assert bank._pooled == bank._pool.size == 64 and bank._taken == 3  # 7, 1 and 9 took theirs
     assert (bank._theta[bank._pos == lv.first - 1] == 0).all()
+    rows_bytes = 16 * bank._acc.shape[1] * bank._rows
+    assert bank.nbytes == 64 * m + rows_bytes + 8 * 64 + 64  # the pool is held whole
     drawn = _words_drawn(theta_words, bank.query)
-    assert drawn >= (m - 3) // 2 and (bank._pos >= lv.first).all()  # a 32-bit word a value
+    assert drawn >= (m - 64) // 2 and (bank._pos >= lv.first).all()  # a 32-bit word a value
+    assert bank._pool.size == 0 and bank._pooled == m  # the pool never outgrows the unchecked
     # The thresholds drawn lazily have the law of the ones drawn at once: t0 + Lap(xs) each.
     rest = np.delete(bank._theta, [1, 7, 9]).astype(float) - lv.t0
     want = counters._draw("laplace", lv.xs, m, as_source(11)).astype(float)

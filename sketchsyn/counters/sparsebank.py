@@ -74,6 +74,13 @@ __all__ = ["InhomogeneousSparseBank", "first_trips"]
 # Events of one counter considered per round of the batched sparse checks (a segment lasts about
 # T0 ones on a dense stream; a round costs O(events), so a window bounds the redone work).
 _WINDOW = 4096
+# A private bank (the OS CSPRNG) draws a level's first thresholds lazily, in blocks
+# (_thresholds): the first of this many values, each next one as large as the values drawn so
+# far in the level (never beyond its counters not yet checked).
+_BLOCK = 64
+# Seeded banks draw every counter's first threshold when the level is first used, so that their
+# state does not depend on how the stream is batched; tests set this to run them lazily too.
+_LAZY_SEEDED = False
 
 
 def _scanner(events: int) -> Callable[..., Any]:
@@ -129,10 +136,17 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
 
     **Trusted-curator state** (as sparse counting's): the current segment counts ``N`` and the
     level counts are exact and in the bytes (whose header says ``state == "trusted"``).
-    ``nbytes = 64·size + 16·L·rows + 64``: eight int64 per counter (``S̃``, level total, ``N``,
-    ``θ``, ``pos``, segments, sub release, tree row) and one tree of
+    ``nbytes = 64·size + 16·L·rows + 8·pooled + 64``: eight int64 per counter (``S̃``, level
+    total, ``N``, ``θ``, ``pos``, segments, sub release, tree row), one tree of
     ``L = floor(log2 length) + 1`` levels (open and closed p-sums) per counter that closed a
-    segment in the current level.
+    segment in the current level, and, in a private bank, the level's first thresholds drawn
+    ahead for counters not yet checked (``pooled``, never more than those counters; none in a
+    saved state, whose read checks every counter).
+
+    Thresholds. A private bank (the OS CSPRNG) draws a counter's first threshold of a level when
+    the level first checks it: a level that never checks a counter (no value in it, no read)
+    draws none for it. A seeded bank draws every counter's when the level is first used, so
+    that its state is the same however the stream is batched.
 
     Examples
     --------
@@ -175,6 +189,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         src = as_source(rng)
         self._lineage = Lineage.new(src, self._kind, self._params())
         self._level_src, self._theta_src, self._check_src, self._sub_src = src.spawn(4)
+        self._lazy = src.secure or _LAZY_SEEDED  # first thresholds drawn lazily (_thresholds)
         self._frozen = False
         m = self._size
         self._base = np.zeros(m, dtype=np.int64)  # S̃: the closed levels' noisy totals
@@ -189,6 +204,13 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         self._done = np.zeros((0, 1), dtype=np.int64)  # latest closed p-sum of every level
         self._rows = 0
         self._ready = False  # the current level's sparse state reset (thresholds: _thresholds)
+        # First thresholds drawn ahead for the level's counters not yet checked (Lap_Z(xs)
+        # values, taken in order: _thresholds), how many the level drew, and how many counters
+        # the level has not checked yet.
+        self._pool = np.zeros(0, dtype=np.int64)
+        self._taken = 0  # values of the pool already taken (the rest are the next ones)
+        self._pooled = 0
+        self._unchecked = 0
         # Noise scales whose draws once went beyond their magnitude table: the compiled rounds
         # get their geometric tables too (a cache; the draws are the same without it).
         self._geometric: set[Fraction] = set()
@@ -214,8 +236,8 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
 
     @property
     def nbytes(self) -> int:
-        """``64·size + 16·L·rows + 64`` (see the class notes)."""
-        return 64 * self._size + 2 * self._acc.shape[1] * 8 * self._rows + 64
+        """``64·size + 16·L·rows + 8·pooled + 64`` (see the class notes)."""
+        return 64 * self._size + 2 * self._acc.shape[1] * 8 * self._rows + 8 * self._pool.size + 64
 
     # -------------------------------------------------------------- time levels
     def _first_level(self, r: int) -> _Level:
@@ -239,7 +261,13 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
             return
         lv = self._lv
         assert lv is not None
-        self._theta[:] = 0  # drawn lazily, counter by counter (_thresholds)
+        self._pool, self._taken, self._pooled = np.zeros(0, dtype=np.int64), 0, 0
+        if self._lazy:  # drawn counter by counter (_thresholds)
+            self._theta[:] = 0
+            self._unchecked = int(np.count_nonzero(self._pos == lv.first - 1))
+        else:
+            self._theta = lv.t0 + core._draw("laplace", lv.xs, self._size, self._theta_src)
+            self._unchecked = 0
         self._n[:] = 0
         self._segs[:] = 0
         self._sub[:] = 0
@@ -250,15 +278,45 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         self._ready = True
 
     def _thresholds(self, cells: np.ndarray) -> None:
-        """Draw the level's first threshold of each of ``cells`` (ascending, distinct) that has
-        none yet: those whose checks have not started in this level (``pos`` still the step
-        before the level's first). A counter's first threshold is drawn just before its first
-        check; a counter the level never checks never draws one (no release depends on it)."""
+        """A private bank's (the OS CSPRNG's) lazy first thresholds: give each of ``cells``
+        (ascending, distinct) that has none its level's first threshold: those whose checks have
+        not started in this level (``pos`` still the step before the level's first). A counter
+        takes its first threshold just before its first check; a counter the level never checks
+        takes none (no release depends on it). A seeded bank drew them all in ``_prepare``
+        (which counter takes which lazily drawn value depends on how the stream is batched).
+
+        The values are ``T0 + Lap_Z(xs)``, independent draws taken in order from a pool the
+        level draws in blocks (at least ``_BLOCK`` values, then as many as it drew so far, never
+        more than its counters not yet checked): which counter takes which value does not depend
+        on the values, so each threshold has the law of its own draw, and a level draws at most
+        twice its checked counters plus ``_BLOCK`` values, in ``O(log)`` calls.
+
+        >>> from sketchsyn.counters import online_budgets
+        >>> bank = InhomogeneousSparseBank(10**5, 1.0, online_budgets(1.0, 2, 0))  # the OS CSPRNG
+        >>> bank.update_events(300, [7, 70], [290, 299])
+        >>> int((bank._pos == bank._lv.first - 1).sum()), bank._pooled
+        (99998, 64)
+        """
         lv = self._lv
         assert lv is not None
+        if not self._lazy:
+            return
         fresh = cells[self._pos[cells] == lv.first - 1]
-        if fresh.size:
-            self._theta[fresh] = lv.t0 + core._draw("laplace", lv.xs, fresh.size, self._theta_src)
+        k = fresh.size
+        if not k:
+            return
+        left = self._pool.size - self._taken
+        if left < k:
+            block = min(max(k - left, self._pooled, _BLOCK), self._unchecked - left)
+            more = core._draw("laplace", lv.xs, block, self._theta_src)
+            self._pool = np.concatenate((self._pool[self._taken :], more))
+            self._taken = 0
+            self._pooled += block
+        self._theta[fresh] = lv.t0 + self._pool[self._taken : self._taken + k]
+        self._taken += k
+        self._unchecked -= k
+        if self._taken == self._pool.size:  # all taken: the memory goes back
+            self._pool, self._taken = np.zeros(0, dtype=np.int64), 0
 
     def _close_level(self) -> None:
         """End the current level: ``S̃ += level total`` (its last idle checks are not needed)."""
@@ -766,6 +824,12 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         obj._ready, obj._rows, obj._max_budget = ready, rows, max_budget
         for key, a in loaded.items():
             setattr(obj, "_" + key, a)
+        # A ready level's state is saved with every counter checked (its read catches them up):
+        # a counter left unchecked would have no threshold.
+        if ready and (obj._pos < lv.first).any():
+            raise SerializationError(
+                f"{kind} blob array 'pos' holds a counter the ready level {level} never checked"
+            )
         obj._acc = _int_array(fields, arrays, "acc", (rows, lv.sub_levels))
         obj._done = _int_array(fields, arrays, "done", (rows, lv.sub_levels))
         if (obj._pos < lv.first - 1).any() or (obj._pos > obj._t).any():
