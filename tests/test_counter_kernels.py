@@ -303,6 +303,9 @@ class _Words:
     def bytes(self, n):
         return self.uint32(-(-n // 4)).view(np.uint8)[:n].copy()
 
+    def coins(self, n):
+        return self.bytes(n)
+
     def bits(self, n):
         return (self.bytes(n) & 1).astype(bool)
 

@@ -86,6 +86,26 @@ def test_os_csprng_path():
     assert not np.array_equal(z, discrete_laplace(2.0, 20_000))
 
 
+def test_os_csprng_coins_are_eight_a_byte_fair_and_independent(monkeypatch):
+    """The OS CSPRNG's coins (a private run's Laplace signs) take one byte for eight coins;
+    they are fair, and their bits are not repeated or tied across a byte (adjacent coins agree
+    half of the time); Laplace draws from it fit their pmf and their signs are independent."""
+    from sketchsyn.privacy import rng
+
+    read = []
+    real = rng.os.urandom
+    monkeypatch.setattr(rng.os, "urandom", lambda n: read.append(n) or real(n))
+    c = rng.as_source(None).coins(80_001)
+    assert read == [10_001] and c.dtype == np.uint8 and set(np.unique(c).tolist()) == {0, 1}
+    assert abs(c.mean() - 0.5) < 5 * 0.5 / np.sqrt(c.size)
+    assert abs((c[1:] == c[:-1]).mean() - 0.5) < 5 * 0.5 / np.sqrt(c.size)
+    monkeypatch.setattr(rng.os, "urandom", real)
+    z = discrete_laplace(2.0, N)
+    assert _chi2_pvalue(z, lambda s: discrete_laplace_pmf(s, 2.0)) > 1e-4
+    s = np.sign(z[z != 0])
+    assert abs((s[1:] == s[:-1]).mean() - 0.5) < 5 * 0.5 / np.sqrt(s.size)
+
+
 def test_seeded_draws_are_reproducible_and_shaped():
     a = discrete_laplace(3.0, (4, 5), rng=11)
     b = discrete_laplace(3.0, (4, 5), rng=11)

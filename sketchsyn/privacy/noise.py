@@ -275,7 +275,7 @@ def _laplace_rest(
     over = np.flatnonzero(z == m)
     if over.size:
         z[over] += _geometric_q(x_num, x_den, over.size, src)
-    raw = src.bytes(n)  # the signs: the bytes' low bits (RandomSource.bits)
+    raw = src.coins(n)  # the signs: their low bits (RandomSource.bits)
     if accel.ready():
         kernels.table_signs(z, raw)
     else:
@@ -346,8 +346,13 @@ class _Replay:
             raise AssertionError("a replayed draw's words were not all used")
         return self._src.bytes(size)
 
+    def coins(self, size: int) -> np.ndarray:
+        if self.left:
+            raise AssertionError("a replayed draw's words were not all used")
+        return self._src.coins(size)
+
     def bits(self, size: int) -> np.ndarray:
-        return low_bits(self.bytes(size))
+        return low_bits(self.coins(size))
 
     def word_functions(self) -> None:
         """None: a replayed draw takes numpy's path (its first words are given)."""
