@@ -298,19 +298,22 @@ def test_a_counter_draws_its_threshold_only_when_first_checked(path, monkeypatch
     checked = np.flatnonzero(bank._pos >= lv.first)
     assert checked.tolist() == [1, 7, 9]
     assert 1 <= drawn < 64, drawn  # a block of 64 thresholds (half a word and a sign each)
-    assert bank._pooled == bank._pool.size == 64 and bank._taken == 3  # 7, 1 and 9 took theirs
+    assert bank._firsts.drawn == 64 and bank._firsts.unchecked == m - 3  # 7, 1 and 9 took theirs
     assert (bank._theta[bank._pos == lv.first - 1] == 0).all()
     rows_bytes = 16 * bank._acc.shape[1] * bank._rows
     assert bank.nbytes == 64 * m + rows_bytes + 8 * 64 + 64  # the pool is held whole
     drawn = _words_drawn(theta_words, bank.query)
     assert drawn >= (m - 64) // 2 and (bank._pos >= lv.first).all()  # a 32-bit word a value
-    assert bank._pool.size == 0 and bank._pooled == m  # the pool never outgrows the unchecked
+    assert bank._firsts.nbytes == 0 and bank._firsts.drawn == m  # never more than the unchecked
     # The thresholds drawn lazily have the law of the ones drawn at once: t0 + Lap(xs) each.
     rest = np.delete(bank._theta, [1, 7, 9]).astype(float) - lv.t0
     want = counters._draw("laplace", lv.xs, m, as_source(11)).astype(float)
     assert stats.ks_2samp(rest, want).pvalue > 1e-4
-    _, _, meta, arrays = unpack(bank.to_bytes(), "InhomogeneousSparseBank")
+    kind, version, meta, arrays = unpack(bank.to_bytes(), "InhomogeneousSparseBank")
     assert meta["ready"] and (arrays["pos"] >= lv.first).all()
+    arrays["pos"][5] = lv.first - 1  # a forged ready level with a counter it never checked
+    with pytest.raises(SerializationError, match="'pos'"):
+        InhomogeneousSparseBank.from_bytes(pack(kind, version, meta, arrays, state="trusted"))
 
 
 def test_events_and_dense_steps_have_one_law():

@@ -48,36 +48,30 @@ import numpy as np
 
 from .. import accel
 from ..attributes import ReadOnly
-from ..errors import InputError, SerializationError, check_int, check_memory
+from ..errors import InputError, check_int, check_memory
 from ..io.serial import Arrays, MetaReader
 from ..privacy.lineage import Lineage
 from ..privacy.noise import laplace_sum
 from ..privacy.rng import RNGLike, as_source
-from . import bankloop, checks, kernels
+from . import bankloop, bankstate, checks, kernels
 from . import base as core
 from .base import (
-    _CAPACITY,
     _LIMIT,
     _as_steps,
     _bank_steps,
     _check_s,
     _Counter,
-    _int_array,
-    _read_sensitivity,
 )
 from .inhomogeneous import _InhomogeneousParams, _level_start
 from .levels import _Level, _level
 from .sparse import exact_trip, first_trips
+from .thresholdpool import ThresholdPool
 
 __all__ = ["InhomogeneousSparseBank", "first_trips"]
 
 # Events of one counter considered per round of the batched sparse checks (a segment lasts about
 # T0 ones on a dense stream; a round costs O(events), so a window bounds the redone work).
 _WINDOW = 4096
-# A private bank (the OS CSPRNG) draws a level's first thresholds lazily, in blocks
-# (_thresholds): the first of this many values, each next one as large as the values drawn so
-# far in the level (never beyond its counters not yet checked).
-_BLOCK = 64
 # Seeded banks draw every counter's first threshold when the level is first used, so that their
 # state does not depend on how the stream is batched; tests set this to run them lazily too.
 _LAZY_SEEDED = False
@@ -207,10 +201,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         # First thresholds drawn ahead for the level's counters not yet checked (Lap_Z(xs)
         # values, taken in order: _thresholds), how many the level drew, and how many counters
         # the level has not checked yet.
-        self._pool = np.zeros(0, dtype=np.int64)
-        self._taken = 0  # values of the pool already taken (the rest are the next ones)
-        self._pooled = 0
-        self._unchecked = 0
+        self._firsts = ThresholdPool()  # a private bank's first thresholds, drawn ahead
         # Noise scales whose draws once went beyond their magnitude table: the compiled rounds
         # get their geometric tables too (a cache; the draws are the same without it).
         self._geometric: set[Fraction] = set()
@@ -237,7 +228,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
     @property
     def nbytes(self) -> int:
         """``64·size + 16·L·rows + 8·pooled + 64`` (see the class notes)."""
-        return 64 * self._size + 2 * self._acc.shape[1] * 8 * self._rows + 8 * self._pool.size + 64
+        return 64 * self._size + 2 * self._acc.shape[1] * 8 * self._rows + self._firsts.nbytes + 64
 
     # -------------------------------------------------------------- time levels
     def _first_level(self, r: int) -> _Level:
@@ -261,13 +252,12 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
             return
         lv = self._lv
         assert lv is not None
-        self._pool, self._taken, self._pooled = np.zeros(0, dtype=np.int64), 0, 0
         if self._lazy:  # drawn counter by counter (_thresholds)
             self._theta[:] = 0
-            self._unchecked = int(np.count_nonzero(self._pos == lv.first - 1))
+            self._firsts = ThresholdPool(np.count_nonzero(self._pos == lv.first - 1))
         else:
             self._theta = lv.t0 + core._draw("laplace", lv.xs, self._size, self._theta_src)
-            self._unchecked = 0
+            self._firsts = ThresholdPool()
         self._n[:] = 0
         self._segs[:] = 0
         self._sub[:] = 0
@@ -278,45 +268,23 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         self._ready = True
 
     def _thresholds(self, cells: np.ndarray) -> None:
-        """A private bank's (the OS CSPRNG's) lazy first thresholds: give each of ``cells``
-        (ascending, distinct) that has none its level's first threshold: those whose checks have
-        not started in this level (``pos`` still the step before the level's first). A counter
-        takes its first threshold just before its first check; a counter the level never checks
-        takes none (no release depends on it). A seeded bank drew them all in ``_prepare``
-        (which counter takes which lazily drawn value depends on how the stream is batched).
-
-        The values are ``T0 + Lap_Z(xs)``, independent draws taken in order from a pool the
-        level draws in blocks (at least ``_BLOCK`` values, then as many as it drew so far, never
-        more than its counters not yet checked): which counter takes which value does not depend
-        on the values, so each threshold has the law of its own draw, and a level draws at most
-        twice its checked counters plus ``_BLOCK`` values, in ``O(log)`` calls.
+        """A private bank's first thresholds of the level (a seeded one drew them all in
+        ``_prepare``): each of ``cells`` (ascending, distinct) whose checks have not started in
+        this level (``pos`` the step before its first) takes ``T0 +`` the next value of the
+        level's :class:`~sketchsyn.counters.thresholdpool.ThresholdPool`.
 
         >>> from sketchsyn.counters import online_budgets
         >>> bank = InhomogeneousSparseBank(10**5, 1.0, online_budgets(1.0, 2, 0))  # the OS CSPRNG
         >>> bank.update_events(300, [7, 70], [290, 299])
-        >>> int((bank._pos == bank._lv.first - 1).sum()), bank._pooled
+        >>> int((bank._pos == bank._lv.first - 1).sum()), bank._firsts.drawn
         (99998, 64)
         """
         lv = self._lv
         assert lv is not None
-        if not self._lazy:
-            return
-        fresh = cells[self._pos[cells] == lv.first - 1]
-        k = fresh.size
-        if not k:
-            return
-        left = self._pool.size - self._taken
-        if left < k:
-            block = min(max(k - left, self._pooled, _BLOCK), self._unchecked - left)
-            more = core._draw("laplace", lv.xs, block, self._theta_src)
-            self._pool = np.concatenate((self._pool[self._taken :], more))
-            self._taken = 0
-            self._pooled += block
-        self._theta[fresh] = lv.t0 + self._pool[self._taken : self._taken + k]
-        self._taken += k
-        self._unchecked -= k
-        if self._taken == self._pool.size:  # all taken: the memory goes back
-            self._pool, self._taken = np.zeros(0, dtype=np.int64), 0
+        if self._lazy:
+            fresh = cells[self._pos[cells] == lv.first - 1]
+            if fresh.size:
+                self._theta[fresh] = lv.t0 + self._firsts.take(fresh.size, lv.xs, self._theta_src)
 
     def _close_level(self) -> None:
         """End the current level: ``S̃ += level total`` (its last idle checks are not needed)."""
@@ -799,56 +767,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
     def _load_state(
         cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> InhomogeneousSparseBank:
-        kind = cls._kind
-        size = fields.int("size", 1, 2**31)
-        # The per-counter arrays are in the blob: checking their shapes against 'size' first
-        # means nothing below allocates more than the blob holds.
-        loaded = {key: _int_array(fields, arrays, key, (size,)) for key in cls._ARRAYS}
-        eps = fields.epsilon("epsilon")
-        start = fields.int("start_level", 0, 60)
-        sensitivity = _read_sensitivity(fields)
-        budgets = cls._stored_budgets(fields, kind)
-        level = fields.int("level", start, _CAPACITY - 2)
-        ready = fields.bool("ready")
-        rows = fields.int("rows", 0, size)
-        max_budget = fields.float("max_budget", minimum=0.0, maximum=eps)
-        obj = object.__new__(cls)
-        obj._setup(size, eps, budgets, start, sensitivity, rng)
-        obj._restore_common(fields, last=None)
-        obj._check_levels(start, _level_start(level, obj._eps_frac))
-        lv = obj._first_level(level)
-        if lv.r != level:
-            raise SerializationError(f"{kind} blob header field 'level' = {level} is empty")
-        obj._lv = lv
-        obj._t = fields.int("t", lv.first - 1, lv.end)
-        obj._ready, obj._rows, obj._max_budget = ready, rows, max_budget
-        for key, a in loaded.items():
-            setattr(obj, "_" + key, a)
-        # A ready level's state is saved with every counter checked (its read catches them up):
-        # a counter left unchecked would have no threshold.
-        if ready and (obj._pos < lv.first).any():
-            raise SerializationError(
-                f"{kind} blob array 'pos' holds a counter the ready level {level} never checked"
-            )
-        obj._acc = _int_array(fields, arrays, "acc", (rows, lv.sub_levels))
-        obj._done = _int_array(fields, arrays, "done", (rows, lv.sub_levels))
-        if (obj._pos < lv.first - 1).any() or (obj._pos > obj._t).any():
-            raise SerializationError(f"{kind} blob array 'pos' lies outside level {level}")
-        used = obj._row[obj._row >= 0]
-        if (
-            (obj._row < -1).any()
-            or used.size != obj._rows
-            or (used.size and (used.max() >= obj._rows or np.unique(used).size != used.size))
-            or bool(((obj._row >= 0) != (obj._segs > 0)).any())
-            or (obj._segs < 0).any()
-            or (obj._segs > lv.length).any()
-            or (obj._n < 0).any()
-        ):
-            raise SerializationError(
-                f"{kind} blob arrays 'row', 'segs' and 'n' are inconsistent (tree rows, segment "
-                "counts or segment values)"
-            )
-        return obj
+        return bankstate.load_bank(cls, fields, arrays, rng)
 
     def __repr__(self) -> str:
         return (
