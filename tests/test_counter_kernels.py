@@ -64,12 +64,15 @@ def _same(a, b):
     np.testing.assert_array_equal(a.query(), b.query())
 
 
-@pytest.fixture(params=[64, 32, 8])
+@pytest.fixture(params=[(64, 64), (32, 32), (32, 16), (32, 4), (8, 8)], ids=str)
 def bits(request, monkeypatch):
-    """The bits of each check's uniform a batch draws at the start: a seeded bank's 64, the 32
-    of a private run, or 8 (whose intervals leave about one check in 256 to the exact routine),
-    forced on the seeded banks here so that both paths can be compared."""
-    monkeypatch.setattr(checks, "SEEDED_BITS", request.param)
+    """The bits of each gap's and own check's uniform a batch draws at the start: a seeded
+    bank's 64, a private run's 32 and 16, or 8 (whose intervals leave about one check in 256 to
+    the exact routine; own checks of 4 bits leave one in 16, so that the compiled path's cheap
+    "no trip" bound for an own check is put to the test), forced on the seeded banks here so
+    that both paths can be compared."""
+    monkeypatch.setattr(checks, "SEEDED_BITS", request.param[0])
+    monkeypatch.setattr(checks, "SEEDED_OWN_BITS", request.param[1])
     return request.param
 
 

@@ -72,12 +72,13 @@ def test_a_32_bit_word_decides_as_its_whole_uniform():
         assert got == sparse.exact_trip(x, int(a[i]), int(s[i]), whole_src, as_source(11))
 
 
-@pytest.mark.parametrize("bits", [64, 32, 8])
-def test_settled_checks_know_how_many_bits_their_word_holds(monkeypatch, bits):
+@pytest.mark.parametrize(("bits", "own_bits"), [(64, 64), (32, 32), (32, 16), (8, 8)])
+def test_settled_checks_know_how_many_bits_their_word_holds(monkeypatch, bits, own_bits):
     """The bank settles a check the float decision left with the exact routine, told whether
     the event's word holds 64 or 32 bits of its uniform (a resumed counter's fresh words are
     always whole): every check is left to it here (the float margin made useless)."""
     monkeypatch.setattr(checks, "SEEDED_BITS", bits)
+    monkeypatch.setattr(checks, "SEEDED_OWN_BITS", own_bits)
     monkeypatch.setattr(sparse, "_REL", 1e30)
     seen = []
     real = sb.exact_trip
@@ -90,7 +91,8 @@ def test_settled_checks_know_how_many_bits_their_word_holds(monkeypatch, bits):
     bank = InhomogeneousSparseBank(3, 4.0, lambda r: 3.0, rng=1)
     with accel.numpy_only():
         bank.update_events(50, [0, 1, 2, 0], [3, 9, 20, 40])
-    assert seen and set(seen) <= {bits, 64} and seen.count(bits) >= 4
+    assert seen and set(seen) <= {bits, own_bits, 64}
+    assert seen.count(own_bits) >= 2 and seen.count(bits) >= 2  # own checks' and gaps' words
 
 
 @pytest.mark.parametrize(
@@ -179,15 +181,17 @@ def path(request):
     yield request.param
 
 
-@pytest.mark.parametrize(("window", "bits"), [(4096, 64), (7, 64), (4096, 32)])
+@pytest.mark.parametrize(("window", "bits"), [(4096, (64, 64)), (7, (64, 64)), (4096, (32, 16))])
 def test_bank_has_the_law_of_scalar_counters(monkeypatch, window, bits, path):
     """Counter by counter the bank has the law of InhomogeneousSparseCounter: 1 200 counters of a
     bank against 1 200 seeded scalar counters on one stream with many segment closings (large
     budgets, small thresholds), read inside a time level and after level ends; two-sample KS.
     ``window`` = 7 forces many rounds of the batched checks; both paths of the checks; ``bits``
-    = 32: the checks' words of a private run (the first 32 bits of each uniform)."""
+    = (32, 16): the checks' words of a private run (the first 32 bits of each gap's uniform, 16
+    of each own check's)."""
     monkeypatch.setattr(sb, "_WINDOW", window)
-    monkeypatch.setattr(checks, "SEEDED_BITS", bits)
+    monkeypatch.setattr(checks, "SEEDED_BITS", bits[0])
+    monkeypatch.setattr(checks, "SEEDED_OWN_BITS", bits[1])
     # ε = 4 gives the time levels of ε = 1 shifted by two (levels 0 and 1 are empty) and
     # allows the large budget (a budget above ε is refused).
     eps, budgets, runs = 4.0, (lambda r: 3.0), 1200

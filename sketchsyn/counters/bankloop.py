@@ -79,8 +79,9 @@ def run_rounds(
             stage, info, ev.cells, ev.times, ev.values, ev.ends, ev.cursor, ev.rest,
             ev.gap_row, ev.gap_words, ev.own_words, ev.forced_gap, ev.forced_own,
             ev.group_cell, extra, forced_extra, bank._n, bank._theta, bank._pos, bank._row,
-            bank._segs, bank._acc, bank._done, bank._sub, xf, ev.span, window, lv.t0, check_state,
-            check_u64, sub_state, sub_u32, plans[0], theta_state, theta_u32, plans[1],
+            bank._segs, bank._acc, bank._done, bank._sub, xf, ev.span, ev.own_span, window,
+            lv.t0, check_state, check_u64, sub_state, sub_u32, plans[0], theta_state, theta_u32,
+            plans[1],
             LOOKUP_SHIFT, slots, res, tripped, words, scratch, sub_noise, thresholds,
         )  # fmt: skip
         if code == kernels.DONE:

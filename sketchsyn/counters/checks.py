@@ -63,7 +63,9 @@ __all__ = [
     "OWN_TRIP",
     "OWN_UNSURE",
     "SECURE_BITS",
+    "SECURE_OWN_BITS",
     "SEEDED_BITS",
+    "SEEDED_OWN_BITS",
     "Events",
     "by_cell",
     "scan",
@@ -89,6 +91,11 @@ _NONE = np.iinfo(np.int64).max
 #: tests use 8, whose intervals leave many checks undecided).
 SECURE_BITS = 32
 SEEDED_BITS = 64
+#: The bits an own check's word holds (from the OS CSPRNG: the first 16; an own check is one
+#: comparison, which a 16-bit word leaves open about once in 65,536 checks, while a gap of ``s``
+#: idle checks would be left open about ``s`` times as often), and from a seeded generator.
+SECURE_OWN_BITS = 16
+SEEDED_OWN_BITS = 64
 
 
 def stable_order(cells: np.ndarray, size: int) -> np.ndarray:
@@ -163,12 +170,18 @@ class Events:
     forced_gap: np.ndarray
     forced_own: np.ndarray
     bits: int = 64
+    own_bits: int = 64
 
     @property
     def span(self) -> float:
-        """``2^(64 − bits)``: each event word ``k`` says its uniform lies in
+        """``2^(64 − bits)``: each gap word ``k`` says its uniform lies in
         ``[k, k + span)·2^-64``."""
         return 2.0 ** (64 - self.bits)
+
+    @property
+    def own_span(self) -> float:
+        """``2^(64 − own_bits)``: the same for the own checks' words."""
+        return 2.0 ** (64 - self.own_bits)
 
     @classmethod
     def of(
@@ -206,12 +219,8 @@ class Events:
         ends = np.append(starts[1:], n)
         group_cell = cells[starts]
         bits = SECURE_BITS if src.secure else SEEDED_BITS
-        if bits == 64:
-            gap_words, own_words = src.uint64(n_idle), src.uint64(n)
-        else:  # the first `bits` bits of each uniform, at the top of its word
-            drop, up = np.uint32(32 - bits), np.uint64(64 - bits)
-            gap_words = (src.uint32(n_idle) >> drop).astype(np.uint64) << up
-            own_words = (src.uint32(n) >> drop).astype(np.uint64) << up
+        own_bits = SECURE_OWN_BITS if src.secure else SEEDED_OWN_BITS
+        gap_words, own_words = _first_bits(src, n_idle, bits), _first_bits(src, n, own_bits)
         return cls(
             cells, times, values, starts, ends, group_cell, gap, gap_row, gap_words, own_words,
             cursor=starts.copy(),
@@ -219,7 +228,24 @@ class Events:
             forced_gap=np.full(n, -1, dtype=np.int64),
             forced_own=np.full(n, -1, dtype=np.int64),
             bits=bits,
+            own_bits=own_bits,
         )  # fmt: skip
+
+
+def _first_bits(src: RandomSource, n: int, bits: int) -> np.ndarray:
+    """``n`` uniforms' first ``bits`` bits, at the top of 64-bit words: a ``uint64`` each, or a
+    ``uint32`` (17 to 32 bits) or two bytes (at most 16) with the rest of its bits dropped.
+
+    >>> from sketchsyn.privacy.rng import as_source
+    >>> [hex(int(w) >> 48) for w in _first_bits(as_source(1), 2, 16)]
+    ['0xe4ff', '0x7922']
+    """
+    if bits == 64:
+        return src.uint64(n)
+    up = np.uint64(64 - bits)
+    if bits > 16:
+        return (src.uint32(n) >> np.uint32(32 - bits)).astype(np.uint64) << up
+    return (src.bytes(2 * n).view("<u2") >> np.uint16(16 - bits)).astype(np.uint64) << up
 
 
 def scan(
@@ -275,7 +301,7 @@ def scan(
         g[idle] = np.where(forced >= 0, forced, gi)
         g_unsure[idle] = ui & (forced < 0)
     ones = np.ones(total, dtype=np.int64)
-    own, o_unsure = trip_decisions(xf, a - v, ones, ev.own_words[e], ev.span)
+    own, o_unsure = trip_decisions(xf, a - v, ones, ev.own_words[e], ev.own_span)
     forced = ev.forced_own[e]
     own = np.where(forced >= 0, forced, own)
     o_unsure &= forced < 0

@@ -129,10 +129,12 @@ def _decide(xf: Any, lq1: Any, a: Any, s: Any, k: Any, span: Any) -> tuple[int, 
 def scan(cells: Any, times: Any, values: Any, ends: Any, cursor: Any, rest: Any, gap_row: Any,
          gap_words: Any, own_words: Any, forced_gap: Any, forced_own: Any, active: Any,
          extra: Any, forced_extra: Any, n: Any, theta: Any, pos: Any, xf: Any, span: Any,
-         window: Any, chain: Any, status: Any, at: Any, step: Any, nb: Any) -> int:  # fmt: skip
+         own_span: Any, window: Any, chain: Any, status: Any, at: Any, step: Any,
+         nb: Any) -> int:  # fmt: skip
     """:func:`sketchsyn.counters.checks.scan` into ``status``, ``at``, ``step``, ``nb``
-    (``span``: the events' words' :attr:`~sketchsyn.counters.checks.Events.span`; a resumed
-    counter's fresh words are whole 64-bit words).
+    (``span``, ``own_span``: the events' words'
+    :attr:`~sketchsyn.counters.checks.Events.span` and ``own_span``; a resumed counter's fresh
+    words are whole 64-bit words).
 
     With ``chain``, a round in which no counter trips (or leaves a check undecided) is applied
     here (each counter's ``N``, last step and cursor move to its window's end, and ``rest``
@@ -161,7 +163,7 @@ def scan(cells: Any, times: Any, values: Any, ends: Any, cursor: Any, rest: Any,
                 a_min -= values[e]
             if a_min >= 0:
                 p_max = math.exp(-(float(a_min) + 1.0) * xf - lq1) * (1.0 + _FAST_REL)
-            own_lim = (1.0 - p_max - _ABS) / _TWO64 - span - 4095.0
+            own_lim = (1.0 - p_max - _ABS) / _TWO64 - own_span - 4095.0
             st = _CALM
             e = c0
             stop_step = 0
@@ -195,7 +197,7 @@ def scan(cells: Any, times: Any, values: Any, ends: Any, cursor: Any, rest: Any,
                 elif p_max >= 0.0 and float(own_words[e]) < own_lim:
                     o, unsure = 0, False
                 else:
-                    o, unsure = _decide(xf, lq1, a - values[e], 1, own_words[e], span)
+                    o, unsure = _decide(xf, lq1, a - values[e], 1, own_words[e], own_span)
                 if unsure:
                     st, stop_step = _OWN_UNSURE, times[e]
                     break
@@ -401,10 +403,10 @@ def rounds(stage: Any, info: Any, cells: Any, times: Any, values: Any, ends: Any
            rest: Any, gap_row: Any, gap_words: Any, own_words: Any, forced_gap: Any,
            forced_own: Any, group_cell: Any, extra: Any, forced_extra: Any, n: Any, theta: Any,
            pos: Any, row: Any, segs: Any, acc: Any, done: Any, sub: Any, xf: Any, span: Any,
-           window: Any, t0: Any, check_state: Any, check_u64: Any, sub_state: Any, sub_u32: Any,
-           sub_plan: Any, theta_state: Any, theta_u32: Any, theta_plan: Any, shift: Any,
-           slots: Any, res: Any, tripped: Any, words: Any, scratch: Any, sub_noise: Any,
-           thresholds: Any) -> int:  # fmt: skip
+           own_span: Any, window: Any, t0: Any, check_state: Any, check_u64: Any,
+           sub_state: Any, sub_u32: Any, sub_plan: Any, theta_state: Any, theta_u32: Any,
+           theta_plan: Any, shift: Any, slots: Any, res: Any, tripped: Any, words: Any,
+           scratch: Any, sub_noise: Any, thresholds: Any) -> int:  # fmt: skip
     """:meth:`InhomogeneousSparseBank._records`' rounds in one loop, their draws included, for
     a seeded bank whose generators the loop calls itself (``*_state``, ``*_u32``, ``*_u64``:
     :meth:`~sketchsyn.privacy.rng.RandomSource.word_functions`): each round's start
@@ -435,7 +437,7 @@ def rounds(stage: Any, info: Any, cells: Any, times: Any, values: Any, ends: Any
             status, at, step, nb = res[0, :na], res[1, :na], res[2, :na], res[3, :na]
             scan(cells, times, values, ends, cursor, rest, gap_row, gap_words, own_words,
                  forced_gap, forced_own, active, extra, forced_extra, n, theta, pos, xf, span,
-                 window, True, status, at, step, nb)  # fmt: skip
+                 own_span, window, True, status, at, step, nb)  # fmt: skip
             for i in range(na):
                 if status[i] >= _GAP_UNSURE:
                     return UNSURE
@@ -482,8 +484,8 @@ def run(
     out = np.empty((4, active.size), dtype=np.int64)  # status, at, step, nb
     scan(ev.cells, ev.times, ev.values, ev.ends, ev.cursor, ev.rest, ev.gap_row, ev.gap_words,
          ev.own_words, ev.forced_gap, ev.forced_own, active, extra, forced_extra, state["n"],
-         state["theta"], state["pos"], float(state["xf"]), float(ev.span), int(state["window"]),
-         True, *out)  # fmt: skip
+         state["theta"], state["pos"], float(state["xf"]), float(ev.span), float(ev.own_span),
+         int(state["window"]), True, *out)  # fmt: skip
     return tuple(out)
 
 
@@ -506,7 +508,7 @@ def _warm_up_rounds(ev: checks.Events) -> None:
            ev.forced_own.copy(), ev.group_cell, np.zeros(g, np.uint64), np.full(g, -1, i64),
            np.zeros(1, i64), np.full(1, 10**6, i64), np.zeros(1, i64), np.full(1, -1, i64),
            np.zeros(1, i64), np.zeros((1, 3), i64), np.zeros((1, 3), i64), np.zeros(1, i64),
-           0.5, 1.0, 4096, 0, state, u64, state, u32, plan, state, u32, plan, 20,
+           0.5, 1.0, 1.0, 4096, 0, state, u64, state, u32, plan, state, u32, plan, 20,
            np.empty((2, g), i64), np.empty((4, g), i64), np.empty((3, g), i64),
            np.empty(8 * g, np.uint32), np.empty((4, 3 * g), i64), np.empty(3 * g, i64),
            np.empty(g, i64))  # fmt: skip

@@ -473,7 +473,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
             a = int(self._theta[ev.cells[e]] - nb[i])
             if status[i] == checks.OWN_UNSURE:
                 k = int(ev.own_words[e])
-                ev.forced_own[e] = exact_trip(lv.x, a - int(ev.values[e]), 1, k, src, bits)
+                ev.forced_own[e] = exact_trip(lv.x, a - int(ev.values[e]), 1, k, src, ev.own_bits)
             elif ev.rest[grp] and e == ev.cursor[grp]:  # fresh words are whole
                 s = int(ev.times[e] - self._pos[ev.cells[e]] - 1)
                 forced_extra[grp] = exact_trip(lv.x, a, s, int(extra[grp]), src)
