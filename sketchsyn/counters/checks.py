@@ -8,10 +8,11 @@ step (one check at ``a − v``). Every check is decided by exact inversion of a 
 (:func:`~sketchsyn.counters.sparse.first_trips`), and the uniforms are **assigned to the events
 before any is decided**: the gap of event ``i`` (when it has idle steps) and its own step each
 have the first bits of their ``U`` drawn at the start of the batch: 64 from a seeded generator
-(one ``uint64`` each), 32 from the operating system's CSPRNG (:data:`SECURE_BITS`: half the
-bytes of a private run; a check whose interval ``[k, k + 2^32)·2^-64`` the float decision
-cannot settle, about one in 2**32, draws the uniform's further bits from the same source when
-it is settled exactly). A
+(one ``uint64`` each); from the operating system's CSPRNG, whose bytes are much of a private
+run's cost, 32 for a gap (:data:`SECURE_BITS`) and 16 for an own check
+(:data:`SECURE_OWN_BITS`). A check whose interval ``[k, k + 2^(64 − bits))·2^-64`` the float
+decision cannot settle (about one own check in 65,536, far fewer gaps) draws the uniform's
+further bits from the same source when it is settled exactly. A
 round decides each counter's events in order, from its cursor, up to its first trip (or
 ``window`` events); the bank then closes the tripped counters' segments (new thresholds) and
 starts the next round.

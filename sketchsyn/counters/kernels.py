@@ -140,8 +140,9 @@ def scan(cells: Any, times: Any, values: Any, ends: Any, cursor: Any, rest: Any,
     here (each counter's ``N``, last step and cursor move to its window's end, and ``rest``
     clears, as the bank does after a calm round) and the next round follows, until a round
     has a trip or no events are left. A round without a trip draws nothing, so the rounds and
-    their draws are the numpy path's. The outputs are the last round's, and a counter done in
-    an earlier round keeps its (calm) results there. Returns the number of rounds made."""
+    their draws are the numpy path's. The outputs are the last round's; a counter done in an
+    earlier chained round (of this call, or of the call the bank made before settling a check
+    and scanning again) gets its calm results. Returns the number of rounds made."""
     lq1 = math.log1p(math.exp(-xf))
     rounds = 0
     while True:
@@ -149,7 +150,11 @@ def scan(cells: Any, times: Any, values: Any, ends: Any, cursor: Any, rest: Any,
         for i in range(active.size):
             grp = active[i]
             if cursor[grp] >= ends[grp]:
-                continue  # done in an earlier chained round: its results stay
+                # Done in an earlier chained round, of this call or of the call before a settle:
+                # its calm results again (that round applied them: N, last step, cursor).
+                e = ends[grp] - 1
+                status[i], at[i], step[i], nb[i] = _CALM, e, times[e], n[cells[e]]
+                continue
             c0 = cursor[grp]
             end = min(ends[grp], c0 + window)
             cell = cells[c0]
