@@ -9,10 +9,10 @@ step (one check at ``a − v``). Every check is decided by exact inversion of a 
 before any is decided**: the gap of event ``i`` (when it has idle steps) and its own step each
 have the first bits of their ``U`` drawn at the start of the batch: 64 from a seeded generator
 (one ``uint64`` each); from the operating system's CSPRNG, whose bytes are much of a private
-run's cost, 32 for a gap (:data:`SECURE_BITS`) and 16 for an own check
-(:data:`SECURE_OWN_BITS`). A check whose interval ``[k, k + 2^(64 − bits))·2^-64`` the float
-decision cannot settle (about one own check in 65,536, far fewer gaps) draws the uniform's
-further bits from the same source when it is settled exactly. A
+run's cost, 32 for a gap (:data:`SECURE_BITS`) and for an own check (:data:`SECURE_OWN_BITS`,
+which may differ). A check whose interval ``[k, k + 2^(64 − bits))·2^-64`` the float decision
+cannot settle (about one in 2**32) draws the uniform's further bits from the same source when
+it is settled exactly. A
 round decides each counter's events in order, from its cursor, up to its first trip (or
 ``window`` events); the bank then closes the tripped counters' segments (new thresholds) and
 starts the next round.
@@ -92,10 +92,11 @@ _NONE = np.iinfo(np.int64).max
 #: tests use 8, whose intervals leave many checks undecided).
 SECURE_BITS = 32
 SEEDED_BITS = 64
-#: The bits an own check's word holds (from the OS CSPRNG: the first 16; an own check is one
-#: comparison, which a 16-bit word leaves open about once in 65,536 checks, while a gap of ``s``
-#: idle checks would be left open about ``s`` times as often), and from a seeded generator.
-SECURE_OWN_BITS = 16
+#: The bits an own check's word holds, from the OS CSPRNG and from a seeded generator. Any of
+#: 1 … 32 or 64 works (an own check is one comparison: 16 bits leave it open about once in
+#: 65,536). 16 read a third fewer bytes in a private run but were no faster at ε = 4 (more
+#: rounds scanned again after settling), so a private run keeps 32.
+SECURE_OWN_BITS = 32
 SEEDED_OWN_BITS = 64
 
 
