@@ -149,8 +149,9 @@ class Events:
     ``cells``, ``times``, ``values``: the events, sorted by cell then step; ``starts``/``ends``:
     each counter's run of events (``group_cell`` its cell); ``gap``: the idle steps before each
     event when the batch starts; ``gap_row``: the row of ``gap_words`` of an event with a gap
-    (−1 without); ``own_words``: each event's own check (``bits``: how many of the uniform's
-    first bits a word holds, at its top: 64, or :data:`SECURE_BITS` from the OS CSPRNG);
+    (−1 without); ``own_words``: each event's own check (``bits``, ``own_bits``: how many of
+    the uniform's first bits a gap's and an own check's word hold, at its top: 64 from a seeded
+    generator, :data:`SECURE_BITS` and :data:`SECURE_OWN_BITS` from the OS CSPRNG);
     ``cursor``: each counter's next event;
     ``rest``: the counter resumes inside a gap that tripped (its next gap takes ``extra``
     words); ``forced_gap``/``forced_own``: exact outcomes of checks the float margin left

@@ -75,8 +75,8 @@ KERNELS = (
 
 def _decide(xf: Any, lq1: Any, a: Any, s: Any, k: Any, span: Any) -> tuple[int, bool]:
     """``(G, unsure)`` of one entry of :func:`~sketchsyn.counters.sparse.trip_decisions`
-    (``U`` in ``[k, k + span)·2^-64``: ``span`` 1, or ``2^32`` when ``k`` holds only the
-    uniform's first 32 bits).
+    (``U`` in ``[k, k + span)·2^-64``: ``span`` 1, or ``2^(64 − b)`` when ``k`` holds only the
+    uniform's first ``b`` bits).
 
     First a cheaper sufficient test of "no trip" for ``a ≥ 0``, in the uniform's own scale:
     ``U < (k + 1)/2^64`` and ``(1 − p)^s ≥ 1 − s·p`` (Bernoulli's inequality), so

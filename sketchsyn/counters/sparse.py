@@ -230,9 +230,9 @@ def uniform_words(src: RandomSource, n: int) -> np.ndarray:
 
 def exact_trip(x: Fraction, a: int, s: int, k: int, src: RandomSource, bits: int = 64) -> int:
     """:func:`_first_trip` of the uniform whose first 64 bits are ``k`` (later words, rarely
-    needed, come from ``src``). With ``bits`` below 64 only the top ``bits`` bits of ``k`` are
-    the uniform's (the rest are zero): 32, or at most 32 (the rest of its first 32-bit word is
-    then drawn from ``src`` first); the later bits come from ``src``."""
+    needed, come from ``src``). With ``bits`` in 1 … 32 only the top ``bits`` bits of ``k`` are
+    the uniform's (the rest are zero): below 32, the rest of its first 32-bit word is drawn from
+    ``src`` first; the later bits come from ``src``."""
     if bits == 64:
         return _first_trip(x, a, s, src, [k >> 32, k & 0xFFFFFFFF])
     if not 1 <= bits <= 32:

@@ -198,9 +198,6 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         self._done = np.zeros((0, 1), dtype=np.int64)  # latest closed p-sum of every level
         self._rows = 0
         self._ready = False  # the current level's sparse state reset (thresholds: _thresholds)
-        # First thresholds drawn ahead for the level's counters not yet checked (Lap_Z(xs)
-        # values, taken in order: _thresholds), how many the level drew, and how many counters
-        # the level has not checked yet.
         self._firsts = ThresholdPool()  # a private bank's first thresholds, drawn ahead
         # Noise scales whose draws once went beyond their magnitude table: the compiled rounds
         # get their geometric tables too (a cache; the draws are the same without it).
@@ -462,8 +459,9 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         extra: np.ndarray,
         forced_extra: np.ndarray,
     ) -> None:
-        """The checks the float margin (or a 32-bit word) left, settled exactly with their words
-        (counter order): the uniform's further bits, when needed, come from the check source."""
+        """The checks the float margin (or a word of fewer than 64 bits) left, settled exactly
+        with their words (counter order): the uniform's further bits, when needed, come from the
+        check source."""
         lv = self._lv
         assert lv is not None
         src = self._check_src
