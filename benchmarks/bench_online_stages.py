@@ -70,19 +70,20 @@ def _feed(stream: bs.Stream, eps: float, seed: int | None) -> float:
 
 def _unseeded_bytes(stream: bs.Stream, eps: float) -> tuple[int, int]:
     """Bytes an unseeded run reads from ``os.urandom`` (counted while it runs): in all, and
-    those of the checks' uniforms (their first bits, drawn by ``checks.Events.of``)."""
+    those of the checks' uniforms (their first bits, drawn by ``checks.first_bits``: for the
+    events by ``Events.of``, or for the counters of each round, when they share one)."""
     urandom = os.urandom
-    of_file = checks.__file__  # Events.of is found by its name and file (it may be wrapped)
+    of_file = checks.__file__  # first_bits is found by its name and file
     read = of_checks = 0
 
     def counting(n: int) -> bytes:
         nonlocal read, of_checks
         read += n
         frame = sys._getframe(1)
-        for _ in range(4):  # RandomSource.uint64, called by Events.of
+        for _ in range(4):  # RandomSource.uint32 (or .bytes), called by first_bits
             if frame is None:
                 break
-            if frame.f_code.co_name == "of" and frame.f_code.co_filename == of_file:
+            if frame.f_code.co_name == "first_bits" and frame.f_code.co_filename == of_file:
                 of_checks += n
                 break
             frame = frame.f_back

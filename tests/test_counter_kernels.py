@@ -79,17 +79,21 @@ def bits(request, monkeypatch):
 @pytest.mark.parametrize(
     ("eps", "budget", "window"), [(4.0, 3.0, 4096), (4.0, 3.0, 5), (1.0, None, 4096)]
 )
-@pytest.mark.parametrize("loop", ["seeded loop", "python rounds"])
+@pytest.mark.parametrize("loop", ["seeded loop", "python rounds", "shared rounds"])
 def test_compiled_scan_gives_the_numpy_state(monkeypatch, eps, budget, window, bits, loop):
     """Many trips (large budgets: small thresholds), rounds cut by a small window, values > 1,
     level ends inside batches, 64- and 32-bit words; the states agree array for array. The
-    compiled rounds run in the seeded bank's one loop, or as a private bank runs them (Python
-    rounds of compiled scans: a check left open is settled and the round scanned again, after
-    chained calm rounds in which some counters finished)."""
+    compiled rounds run in the seeded bank's one loop, or in Python rounds of compiled scans
+    (a check left open is settled and the round scanned again, after chained calm rounds in
+    which some counters finished), or as a private bank runs them: one uniform per counter and
+    round (``Events.shared``, of the gaps' bits), the compiled sums added only once the cheap
+    bound fails, the numpy sums by rows of a matrix, open checks settled given the round's
+    earlier checks."""
     import sketchsyn.counters.sparsebank as sb
     from sketchsyn.counters import bankloop, kernels
 
-    if loop == "python rounds":
+    monkeypatch.setattr(sb, "_SHARED_SEEDED", loop == "shared rounds")
+    if loop != "seeded loop":
         monkeypatch.setattr(bankloop, "word_functions", lambda bank: None)
         real_run = kernels.run
 
@@ -105,6 +109,7 @@ def test_compiled_scan_gives_the_numpy_state(monkeypatch, eps, budget, window, b
     batches = _batches(1, 40, 500, 2000)
     fast = InhomogeneousSparseBank(40, eps, budgets, rng=5)
     ref = InhomogeneousSparseBank(40, eps, budgets, rng=5)
+    assert fast._shared is (loop == "shared rounds")
     _feed(fast, batches, numpy=False)
     _feed(ref, batches, numpy=True)
     if budget is not None:
@@ -112,13 +117,19 @@ def test_compiled_scan_gives_the_numpy_state(monkeypatch, eps, budget, window, b
     _same(fast, ref)
 
 
+@pytest.mark.parametrize("shared", [False, True])
 @pytest.mark.parametrize("bits", [64, 32])  # (with fewer, a settled check draws the rest of
 # its first 32-bit word, and here every check of the numpy path is settled: other draws)
-def test_compiled_scan_matches_the_exact_routine(monkeypatch, bits):
+def test_compiled_scan_matches_the_exact_routine(monkeypatch, bits, shared):
     """With the numpy path's float margin made useless, every check there is settled by the
     exact big-rational routine; the kernel (its own margin and its cheaper "no trip" bound)
     must give the same outcome for every check, on 64- and on 32-bit words (whose further bits
-    the exact routine draws only where their interval leaves the check open)."""
+    the exact routine draws only where their interval leaves the check open). ``shared``: one
+    uniform per counter and round, each check settled given the exact product of the round's
+    earlier checks' stay probabilities."""
+    import sketchsyn.counters.sparsebank as sb
+
+    monkeypatch.setattr(sb, "_SHARED_SEEDED", shared)
     monkeypatch.setattr(checks, "SEEDED_BITS", bits)
     budgets = lambda r: 3.0  # noqa: E731
     batches = _batches(2, 12, 60, 150)

@@ -17,7 +17,7 @@ import sketchsyn.counters.base as counters
 import sketchsyn.counters.sparse as sparse
 import sketchsyn.counters.sparsebank as sb
 from sketchsyn import accel
-from sketchsyn.counters import InhomogeneousSparseCounter, checks, online_budgets
+from sketchsyn.counters import InhomogeneousSparseCounter, checks, online_budgets, settle
 from sketchsyn.counters.sparsebank import InhomogeneousSparseBank, first_trips
 from sketchsyn.errors import InputError, ParameterError, SerializationError
 from sketchsyn.io.serial import header_of, pack, unpack
@@ -81,13 +81,13 @@ def test_settled_checks_know_how_many_bits_their_word_holds(monkeypatch, bits, o
     monkeypatch.setattr(checks, "SEEDED_OWN_BITS", own_bits)
     monkeypatch.setattr(sparse, "_REL", 1e30)
     seen = []
-    real = sb.exact_trip
+    real = settle.exact_trip
 
     def recording(x, a, s, k, src, word_bits=64):
         seen.append(word_bits)
         return real(x, a, s, k, src, word_bits)
 
-    monkeypatch.setattr(sb, "exact_trip", recording)
+    monkeypatch.setattr(settle, "exact_trip", recording)
     bank = InhomogeneousSparseBank(3, 4.0, lambda r: 3.0, rng=1)
     with accel.numpy_only():
         bank.update_events(50, [0, 1, 2, 0], [3, 9, 20, 40])
@@ -181,15 +181,27 @@ def path(request):
     yield request.param
 
 
-@pytest.mark.parametrize(("window", "bits"), [(4096, (64, 64)), (7, (64, 64)), (4096, (32, 16))])
-def test_bank_has_the_law_of_scalar_counters(monkeypatch, window, bits, path):
+@pytest.mark.parametrize(
+    ("window", "bits", "shared"),
+    [
+        (4096, (64, 64), False),
+        (7, (64, 64), False),
+        (4096, (32, 16), False),
+        (4096, (32, 32), True),
+        (7, (8, 8), True),
+    ],
+)
+def test_bank_has_the_law_of_scalar_counters(monkeypatch, window, bits, shared, path):
     """Counter by counter the bank has the law of InhomogeneousSparseCounter: 1 200 counters of a
     bank against 1 200 seeded scalar counters on one stream with many segment closings (large
     budgets, small thresholds), read inside a time level and after level ends; two-sample KS.
     ``window`` = 7 forces many rounds of the batched checks; both paths of the checks; ``bits``
-    = (32, 16): the checks' words of a private run (the first 32 bits of each gap's uniform, 16
-    of each own check's)."""
+    = (32, 16): words of 32 bits for each gap's uniform, 16 for each own check's. ``shared``:
+    a private bank's checks, one uniform per counter and round (of 32 bits; of 8, whose
+    intervals leave about one check in 256 to the exact routine, given the round's earlier
+    checks)."""
     monkeypatch.setattr(sb, "_WINDOW", window)
+    monkeypatch.setattr(sb, "_SHARED_SEEDED", shared)
     monkeypatch.setattr(checks, "SEEDED_BITS", bits[0])
     monkeypatch.setattr(checks, "SEEDED_OWN_BITS", bits[1])
     # ε = 4 gives the time levels of ε = 1 shifted by two (levels 0 and 1 are empty) and
@@ -197,6 +209,7 @@ def test_bank_has_the_law_of_scalar_counters(monkeypatch, window, bits, path):
     eps, budgets, runs = 4.0, (lambda r: 3.0), 1200
     xs = _stream(300, 1)
     bank = InhomogeneousSparseBank(runs, eps, budgets, rng=2)
+    assert bank._shared is shared
     got = []
     for lo, hi in ((0, 200), (200, 300)):
         _bank_events(bank, xs, lo, hi)
@@ -230,6 +243,32 @@ def test_a_tripped_gap_takes_fresh_words_for_its_rest(path):
         drawn += 1
     # the gap's word, the own check's word, and at least one more for the rest of the gap
     assert 3 <= drawn < 100, drawn
+
+
+def test_a_private_bank_shares_one_uniform_per_counter_and_round(monkeypatch, path):
+    """A private bank's checks (``shared``) take one uniform per counter with events in a
+    round, whatever its events and idle steps, not one per check: 50 counters with 40 events
+    each and no trip (thresholds far above the counts) draw 50 words in one round; a seeded
+    bank draws one per event and one per gap."""
+    events = np.repeat(np.arange(50), 40), np.tile(np.arange(130, 210, 2), 50)
+    drawn = {}
+    for shared in (True, False):
+        monkeypatch.setattr(sb, "_SHARED_SEEDED", shared)
+        bank = InhomogeneousSparseBank(50, 1.0, lambda r: 0.5, start_level=7, rng=4)
+        bank.skip(1)
+        bank._theta[:] = 10**9
+        order = np.argsort(events[1], kind="stable")
+        cells, times = events[0][order], events[1][order]
+        drawn[shared] = _words_drawn(
+            bank._check_src._raw64, lambda b=bank, c=cells, t=times: b.update_events(210, c, t)
+        )
+        assert (bank._segs == 0).all() and (bank._n == 40).all()
+    assert drawn == {True: 50, False: 50 * 40 * 2}
+
+
+def test_a_private_bank_is_the_default_and_a_seeded_one_keeps_its_words():
+    assert InhomogeneousSparseBank(3, 1.0, online_budgets(1.0, 2, 0))._shared
+    assert not InhomogeneousSparseBank(3, 1.0, online_budgets(1.0, 2, 0), rng=0)._shared
 
 
 def _words_drawn(bitgen: np.random.PCG64, act) -> int:

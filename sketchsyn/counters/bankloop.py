@@ -25,6 +25,7 @@ import numpy as np
 from ..privacy.noise import LOOKUP_SHIFT, PLAN_NONE, laplace_plan, laplace_replay
 from . import checks, kernels
 from .levels import _Level
+from .settle import settle
 
 __all__ = ["run_rounds", "word_functions"]
 
@@ -51,8 +52,9 @@ def run_rounds(
     """The rounds of ``bank``'s ``_records`` by :func:`sketchsyn.counters.kernels.rounds`,
     which draws from the sources' generators itself (the same words in the same order as the
     Python rounds: the same state), and what it hands back: the checks the float margin left
-    (``_settle``), tree rows to grow, and draws it could not finish (finished by
-    :func:`~sketchsyn.privacy.noise.laplace_replay` from the words it drew). A scale whose
+    (:func:`~sketchsyn.counters.settle.settle`), tree rows to grow, and draws it could not
+    finish (finished by :func:`~sketchsyn.privacy.noise.laplace_replay` from the words it
+    drew). A scale whose
     draw once needed the geometric beyond its table gets that table's arrays from then on
     (``_geometric``; the draws are the same either way)."""
     (check_state, _, check_u64), (sub_state, sub_u32, _), (theta_state, theta_u32, _) = fns
@@ -90,7 +92,8 @@ def run_rounds(
             na = int(info[kernels.I_ACTIVE])
             status, at, nb = res[0, :na], res[1, :na], res[3, :na]
             unsure = np.flatnonzero(status >= checks.GAP_UNSURE)
-            bank._settle(ev, slots[0, :na], unsure, status, at, nb, extra, forced_extra)
+            settle(ev, slots[0, :na], unsure, status, at, nb, extra, forced_extra, {}, lv.x,
+                   bank._theta, bank._n, bank._pos, bank._check_src)  # fmt: skip
             stage = kernels.SCAN
         elif code == kernels.GROW:
             bank._rows = int(info[kernels.I_ROWS])

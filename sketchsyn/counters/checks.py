@@ -55,7 +55,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..privacy.rng import RandomSource
-from .sparse import trip_decisions
+from .sparse import _log_stay, trip_decisions
 
 __all__ = [
     "CALM",
@@ -174,6 +174,7 @@ class Events:
     forced_own: np.ndarray
     bits: int = 64
     own_bits: int = 64
+    shared: bool = False
 
     @property
     def span(self) -> float:
@@ -195,10 +196,13 @@ class Events:
         pos: np.ndarray,
         src: RandomSource,
         layout: Callable[..., tuple[int, int]] | None = None,
+        shared: bool = False,
     ) -> Events:
         """The batch's runs and gaps, and its uniforms: the gaps' words first (events in order),
         then the own checks'. ``layout``: the compiled pass of
-        :func:`sketchsyn.counters.kernels.layout` (the same arrays)."""
+        :func:`sketchsyn.counters.kernels.layout` (the same arrays). ``shared``: no word per
+        event; each round's checks of a counter share one uniform, drawn by the bank when the
+        round starts (:func:`scan`), of ``bits`` bits."""
         cells = np.asarray(cells, dtype=np.int64)
         times = np.asarray(times, dtype=np.int64)
         values = np.asarray(values, dtype=np.int64)
@@ -222,8 +226,11 @@ class Events:
         ends = np.append(starts[1:], n)
         group_cell = cells[starts]
         bits = SECURE_BITS if src.secure else SEEDED_BITS
-        own_bits = SECURE_OWN_BITS if src.secure else SEEDED_OWN_BITS
-        gap_words, own_words = _first_bits(src, n_idle, bits), _first_bits(src, n, own_bits)
+        own_bits = bits if shared else SECURE_OWN_BITS if src.secure else SEEDED_OWN_BITS
+        if shared:
+            gap_words = own_words = np.zeros(0, dtype=np.uint64)
+        else:
+            gap_words, own_words = first_bits(src, n_idle, bits), first_bits(src, n, own_bits)
         return cls(
             cells, times, values, starts, ends, group_cell, gap, gap_row, gap_words, own_words,
             cursor=starts.copy(),
@@ -232,15 +239,16 @@ class Events:
             forced_own=np.full(n, -1, dtype=np.int64),
             bits=bits,
             own_bits=own_bits,
+            shared=shared,
         )  # fmt: skip
 
 
-def _first_bits(src: RandomSource, n: int, bits: int) -> np.ndarray:
+def first_bits(src: RandomSource, n: int, bits: int) -> np.ndarray:
     """``n`` uniforms' first ``bits`` bits, at the top of 64-bit words: a ``uint64`` each, or a
     ``uint32`` (17 to 32 bits) or two bytes (at most 16) with the rest of its bits dropped.
 
     >>> from sketchsyn.privacy.rng import as_source
-    >>> [hex(int(w) >> 48) for w in _first_bits(as_source(1), 2, 16)]
+    >>> [hex(int(w) >> 48) for w in first_bits(as_source(1), 2, 16)]
     ['0xe4ff', '0x7922']
     """
     if bits == 64:
@@ -270,6 +278,12 @@ def scan(
     event's own check. ``n``, ``theta``, ``pos``: the bank's per-counter ``N``, ``θ`` and last
     decided step (read only); ``xf``: ``float(1/scale)`` of the checks' noise.
 
+    With ``ev.shared`` every check of a counter's round is decided by one uniform, whose first
+    ``ev.bits`` bits are ``extra[group]``: the round's first trip is
+    ``min{j : U ≥ S_j}``, ``S_j`` the probability that checks 1 … j all stay, so the float
+    decisions compare ``ln U`` with the running sum of the checks' ``g·ln(1 − p)``
+    (``trip_decisions``' ``base``). The bank gives each counter a fresh uniform every round.
+
     Returns ``(status, at, step, nb)`` per active counter: how the round ended, the event it
     ended at, the step of a trip, and ``N`` before event ``at`` (for :data:`CALM`: ``N`` after
     it).
@@ -291,20 +305,30 @@ def scan(
     nb = n[cell] + before - np.repeat(before[offs], lens)
     a = theta[cell] - nb
     resumed = first & np.repeat(ev.rest[active], lens)
+    owner = np.repeat(np.arange(active.size), lens)
+    idle = np.flatnonzero(gap > 0)
+    fresh = resumed[idle]
+    # Each gap's word and span, its exact outcome if settled, and the sums before its checks
+    # and before each own check (0 without a shared uniform).
+    if ev.shared:
+        words = extra[active][owner]
+        gap_words, span, own_words, own_span = words[idle], ev.span, words, ev.span
+        gap_base, own_base = _round_sums(xf, a, v, gap, lens)
+        gap_base = gap_base[idle]
+    else:
+        gap_words = np.where(fresh, extra[active][owner[idle]], ev.gap_words[ev.gap_row[e[idle]]])
+        span = np.where(fresh, 1.0, ev.span)  # a resumed counter's fresh words are whole
+        own_words, own_span = ev.own_words[e], ev.own_span
+        gap_base = own_base = 0.0
     g = np.zeros(total, dtype=np.int64)
     g_unsure = np.zeros(total, dtype=bool)
-    idle = np.flatnonzero(gap > 0)
     if idle.size:
-        owner = np.repeat(np.arange(active.size), lens)[idle]
-        fresh = resumed[idle]
-        words = np.where(fresh, extra[active][owner], ev.gap_words[ev.gap_row[e[idle]]])
-        span = np.where(fresh, 1.0, ev.span)  # a resumed counter's fresh words are whole
-        forced = np.where(fresh, forced_extra[active][owner], ev.forced_gap[e[idle]])
-        gi, ui = trip_decisions(xf, a[idle], gap[idle], words, span)
+        forced = np.where(fresh, forced_extra[active][owner[idle]], ev.forced_gap[e[idle]])
+        gi, ui = trip_decisions(xf, a[idle], gap[idle], gap_words, span, gap_base)
         g[idle] = np.where(forced >= 0, forced, gi)
         g_unsure[idle] = ui & (forced < 0)
     ones = np.ones(total, dtype=np.int64)
-    own, o_unsure = trip_decisions(xf, a - v, ones, ev.own_words[e], ev.own_span)
+    own, o_unsure = trip_decisions(xf, a - v, ones, own_words, own_span, own_base)
     forced = ev.forced_own[e]
     own = np.where(forced >= 0, forced, own)
     o_unsure &= forced < 0
@@ -324,3 +348,43 @@ def scan(
     step = np.where(in_gap, prev[idx] + g[idx], tm[idx])
     nb_out = np.where(calm, nb[idx] + v[idx], nb[idx])
     return status, e[idx], step, nb_out
+
+
+def _round_sums(
+    xf: float, a: np.ndarray, v: np.ndarray, gap: np.ndarray, lens: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each event of the rounds (``lens`` events per counter, in order): the sum of the
+    ``g·ln(1 − p)`` terms of the counter's checks before its gap, and before its own check.
+
+    The terms are summed in check order from zero, as the compiled loop adds them
+    (:func:`sketchsyn.counters.kernels.scan`): per counter, not by one running sum of the
+    batch minus a start (whose rounding would grow with the counters before it). Counters
+    with about as many events share a zero-padded matrix whose rows ``np.cumsum`` adds in
+    order.
+
+    >>> gb, ob = _round_sums(0.5, np.array([-2, -3]), np.ones(2, int), np.array([0, 3]),
+    ...                      np.array([2]))   # one counter: 2 events, the second after 3 idle steps
+    >>> l1p = _log_stay(0.5, np.array([-3]))[0]   # ln(1 − p) at a = −3
+    >>> bool(gb[0] == ob[0] == 0.0 and gb[1] == l1p and ob[1] == l1p + 3 * l1p)
+    True
+    """
+    gap_term = np.zeros(a.size, dtype=np.float64)
+    idle = gap > 0
+    gap_term[idle] = gap[idle] * _log_stay(xf, a[idle])
+    own_term = _log_stay(xf, a - v)
+    terms = np.stack([gap_term, own_term], axis=1).reshape(-1)  # gap, own, gap, own, ...
+    sums = np.empty_like(terms)  # the sum before each term
+    offs = 2 * (np.cumsum(lens) - lens)
+    width = 2 * lens
+    bucket = np.ceil(np.log2(np.maximum(width, 1))).astype(np.int64)
+    for b in np.unique(bucket).tolist():
+        rows = np.flatnonzero(bucket == b)
+        cols = np.arange(1 << b)
+        at = offs[rows, None] + cols
+        inside = cols < width[rows, None]
+        mat = np.zeros(at.shape, dtype=np.float64)
+        mat[inside] = terms[at[inside]]
+        run = np.zeros((rows.size, (1 << b) + 1), dtype=np.float64)
+        np.cumsum(mat, axis=1, out=run[:, 1:])
+        sums[at[inside]] = run[:, :-1][inside]
+    return sums[0::2], sums[1::2]

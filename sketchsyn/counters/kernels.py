@@ -60,7 +60,12 @@ _GAP_UNSURE, _OWN_UNSURE = checks.GAP_UNSURE, checks.OWN_UNSURE
 
 #: The kernels in the order they are compiled (callees first).
 KERNELS = (
+    "_log_bounds",
+    "_log_stay",
+    "_decide_at",
     "_decide",
+    "_sum_before",
+    "_shared_round",
     "_opens",
     "scan",
     "layout",
@@ -91,17 +96,34 @@ def _decide(xf: Any, lq1: Any, a: Any, s: Any, k: Any, span: Any) -> tuple[int, 
         sp = float(s) * math.exp(-(float(a) + 1.0) * xf - lq1)
         if (kf + span + 4095.0) * _TWO64 < 1.0 - sp * (1.0 + _FAST_REL) - _ABS:
             return 0, False
+    ln_lo, ln_hi = _log_bounds(k, span)
+    return _decide_at(ln_lo, ln_hi, _log_stay(xf, lq1, a), s, 0.0)
+
+
+def _log_bounds(k: Any, span: Any) -> tuple[float, float]:
+    """``ln`` of the ends of ``U``'s interval ``[k, k + span)·2^-64``, widened by the margin
+    of :func:`~sketchsyn.counters.sparse.trip_decisions`."""
+    kf = float(k)
     ln_lo = math.log(kf * _TWO64) if kf > 0.0 else -math.inf
     ln_hi = math.log((kf + span) * _TWO64)
-    ln_lo = ln_lo - (abs(ln_lo) * _REL + _ABS)
-    ln_hi = ln_hi + (abs(ln_hi) * _REL + _ABS)
+    return ln_lo - (abs(ln_lo) * _REL + _ABS), ln_hi + (abs(ln_hi) * _REL + _ABS)
+
+
+def _log_stay(xf: Any, lq1: Any, a: Any) -> float:
+    """``ln(1 − p)``, ``p = P(λ > a)`` (:func:`sketchsyn.counters.sparse._log_stay`)."""
     af = float(a)
     if a >= 0:
-        l1p = math.log1p(-math.exp(-(af + 1.0) * xf - lq1))
-    else:
-        l1p = af * xf - lq1
+        return math.log1p(-math.exp(-(af + 1.0) * xf - lq1))
+    return af * xf - lq1
+
+
+def _decide_at(ln_lo: Any, ln_hi: Any, l1p: Any, s: Any, base: Any) -> tuple[int, bool]:
+    """``(G, unsure)`` of ``s`` checks of ``ln(1 − p) = l1p`` after checks that stayed with
+    probability ``e^base``, for ``ln U`` in ``[ln_lo, ln_hi]``: the decision of
+    :func:`~sketchsyn.counters.sparse.trip_decisions` (``base`` its argument), the same
+    margins."""
     sf = float(s)
-    target = sf * l1p
+    target = base + sf * l1p
     tol = abs(target) * _REL + _ABS
     if ln_hi < target - tol:
         return 0, False  # no check of the s trips
@@ -109,16 +131,16 @@ def _decide(xf: Any, lq1: Any, a: Any, s: Any, k: Any, span: Any) -> tuple[int, 
         return 0, True
     guess = sf
     if l1p != 0.0:
-        q = math.ceil(0.5 * (ln_lo + ln_hi) / l1p)
+        q = math.ceil((0.5 * (ln_lo + ln_hi) - base) / l1p)
         if math.isfinite(q):
             guess = q
     guess = min(max(guess, 1.0), max(sf, 1.0))
-    target = guess * l1p
+    target = base + guess * l1p
     tol = abs(target) * _REL + _ABS
     at_g = ln_lo > target + tol
     before = guess == 1.0
     if not before:
-        target = (guess - 1.0) * l1p
+        target = base + (guess - 1.0) * l1p
         tol = abs(target) * _REL + _ABS
         before = ln_hi < target - tol
     if at_g and before:
@@ -126,11 +148,98 @@ def _decide(xf: Any, lq1: Any, a: Any, s: Any, k: Any, span: Any) -> tuple[int, 
     return 0, True
 
 
+def _sum_before(cells: Any, times: Any, values: Any, pos: Any, theta: Any, count: Any, xf: Any,
+                lq1: Any, c0: Any, e: Any, gap_e: Any) -> float:  # fmt: skip
+    """The sum of the ``g·ln(1 − p)`` terms of a shared round's checks before event ``e``'s
+    gap (its gap's too with ``gap_e``), added in check order from zero, as
+    :func:`sketchsyn.counters.checks._round_sums` adds them; ``count``: ``N`` at ``c0``."""
+    cell = cells[c0]
+    th = theta[cell]
+    total = 0.0
+    for j in range(c0, e + 1):
+        prev = pos[cell] if j == c0 else times[j - 1]
+        gap = times[j] - prev - 1
+        a = th - count
+        if j == e and not gap_e:
+            break
+        if gap > 0:
+            total += float(gap) * _log_stay(xf, lq1, a)
+        if j == e:
+            break
+        total += _log_stay(xf, lq1, a - values[j])
+        count += values[j]
+    return total
+
+
+def _shared_round(cells: Any, times: Any, values: Any, c0: Any, end: Any, resumed: Any,
+                  forced_gap: Any, forced_own: Any, forced_first: Any, k: Any, span: Any,
+                  count: Any, th: Any, pos: Any, theta: Any, xf: Any, lq1: Any,
+                  p_max: Any) -> tuple[int, int, int, int]:  # fmt: skip
+    """One counter's round with one shared uniform (first bits ``k``, ``span``): its checks
+    in order until the first whose ``ln U`` reaches the running sum of the terms (the
+    reference: :func:`sketchsyn.counters.checks.scan` with ``Events.shared``). Returns
+    ``(status, at, step, N)`` as :func:`scan` writes them.
+
+    The running sum is added only once a check needs it: before that, ``m`` checks with trip
+    probabilities at most ``p_max`` (the window's bound, as in :func:`scan`) stay with
+    probability at least ``1 − m·p_max`` (Bernoulli's inequality again), so
+    ``(k + span + 4095)·2^-64 < 1 − m·p_max − 2^-50`` proves they all stay; the first check it
+    cannot prove adds the sum of the ones before it (:func:`_sum_before`) and decides exactly as
+    the reference does."""
+    cell = cells[c0]
+    n0 = count
+    u_hi = (float(k) + span + 4095.0) * _TWO64
+    ln_lo, ln_hi = _log_bounds(k, span)
+    summed = p_max < 0.0  # the running sum `base` is kept (else the bound decides)
+    base = 0.0
+    m = 0.0  # checks so far
+    e = c0
+    while e < end:
+        prev = pos[cell] if e == c0 else times[e - 1]
+        gap = times[e] - prev - 1
+        a = th - count
+        if gap > 0:
+            f = forced_first if e == c0 and resumed else forced_gap[e]
+            m += float(gap)
+            if not summed and (f >= 0 or u_hi < 1.0 - m * p_max - _ABS):
+                g, unsure = max(f, 0), False
+            else:
+                if not summed:
+                    base = _sum_before(cells, times, values, pos, theta, n0, xf, lq1, c0, e,
+                                       False)  # fmt: skip
+                    summed = True
+                l1p = _log_stay(xf, lq1, a)
+                g, unsure = (f, False) if f >= 0 else _decide_at(ln_lo, ln_hi, l1p, gap, base)
+                base += float(gap) * l1p
+            if unsure:
+                return _GAP_UNSURE, e, prev, count
+            if g > 0:
+                return _GAP_TRIP, e, prev + g, count
+        f = forced_own[e]
+        m += 1.0
+        if not summed and (f >= 0 or u_hi < 1.0 - m * p_max - _ABS):
+            o, unsure = max(f, 0), False
+        else:
+            if not summed:
+                base = _sum_before(cells, times, values, pos, theta, n0, xf, lq1, c0, e, True)
+                summed = True
+            l1p = _log_stay(xf, lq1, a - values[e])
+            o, unsure = (f, False) if f >= 0 else _decide_at(ln_lo, ln_hi, l1p, 1, base)
+            base += l1p
+        if unsure:
+            return _OWN_UNSURE, e, times[e], count
+        if o > 0:
+            return _OWN_TRIP, e, times[e], count
+        count += values[e]
+        e += 1
+    return _CALM, end - 1, times[end - 1], count
+
+
 def scan(cells: Any, times: Any, values: Any, ends: Any, cursor: Any, rest: Any, gap_row: Any,
          gap_words: Any, own_words: Any, forced_gap: Any, forced_own: Any, active: Any,
          extra: Any, forced_extra: Any, n: Any, theta: Any, pos: Any, xf: Any, span: Any,
-         own_span: Any, window: Any, chain: Any, status: Any, at: Any, step: Any,
-         nb: Any) -> int:  # fmt: skip
+         own_span: Any, window: Any, chain: Any, shared: Any, status: Any, at: Any,
+         step: Any, nb: Any) -> int:  # fmt: skip
     """:func:`sketchsyn.counters.checks.scan` into ``status``, ``at``, ``step``, ``nb``
     (``span``, ``own_span``: the events' words'
     :attr:`~sketchsyn.counters.checks.Events.span` and ``own_span``; a resumed counter's fresh
@@ -142,7 +251,11 @@ def scan(cells: Any, times: Any, values: Any, ends: Any, cursor: Any, rest: Any,
     has a trip or no events are left. A round without a trip draws nothing, so the rounds and
     their draws are the numpy path's. The outputs are the last round's; a counter done in an
     earlier chained round (of this call, or of the call the bank made before settling a check
-    and scanning again) gets its calm results. Returns the number of rounds made."""
+    and scanning again) gets its calm results. Returns the number of rounds made.
+
+    With ``shared`` (:attr:`~sketchsyn.counters.checks.Events.shared`), each counter's checks
+    share the uniform whose first bits are ``extra[group]`` (``span``): :func:`_shared_round`.
+    A counter takes a fresh uniform each round, so such rounds are not chained."""
     lq1 = math.log1p(math.exp(-xf))
     rounds = 0
     while True:
@@ -168,6 +281,29 @@ def scan(cells: Any, times: Any, values: Any, ends: Any, cursor: Any, rest: Any,
                 a_min -= values[e]
             if a_min >= 0:
                 p_max = math.exp(-(float(a_min) + 1.0) * xf - lq1) * (1.0 + _FAST_REL)
+            if shared:
+                status[i], at[i], step[i], nb[i] = _shared_round(
+                    cells,
+                    times,
+                    values,
+                    c0,
+                    end,
+                    rest[grp],
+                    forced_gap,
+                    forced_own,
+                    forced_extra[grp],
+                    extra[grp],
+                    span,
+                    count,
+                    th,
+                    pos,
+                    theta,
+                    xf,
+                    lq1,
+                    p_max,
+                )
+                stop = stop or status[i] != _CALM
+                continue
             own_lim = (1.0 - p_max - _ABS) / _TWO64 - own_span - 4095.0
             st = _CALM
             e = c0
@@ -221,7 +357,7 @@ def scan(cells: Any, times: Any, values: Any, ends: Any, cursor: Any, rest: Any,
             if st != _CALM:
                 stop = True
         rounds += 1
-        if stop or not chain:
+        if stop or not chain or shared:
             return rounds
         left = False
         for i in range(active.size):
@@ -442,7 +578,7 @@ def rounds(stage: Any, info: Any, cells: Any, times: Any, values: Any, ends: Any
             status, at, step, nb = res[0, :na], res[1, :na], res[2, :na], res[3, :na]
             scan(cells, times, values, ends, cursor, rest, gap_row, gap_words, own_words,
                  forced_gap, forced_own, active, extra, forced_extra, n, theta, pos, xf, span,
-                 own_span, window, True, status, at, step, nb)  # fmt: skip
+                 own_span, window, True, False, status, at, step, nb)  # fmt: skip
             for i in range(na):
                 if status[i] >= _GAP_UNSURE:
                     return UNSURE
@@ -490,7 +626,7 @@ def run(
     scan(ev.cells, ev.times, ev.values, ev.ends, ev.cursor, ev.rest, ev.gap_row, ev.gap_words,
          ev.own_words, ev.forced_gap, ev.forced_own, active, extra, forced_extra, state["n"],
          state["theta"], state["pos"], float(state["xf"]), float(ev.span), float(ev.own_span),
-         int(state["window"]), True, *out)  # fmt: skip
+         int(state["window"]), True, bool(ev.shared), *out)  # fmt: skip
     return tuple(out)
 
 

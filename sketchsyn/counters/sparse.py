@@ -148,7 +148,13 @@ class _LazyUniform:
 
 
 def _first_trip(
-    x: Fraction, a: int, s: int, src: RandomSource, words: list[int] | None = None
+    x: Fraction,
+    a: int,
+    s: int,
+    src: RandomSource,
+    words: list[int] | None = None,
+    u: _LazyUniform | None = None,
+    before: Real | None = None,
 ) -> int:
     """The first of ``s`` checks that trips (1-based), or 0 if none does, exactly.
 
@@ -156,15 +162,27 @@ def _first_trip(
     geometric, ``P(G > g) = (1 − p)^g``. One uniform ``U`` decides it by inversion:
     ``G = min{g : U ≥ (1 − p)^g}``; ``U < (1 − p)^s`` means no trip within ``s`` checks.
     ``words``: the first 32-bit words of ``U`` when they were already drawn (the vectorised
-    path of :mod:`sketchsyn.counters.sparsebank` hands over the draws it could not decide).
+    path of :mod:`sketchsyn.counters.sparsebank` hands over the draws it could not decide);
+    or ``u``, the uniform itself (its later words drawn as needed and kept).
+
+    ``before``: these checks follow others decided by the same ``U`` (a private bank's round,
+    :mod:`sketchsyn.counters.checks`), none of which tripped, with probability ``before`` of
+    that (``U < before``): then ``G = min{g : U ≥ before·(1 − p)^g}``, the first trip given
+    ``U < before``, which has the same law.
     """
-    u = _LazyUniform(src, words)
-    if u.below(_stay_real(x, a, s)):
+    if u is None:
+        u = _LazyUniform(src, words)
+
+    def stay(g: int) -> Real:
+        real = _stay_real(x, a, g)
+        return real if before is None else Real.product([before, real])
+
+    if u.below(stay(s)):
         return 0
     lo, hi = 1, s  # U ≥ (1 − p)^hi
     while lo < hi:
         mid = (lo + hi) // 2
-        if u.below(_stay_real(x, a, mid)):
+        if u.below(stay(mid)):
             lo = mid + 1
         else:
             hi = mid
@@ -233,18 +251,35 @@ def exact_trip(x: Fraction, a: int, s: int, k: int, src: RandomSource, bits: int
     needed, come from ``src``). With ``bits`` in 1 … 32 only the top ``bits`` bits of ``k`` are
     the uniform's (the rest are zero): below 32, the rest of its first 32-bit word is drawn from
     ``src`` first; the later bits come from ``src``."""
+    return _first_trip(x, a, s, src, u=lazy_uniform(k, src, bits))
+
+
+def lazy_uniform(k: int, src: RandomSource, bits: int = 64) -> _LazyUniform:
+    """The uniform whose first ``bits`` bits (64, or 1 … 32) are the top of the 64-bit word
+    ``k``: below 32, the rest of its first 32-bit word is drawn from ``src`` now; its later
+    words come from ``src`` when a comparison needs them.
+
+    >>> from sketchsyn.privacy.rng import as_source
+    >>> lazy_uniform(3 << 62, as_source(0), bits=2).below(Real.ratio(1, 2))   # U ≥ 3/4
+    False
+    """
     if bits == 64:
-        return _first_trip(x, a, s, src, [k >> 32, k & 0xFFFFFFFF])
+        return _LazyUniform(src, [k >> 32, k & 0xFFFFFFFF])
     if not 1 <= bits <= 32:
         raise ValueError(f"bits must be 64 or in [1, 32]; got {bits}")
     first = k >> 32
     if bits < 32:
         first |= int(src.uint32(1)[0]) >> bits
-    return _first_trip(x, a, s, src, [first])
+    return _LazyUniform(src, [first])
 
 
 def trip_decisions(
-    xf: float, a: np.ndarray, s: np.ndarray, k: np.ndarray, span: float | np.ndarray = 1.0
+    xf: float,
+    a: np.ndarray,
+    s: np.ndarray,
+    k: np.ndarray,
+    span: float | np.ndarray = 1.0,
+    base: float | np.ndarray = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The float part of :func:`first_trips`: ``(G, unsure)`` for uniforms with first 64 bits
     ``k`` (uint64). ``G[i]`` is the exact first trip wherever ``unsure[i]`` is false.
@@ -254,8 +289,13 @@ def trip_decisions(
     only when the whole interval agrees, so it is the exact one for every ``U`` in it; the rest
     are ``unsure``.
 
-    Decisions are made on ``ln U`` against ``g·ln(1 − p)`` in float64, accepted only when they
-    clear a margin (relative ``2^-30``, absolute ``2^-50``) far wider than the float error. The
+    ``base``: the checks follow others decided by the same ``U`` that did not trip, ``ln`` of
+    the probability of that (a sum of at most a few thousand ``g·ln(1 − p)`` terms, all
+    ``≤ 0``): the first trip is then ``min{g : ln U ≥ base + g·ln(1 − p)}``.
+
+    Decisions are made on ``ln U`` against ``base + g·ln(1 − p)`` in float64, accepted only
+    when they clear a margin (relative ``2^-30``, absolute ``2^-50``) far wider than the float
+    error (a few ulps a term, summed: below ``2^-38`` relative for up to ``2^14`` terms). The
     compiled kernels of :mod:`sketchsyn.counters.kernels` make the same decisions, one check at a
     time.
 
@@ -275,17 +315,18 @@ def trip_decisions(
     sf = s.astype(np.float64)
 
     def below(g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(certainly U < (1−p)^g, certainly U ≥ (1−p)^g)."""
-        target = g * l1p
+        """(certainly U < e^base·(1−p)^g, certainly U ≥ e^base·(1−p)^g)."""
+        target = base + g * l1p
         tol = np.abs(target) * _REL + _ABS
         return ln_hi < target - tol, ln_lo > target + tol
 
     stay, trip = below(sf)
     unsure = ~(stay | trip)
-    # G = ceil(ln U / ln(1 − p)), checked on both sides: U ≥ (1−p)^G and U < (1−p)^(G−1).
+    # G = ceil((ln U − base) / ln(1 − p)), checked on both sides: U ≥ e^base·(1−p)^G and
+    # U < e^base·(1−p)^(G−1) (for G = 1, U < e^base: the earlier checks' decision).
     mid = 0.5 * (ln_lo + ln_hi)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        guess = np.ceil(mid / l1p)
+        guess = np.ceil((mid - base) / l1p)
     guess = np.where(np.isfinite(guess), guess, sf)
     guess = np.clip(guess, 1.0, np.maximum(sf, 1.0))
     _, at_g = below(guess)

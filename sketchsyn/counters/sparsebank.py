@@ -64,7 +64,8 @@ from .base import (
 )
 from .inhomogeneous import _InhomogeneousParams, _level_start
 from .levels import _Level, _level
-from .sparse import exact_trip, first_trips
+from .settle import settle
+from .sparse import first_trips
 from .thresholdpool import ThresholdPool
 
 __all__ = ["InhomogeneousSparseBank", "first_trips"]
@@ -75,6 +76,9 @@ _WINDOW = 4096
 # Seeded banks draw every counter's first threshold when the level is first used, so that their
 # state does not depend on how the stream is batched; tests set this to run them lazily too.
 _LAZY_SEEDED = False
+# A private bank's rounds share one uniform per counter (checks.Events.shared); a seeded bank
+# keeps a word per check (its outputs those of earlier versions); tests set this to share too.
+_SHARED_SEEDED = False
 
 
 def _scanner(events: int) -> Callable[..., Any]:
@@ -184,6 +188,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         self._lineage = Lineage.new(src, self._kind, self._params())
         self._level_src, self._theta_src, self._check_src, self._sub_src = src.spawn(4)
         self._lazy = src.secure or _LAZY_SEEDED  # first thresholds drawn lazily (_thresholds)
+        self._shared = src.secure or _SHARED_SEEDED  # a uniform per counter and round (_records)
         self._frozen = False
         m = self._size
         self._base = np.zeros(m, dtype=np.int64)  # S̃: the closed levels' noisy totals
@@ -395,18 +400,22 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         run = _scanner(cells.size)
         compiled = run is not checks.scan
         ev = checks.Events.of(
-            cells, times, values, self._pos, self._check_src, kernels.layout if compiled else None
-        )
+            cells, times, values, self._pos, self._check_src,
+            kernels.layout if compiled else None, shared=self._shared,
+        )  # fmt: skip
         self._thresholds(ev.group_cell)
         if ev.starts.size:  # the level's count (its noise is already in), counter by counter
             self._open[ev.group_cell] += np.add.reduceat(ev.values, ev.starts)
         xf = float(lv.x)
         groups = ev.starts.size
         # A resumed counter's fresh words and their exact outcomes (read only for the counters
-        # that resume inside a tripped gap, and set anew for them in each round).
+        # that resume inside a tripped gap, and set anew for them in each round); with shared
+        # uniforms, every active counter's uniform of the round (and `uniforms`: the further
+        # bits of those that settled a check).
         extra = np.zeros(groups, dtype=np.uint64)
         forced_extra = np.full(groups, -1, dtype=np.int64)
-        fns = bankloop.word_functions(self) if compiled else None
+        uniforms: dict = {}
+        fns = bankloop.word_functions(self) if compiled and not ev.shared else None
         if fns is not None:  # a seeded bank: the rounds and their draws in one compiled loop
             bankloop.run_rounds(self, ev, lv, fns, extra, forced_extra, xf, _WINDOW)
             return
@@ -429,9 +438,13 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
                 left = ev.times[ev.cursor[active]] - self._pos[cell] - 1
                 ev.rest[active[left <= 0]] = False
                 fresh = active[ev.rest[active]]
-            if fresh.size:
+            if ev.shared:  # each round's checks of a counter take a fresh uniform
+                fresh = active
+                extra[fresh] = checks.first_bits(self._check_src, fresh.size, ev.bits)
+                uniforms.clear()
+            elif fresh.size:
                 extra[fresh] = self._check_src.uint64(fresh.size)
-                forced_extra[fresh] = -1
+            forced_extra[fresh] = -1
             while True:
                 status, at, step, nb = run(
                     ev, active, extra, forced_extra, n=self._n, theta=self._theta,
@@ -440,44 +453,14 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
                 unsure = np.flatnonzero(status >= checks.GAP_UNSURE)
                 if not unsure.size:
                     break
-                self._settle(ev, active, unsure, status, at, nb, extra, forced_extra)
+                settle(ev, active, unsure, status, at, nb, extra, forced_extra, uniforms, lv.x,
+                       self._theta, self._n, self._pos, self._check_src)  # fmt: skip
             if compiled:
                 k = kernels.finish(ev.cells, ev.times, ev.values, ev.cursor, ev.rest, active,
                                    status, at, step, nb, self._n, self._pos, *tripped)  # fmt: skip
                 self._close_segments(*tripped[:, :k])
             else:
                 self._end_round(ev, active, status, at, step, nb)
-
-    def _settle(
-        self,
-        ev: checks.Events,
-        active: np.ndarray,
-        unsure: np.ndarray,
-        status: np.ndarray,
-        at: np.ndarray,
-        nb: np.ndarray,
-        extra: np.ndarray,
-        forced_extra: np.ndarray,
-    ) -> None:
-        """The checks the float margin (or a word of fewer than 64 bits) left, settled exactly
-        with their words (counter order): the uniform's further bits, when needed, come from the
-        check source."""
-        lv = self._lv
-        assert lv is not None
-        src = self._check_src
-        bits = ev.bits  # how much of each event's uniform its word holds
-        for i in unsure.tolist():
-            grp, e = int(active[i]), int(at[i])
-            a = int(self._theta[ev.cells[e]] - nb[i])
-            if status[i] == checks.OWN_UNSURE:
-                k = int(ev.own_words[e])
-                ev.forced_own[e] = exact_trip(lv.x, a - int(ev.values[e]), 1, k, src, ev.own_bits)
-            elif ev.rest[grp] and e == ev.cursor[grp]:  # fresh words are whole
-                s = int(ev.times[e] - self._pos[ev.cells[e]] - 1)
-                forced_extra[grp] = exact_trip(lv.x, a, s, int(extra[grp]), src)
-            else:
-                k = int(ev.gap_words[ev.gap_row[e]])
-                ev.forced_gap[e] = exact_trip(lv.x, a, int(ev.gap[e]), k, src, bits)
 
     def _end_round(
         self,

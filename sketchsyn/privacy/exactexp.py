@@ -35,7 +35,7 @@ True
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal, localcontext
 from fractions import Fraction
 from functools import lru_cache
@@ -105,6 +105,30 @@ class Real:
                 self._cache[bits] = lo >> guard
                 return lo >> guard
             guard *= 2  # c is irrational: some precision decides its floor
+
+    @classmethod
+    def product(cls, reals: Sequence[Real]) -> Real:
+        """``∏ reals`` (at least one, each irrational in ``(0, 1)``): their brackets multiplied,
+        rounded outwards, with guard bits for the roundings.
+
+        >>> half_e = Real.exp_neg(Fraction(1, 2))
+        >>> Real.product([half_e, half_e]).floor(20) == Real.exp_neg(Fraction(1)).floor(20)
+        True
+        """
+        if not reals:
+            raise ValueError("a product of no reals is 1, not a Real in (0, 1)")
+        guard = 2 + len(reals).bit_length()
+
+        def bracket(bits: int) -> tuple[int, int]:
+            prec = bits + guard
+            lo = hi = 1 << prec
+            for r in reals:
+                r_lo, r_hi = r._bracket(prec)
+                lo = (lo * r_lo) >> prec
+                hi = -((-(hi * r_hi)) >> prec)
+            return lo >> guard, -((-hi) >> guard)
+
+        return cls(bracket)
 
     @classmethod
     def ratio(cls, r: int, den: int) -> Real:
