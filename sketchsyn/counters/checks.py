@@ -6,13 +6,12 @@ kinds of checks of the noisy threshold: the idle steps since the counter's previ
 *gap*: ``s`` checks at one ``a = θ − N``, whose first trip is geometric) and the event's own
 step (one check at ``a − v``). Every check is decided by exact inversion of a uniform ``U``
 (:func:`~sketchsyn.counters.sparse.first_trips`), and the uniforms are **assigned to the events
-before any is decided**: the gap of event ``i`` (when it has idle steps) and its own step each
-have the first bits of their ``U`` drawn at the start of the batch: 64 from a seeded generator
-(one ``uint64`` each); from the operating system's CSPRNG, whose bytes are much of a private
-run's cost, 32 for a gap (:data:`SECURE_BITS`) and for an own check (:data:`SECURE_OWN_BITS`,
-which may differ). A check whose interval ``[k, k + 2^(64 − bits))·2^-64`` the float decision
-cannot settle (about one in 2**32) draws the uniform's further bits from the same source when
-it is settled exactly. A
+before any is decided**: in a seeded bank, the gap of event ``i`` (when it has idle steps) and
+its own step each have the first bits of their ``U`` drawn at the start of the batch (64, one
+``uint64`` each; any of 1 … 32 works too: :data:`SEEDED_BITS`, :data:`SEEDED_OWN_BITS`); a
+private bank shares one ``U`` per counter and round (below). A check whose interval
+``[k, k + 2^(64 − bits))·2^-64`` the float decision cannot settle (about one in 2**32 for 32
+bits) draws the uniform's further bits from the same source when it is settled exactly. A
 round decides each counter's events in order, from its cursor, up to its first trip (or
 ``window`` events); the bank then closes the tripped counters' segments (new thresholds) and
 starts the next round.
@@ -26,6 +25,19 @@ used when the next round decides them again at the new threshold. The one unifor
 spent is the one of a gap that trips: the rest of that gap, at the new threshold, takes fresh
 words (``extra``), drawn at the start of the next round for the counters that need them, in
 counter order.
+
+A private bank (``Events.shared``) draws fewer uniforms: **one per counter and round**,
+shared by the round's checks, of :data:`SECURE_BITS` first bits. Checks ``1, 2, …`` of a round
+(each idle step of a gap, each own step) stay with probabilities ``1 − p_i``, independently,
+so the round's first trip ``J`` has ``P(J > j) = S_j = ∏_{i ≤ j} (1 − p_i)``, and one uniform
+decides it by inversion, ``J = min{j : U ≥ S_j}``, exactly as one uniform decides the first
+trip within a gap. The float decision compares ``ln U`` with the running sum of the checks'
+``g·ln(1 − p)`` (``trip_decisions``' ``base``). The round ends at ``J``: the threshold
+changes, and ``U`` is spent (it is known to lie in ``[S_J, S_{J−1})``), so the bank gives every
+active counter a fresh uniform each round (a round cut by its window included). A check the
+interval leaves open is settled given the round's earlier checks
+(:mod:`sketchsyn.counters.settle`). This reads about one uniform per counter and batch instead
+of one per check: a private run's bytes fell sevenfold.
 
 Two implementations make the same decisions: :func:`scan` in numpy (the reference) and the
 compiled loop of :mod:`sketchsyn.counters.kernels` (the ``fast`` extra). Both return, per
@@ -92,10 +104,9 @@ _NONE = np.iinfo(np.int64).max
 #: tests use 8, whose intervals leave many checks undecided).
 SECURE_BITS = 32
 SEEDED_BITS = 64
-#: The bits an own check's word holds, from the OS CSPRNG and from a seeded generator. Any of
-#: 1 … 32 or 64 works (an own check is one comparison: 16 bits leave it open about once in
-#: 65,536). 16 read a third fewer bytes in a private run but were no faster at ε = 4 (more
-#: rounds scanned again after settling), so a private run keeps 32.
+#: The bits an own check's word holds, from the OS CSPRNG and from a seeded generator (with a
+#: word per check: a private bank shares one uniform per round instead). Any of 1 … 32 or 64
+#: works (an own check is one comparison: 16 bits leave it open about once in 65,536).
 SECURE_OWN_BITS = 32
 SEEDED_OWN_BITS = 64
 

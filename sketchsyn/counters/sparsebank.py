@@ -18,8 +18,9 @@ Exact trip draws (:func:`first_trips`). Each check compares ``N + λ`` with the 
 ``λ ~ Lap_Z(s)``; with ``a = θ − N`` it trips with ``p = P(λ > a)``, and ``g`` idle checks in a
 row all stay with ``(1 − p)^g``. A uniform ``U`` in ``[0, 1)`` decides the first trip by
 inversion, ``G = min{g : U ≥ (1 − p)^g}``. We draw the first 64 bits of ``U`` for every counter
-at once (for the batched checks of a private run, the first 32:
-:data:`~sketchsyn.counters.checks.SECURE_BITS`, ``SECURE_OWN_BITS``), compare
+at once (for the batched checks of a private run, the first 32 bits of one ``U`` per counter
+and round, shared by the round's checks: :data:`~sketchsyn.counters.checks.SECURE_BITS`,
+:mod:`sketchsyn.counters.checks`), compare
 ``ln U`` with ``g·ln(1 − p)`` in floating point **with a proven error margin** over the
 whole interval those bits leave, and hand each draw it cannot decide (about one in 10⁹ for 64
 bits) to the exact big-rational routine of :mod:`sketchsyn.counters.sparse`, with the same bits
