@@ -266,9 +266,26 @@ def test_a_private_bank_shares_one_uniform_per_counter_and_round(monkeypatch, pa
     assert drawn == {True: 50, False: 50 * 40 * 2}
 
 
-def test_a_private_bank_is_the_default_and_a_seeded_one_keeps_its_words():
-    assert InhomogeneousSparseBank(3, 1.0, online_budgets(1.0, 2, 0))._shared
-    assert not InhomogeneousSparseBank(3, 1.0, online_budgets(1.0, 2, 0), rng=0)._shared
+def test_a_private_bank_shares_uniforms_in_compiled_rounds_only(monkeypatch, path):
+    """A private bank shares one uniform per counter and round when its rounds are compiled;
+    the numpy rounds (which decide a whole window in array passes) keep a word per check, and
+    a seeded bank always does. The batches say which (``Events.shared``)."""
+    seen = []
+    real = checks.Events.of.__func__
+
+    def recording(cls, *args, **kwargs):
+        ev = real(cls, *args, **kwargs)
+        seen.append(ev.shared)
+        return ev
+
+    monkeypatch.setattr(checks.Events, "of", classmethod(recording))
+    for rng in (None, 0):
+        bank = InhomogeneousSparseBank(3, 1.0, online_budgets(1.0, 2, 0), rng=rng)
+        assert bank._shared is (rng is None)
+        seen.clear()
+        bank.update_events(50, [0, 1, 2, 0], [3, 9, 20, 40])  # batches in 4 time levels
+        assert len(seen) == 4
+        assert set(seen) == {rng is None and path == "compiled"}
 
 
 def _words_drawn(bitgen: np.random.PCG64, act) -> int:

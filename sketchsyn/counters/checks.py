@@ -321,11 +321,11 @@ def scan(
     fresh = resumed[idle]
     # Each gap's word and span, its exact outcome if settled, and the sums before its checks
     # and before each own check (0 without a shared uniform).
+    gap_l1p, own_l1p = _log_stay(xf, a[idle]), _log_stay(xf, a - v)
     if ev.shared:
         words = extra[active][owner]
         gap_words, span, own_words, own_span = words[idle], ev.span, words, ev.span
-        gap_base, own_base = _round_sums(xf, a, v, gap, lens)
-        gap_base = gap_base[idle]
+        gap_base, own_base = _round_sums(idle, gap[idle] * gap_l1p, own_l1p, lens)
     else:
         gap_words = np.where(fresh, extra[active][owner[idle]], ev.gap_words[ev.gap_row[e[idle]]])
         span = np.where(fresh, 1.0, ev.span)  # a resumed counter's fresh words are whole
@@ -335,11 +335,11 @@ def scan(
     g_unsure = np.zeros(total, dtype=bool)
     if idle.size:
         forced = np.where(fresh, forced_extra[active][owner[idle]], ev.forced_gap[e[idle]])
-        gi, ui = trip_decisions(xf, a[idle], gap[idle], gap_words, span, gap_base)
+        gi, ui = trip_decisions(xf, a[idle], gap[idle], gap_words, span, gap_base, gap_l1p)
         g[idle] = np.where(forced >= 0, forced, gi)
         g_unsure[idle] = ui & (forced < 0)
     ones = np.ones(total, dtype=np.int64)
-    own, o_unsure = trip_decisions(xf, a - v, ones, own_words, own_span, own_base)
+    own, o_unsure = trip_decisions(xf, a - v, ones, own_words, own_span, own_base, own_l1p)
     forced = ev.forced_own[e]
     own = np.where(forced >= 0, forced, own)
     o_unsure &= forced < 0
@@ -362,10 +362,11 @@ def scan(
 
 
 def _round_sums(
-    xf: float, a: np.ndarray, v: np.ndarray, gap: np.ndarray, lens: np.ndarray
+    idle: np.ndarray, gap_terms: np.ndarray, own_terms: np.ndarray, lens: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """For each event of the rounds (``lens`` events per counter, in order): the sum of the
-    ``g·ln(1 − p)`` terms of the counter's checks before its gap, and before its own check.
+    """For the events of the rounds (``lens`` events per counter, in order): the sum of the
+    ``g·ln(1 − p)`` terms of the counter's checks before each gap (the events ``idle``, with
+    terms ``gap_terms``), and before each own check (terms ``own_terms``, one per event).
 
     The terms are summed in check order from zero, as the compiled loop adds them
     (:func:`sketchsyn.counters.kernels.scan`): per counter, not by one running sum of the
@@ -373,17 +374,16 @@ def _round_sums(
     with about as many events share a zero-padded matrix whose rows ``np.cumsum`` adds in
     order.
 
-    >>> gb, ob = _round_sums(0.5, np.array([-2, -3]), np.ones(2, int), np.array([0, 3]),
-    ...                      np.array([2]))   # one counter: 2 events, the second after 3 idle steps
     >>> l1p = _log_stay(0.5, np.array([-3]))[0]   # ln(1 − p) at a = −3
-    >>> bool(gb[0] == ob[0] == 0.0 and gb[1] == l1p and ob[1] == l1p + 3 * l1p)
+    >>> gb, ob = _round_sums(np.array([1]), np.array([3 * l1p]), np.array([l1p, l1p]),
+    ...                      np.array([2]))   # one counter, 2 events, the second after 3 idle steps
+    >>> bool(gb[0] == l1p and ob[0] == 0.0 and ob[1] == l1p + 3 * l1p)
     True
     """
-    gap_term = np.zeros(a.size, dtype=np.float64)
-    idle = gap > 0
-    gap_term[idle] = gap[idle] * _log_stay(xf, a[idle])
-    own_term = _log_stay(xf, a - v)
-    terms = np.stack([gap_term, own_term], axis=1).reshape(-1)  # gap, own, gap, own, ...
+    terms = np.zeros((own_terms.size, 2), dtype=np.float64)  # gap, own, gap, own, ...
+    terms[idle, 0] = gap_terms
+    terms[:, 1] = own_terms
+    terms = terms.reshape(-1)
     sums = np.empty_like(terms)  # the sum before each term
     offs = 2 * (np.cumsum(lens) - lens)
     width = 2 * lens
@@ -398,4 +398,4 @@ def _round_sums(
         run = np.zeros((rows.size, (1 << b) + 1), dtype=np.float64)
         np.cumsum(mat, axis=1, out=run[:, 1:])
         sums[at[inside]] = run[:, :-1][inside]
-    return sums[0::2], sums[1::2]
+    return sums[0::2][idle], sums[1::2]

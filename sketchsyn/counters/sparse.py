@@ -280,6 +280,7 @@ def trip_decisions(
     k: np.ndarray,
     span: float | np.ndarray = 1.0,
     base: float | np.ndarray = 0.0,
+    l1p: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The float part of :func:`first_trips`: ``(G, unsure)`` for uniforms with first 64 bits
     ``k`` (uint64). ``G[i]`` is the exact first trip wherever ``unsure[i]`` is false.
@@ -288,6 +289,8 @@ def trip_decisions(
     bits, ``2^(64 − b)`` when it holds only its first ``b`` (the rest zero). A decision is taken
     only when the whole interval agrees, so it is the exact one for every ``U`` in it; the rest
     are ``unsure``.
+
+    ``l1p``: ``ln(1 − p)`` at ``a`` when the caller has it (``_log_stay(xf, a)``).
 
     ``base``: the checks follow others decided by the same ``U`` that did not trip, ``ln`` of
     the probability of that (a sum of at most a few thousand ``g·ln(1 − p)`` terms, all
@@ -311,7 +314,8 @@ def trip_decisions(
         ln_hi = np.log((kf + span) * _TWO64)
     ln_lo = ln_lo - (np.abs(ln_lo) * _REL + _ABS)
     ln_hi = ln_hi + (np.abs(ln_hi) * _REL + _ABS)
-    l1p = _log_stay(xf, a)
+    if l1p is None:
+        l1p = _log_stay(xf, a)
     sf = s.astype(np.float64)
 
     def below(g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

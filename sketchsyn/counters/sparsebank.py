@@ -77,8 +77,10 @@ _WINDOW = 4096
 # Seeded banks draw every counter's first threshold when the level is first used, so that their
 # state does not depend on how the stream is batched; tests set this to run them lazily too.
 _LAZY_SEEDED = False
-# A private bank's rounds share one uniform per counter (checks.Events.shared); a seeded bank
-# keeps a word per check (its outputs those of earlier versions); tests set this to share too.
+# A private bank's compiled rounds share one uniform per counter (checks.Events.shared); its
+# numpy rounds (no fast extra, or before the kernels start) keep a word per check, cheaper for
+# a scan that decides a whole window in array passes; a seeded bank keeps a word per check (its
+# outputs those of earlier versions). Both have one law; tests set this to share on both paths.
 _SHARED_SEEDED = False
 
 
@@ -189,7 +191,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         self._lineage = Lineage.new(src, self._kind, self._params())
         self._level_src, self._theta_src, self._check_src, self._sub_src = src.spawn(4)
         self._lazy = src.secure or _LAZY_SEEDED  # first thresholds drawn lazily (_thresholds)
-        self._shared = src.secure or _SHARED_SEEDED  # a uniform per counter and round (_records)
+        self._shared = src.secure or _SHARED_SEEDED  # compiled rounds: a uniform per round (_records)
         self._frozen = False
         m = self._size
         self._base = np.zeros(m, dtype=np.int64)  # S̃: the closed levels' noisy totals
@@ -400,9 +402,10 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         assert lv is not None
         run = _scanner(cells.size)
         compiled = run is not checks.scan
+        shared = self._shared and (compiled or _SHARED_SEEDED)  # (see _SHARED_SEEDED)
         ev = checks.Events.of(
             cells, times, values, self._pos, self._check_src,
-            kernels.layout if compiled else None, shared=self._shared,
+            kernels.layout if compiled else None, shared=shared,
         )  # fmt: skip
         self._thresholds(ev.group_cell)
         if ev.starts.size:  # the level's count (its noise is already in), counter by counter
