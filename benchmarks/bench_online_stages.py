@@ -18,12 +18,22 @@ each stage of the sparse banks. It prints, per ε:
   (counted in a third run, on the rounds made in Python);
 - the bytes an unseeded run reads from the operating system's CSPRNG, per record, and how
   many of them are the checks' uniforms (a fourth run, unseeded: ``os.urandom`` counted).
+
+``--paths`` prints instead, per ε, seeded and unseeded, the CPU seconds of the batched feed on
+the numpy path and with the compiled kernels (best of three each), the sparse banks' events
+(the count they report toward the kernels' start, :func:`sketchsyn.accel.ready`) and what
+the numpy path costs more per event: the basis of ``sparsebank.EVENT_ROWS``; then the CPU
+seconds of fresh processes (interpreter and imports included, the kernels' loading thread
+counted) that feed the stream 1 and 3 times (a new private synthesizer each time, ε = 1), with
+the default start rule and with the numpy path only (which is what the rule gave before the
+events counted ``EVENT_ROWS`` rows each: 3 passes hold fewer than 2**24 events).
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import math
 import os
 import sys
 import time
@@ -97,6 +107,67 @@ def _unseeded_bytes(stream: bs.Stream, eps: float) -> tuple[int, int]:
     return read, of_checks
 
 
+def _paths(stream: bs.Stream, eps_list: list[float]) -> None:
+    """CPU seconds of the batched feed on both paths, and the numpy path's extra per event."""
+    events = 0
+    scanner = sparsebank._scanner
+
+    def counting(n: int) -> Any:
+        nonlocal events
+        events += n
+        return scanner(n)
+
+    sparsebank._scanner = counting
+    print(f"{'ε':>4} {'rng':>8} {'events':>11} {'numpy CPU s':>12} {'compiled CPU s':>15} "
+          f"{'ns more per event':>18}")  # fmt: skip
+    for eps in eps_list:
+        for seed in (1, None):
+            cpu = {}
+            for path in ("numpy", "compiled"):
+                best = math.inf
+                for _ in range(3):
+                    events = 0
+                    c0 = time.process_time()
+                    if path == "numpy":
+                        with accel.numpy_only():
+                            _feed(stream, eps, seed)
+                    else:
+                        _feed(stream, eps, seed)
+                    best = min(best, time.process_time() - c0)
+                cpu[path] = best
+            more = (cpu["numpy"] - cpu["compiled"]) / events * 1e9
+            print(f"{eps:4g} {'seeded' if seed else 'private':>8} {events:11,} "
+                  f"{cpu['numpy']:12.3f} {cpu['compiled']:15.3f} {more:18.0f}")  # fmt: skip
+    sparsebank._scanner = scanner
+    print("\nfresh processes, private, ε = 1: CPU s (best of 3)")
+    print(f"{'passes':>6} {'records':>10} {'numpy path only':>16} {'default rule':>13}")
+    for passes in (1, 3):
+        cpu = {}
+        for switch in ("numpy", "numba"):
+            runs = [_fresh(passes, switch) for _ in range(3)]
+            cpu[switch] = min(runs)
+        print(f"{passes:6} {passes * stream.events:10,} {cpu['numpy']:16.2f} "
+              f"{cpu['numba']:13.2f}")  # fmt: skip
+
+
+def _fresh(passes: int, switch: str) -> float:
+    """CPU seconds of a fresh process feeding the flights stream ``passes`` times."""
+    import subprocess
+
+    code = (
+        "import resource, sys; sys.path.insert(0, 'benchmarks')\n"
+        "import bench_online_stages as b\n"
+        "stream = b.bs.flights_stream(None)\n"
+        f"for _ in range({passes}): b._feed(stream, 1.0, None)\n"
+        "r = resource.getrusage(resource.RUSAGE_SELF)\nprint(r.ru_utime + r.ru_stime)"
+    )
+    env = dict(os.environ, SKETCHSYN_KERNELS=switch)
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env=env, cwd=root)  # fmt: skip
+    return float(out.stdout.split()[-1])
+
+
 def _histogram(counts: collections.Counter[int]) -> str:
     return "  ".join(f"{k if k < 10 else '10+'}: {v:,}" for k, v in sorted(counts.items()))
 
@@ -105,11 +176,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--eps", type=float, nargs="+", default=[1.0, 4.0])
     ap.add_argument("--days", type=int, default=None, help="only the first N days")
+    ap.add_argument("--paths", action="store_true", help="the numpy and compiled paths' CPU")
     args = ap.parse_args()
     if not accel.AVAILABLE:
         sys.exit("needs the fast extra (numba)")
     accel.ready(wait=True)
     stream = bs.flights_stream(args.days)
+    if args.paths:
+        _paths(stream, args.eps)
+        return
     bank = sparsebank.InhomogeneousSparseBank
     for name in ("_events", "_records", "_prepare", "_enter", "_close_segments"):
         _timed(bank, name, f"bank.{name}")

@@ -749,3 +749,27 @@ def test_t0_near_an_integer_goes_to_the_decimal_brackets(monkeypatch):
     assert sparse._floor_t0.__wrapped__(horizon, epsilon, 1) == target - 1
     monkeypatch.setattr(sparse, "_T0_MARGIN", 0.0)
     assert sparse._floor_t0.__wrapped__(horizon, epsilon, 1) == target  # floats alone: wrong
+
+
+@pytest.mark.skipif(not accel.AVAILABLE, reason="numba (the fast extra) missing")
+def test_a_bank_s_events_count_toward_the_kernels_start():
+    """A fresh process starts the compiled kernels once its sparse banks have counted
+    START_ROWS / EVENT_ROWS events (each costs the numpy path several PrivHP rows): 9,000
+    events of 6 rows stay below 60,000, 2,000 more pass it."""
+    import subprocess
+    import sys
+
+    code = """
+import numpy as np
+from sketchsyn import accel
+from sketchsyn.counters import online_budgets, sparsebank
+accel.START_ROWS = 60_000
+assert sparsebank.EVENT_ROWS == 6
+bank = sparsebank.InhomogeneousSparseBank(9_000, 1.0, online_budgets(1.0, 2, 9), start_level=9)
+bank.update_events(600, np.arange(9_000), np.full(9_000, 600))
+before = accel._STARTED
+bank.update_events(700, np.arange(2_000), np.full(2_000, 700))
+print(before, accel._STARTED)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]

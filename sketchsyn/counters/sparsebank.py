@@ -84,12 +84,22 @@ _LAZY_SEEDED = False
 _SHARED_SEEDED = False
 
 
+#: Rows each event of a batch counts for toward the start of the compiled kernels
+#: (:func:`sketchsyn.accel.ready`, whose ``START_ROWS`` is set for PrivHP's rows, on which the
+#: numpy path costs about 30–40 ns more than the kernels): the numpy path costs a sparse bank
+#: 230–300 ns more per event (``python benchmarks/bench_online_stages.py --paths``, the flights
+#: stream at ε = 1 and 4, seeded and private), so an online synthesizer starts the kernels
+#: after about 2.8 million events (some 170,000 records) rather than 16.8 million, when the
+#: numpy path has cost it about what loading the kernels does.
+EVENT_ROWS = 6
+
+
 def _scanner(events: int) -> Callable[..., Any]:
     """The round's scan for a batch of ``events``: the compiled loop of
     :mod:`sketchsyn.counters.kernels` once the kernels are ready (the events count toward their
-    start, :func:`sketchsyn.accel.ready`), else :func:`sketchsyn.counters.checks.scan`. Both
-    make the same decisions."""
-    return kernels.run if accel.ready(rows=events) else checks.scan
+    start, :data:`EVENT_ROWS` rows each: :func:`sketchsyn.accel.ready`), else
+    :func:`sketchsyn.counters.checks.scan`. Both make the same decisions."""
+    return kernels.run if accel.ready(rows=events * EVENT_ROWS) else checks.scan
 
 
 class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
@@ -191,7 +201,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         self._lineage = Lineage.new(src, self._kind, self._params())
         self._level_src, self._theta_src, self._check_src, self._sub_src = src.spawn(4)
         self._lazy = src.secure or _LAZY_SEEDED  # first thresholds drawn lazily (_thresholds)
-        self._shared = src.secure or _SHARED_SEEDED  # compiled rounds: a uniform per round (_records)
+        self._shared = src.secure or _SHARED_SEEDED  # compiled: a uniform per round (_records)
         self._frozen = False
         m = self._size
         self._base = np.zeros(m, dtype=np.int64)  # S̃: the closed levels' noisy totals
