@@ -193,6 +193,8 @@ def _shared_round(cells: Any, times: Any, values: Any, c0: Any, end: Any, resume
     summed = p_max < 0.0  # the running sum `base` is kept (else the bound decides)
     base = 0.0
     m = 0.0  # checks so far
+    # ln(1 − p) of the last own check, at a = a_own: the next gap's, when no value came between
+    a_own, l1p_own = th + 1, 0.0
     e = c0
     while e < end:
         prev = pos[cell] if e == c0 else times[e - 1]
@@ -208,7 +210,7 @@ def _shared_round(cells: Any, times: Any, values: Any, c0: Any, end: Any, resume
                     base = _sum_before(cells, times, values, pos, theta, n0, xf, lq1, c0, e,
                                        False)  # fmt: skip
                     summed = True
-                l1p = _log_stay(xf, lq1, a)
+                l1p = l1p_own if a == a_own else _log_stay(xf, lq1, a)
                 g, unsure = (f, False) if f >= 0 else _decide_at(ln_lo, ln_hi, l1p, gap, base)
                 base += float(gap) * l1p
             if unsure:
@@ -223,9 +225,10 @@ def _shared_round(cells: Any, times: Any, values: Any, c0: Any, end: Any, resume
             if not summed:
                 base = _sum_before(cells, times, values, pos, theta, n0, xf, lq1, c0, e, True)
                 summed = True
-            l1p = _log_stay(xf, lq1, a - values[e])
-            o, unsure = (f, False) if f >= 0 else _decide_at(ln_lo, ln_hi, l1p, 1, base)
-            base += l1p
+            a_own = a - values[e]
+            l1p_own = _log_stay(xf, lq1, a_own)
+            o, unsure = (f, False) if f >= 0 else _decide_at(ln_lo, ln_hi, l1p_own, 1, base)
+            base += l1p_own
         if unsure:
             return _OWN_UNSURE, e, times[e], count
         if o > 0:
