@@ -3,7 +3,6 @@ bad input, and a privacy audit of its releases and noisy state on neighbouring s
 
 from __future__ import annotations
 
-import collections
 import functools
 import math
 from fractions import Fraction
@@ -18,14 +17,7 @@ import sketchsyn.counters.base as counters
 import sketchsyn.counters.sparse as sparse
 import sketchsyn.counters.sparsebank as sb
 from sketchsyn import accel
-from sketchsyn.counters import (
-    InhomogeneousSparseCounter,
-    bankloop,
-    checks,
-    online_budgets,
-    settle,
-    thresholdpool,
-)
+from sketchsyn.counters import InhomogeneousSparseCounter, checks, online_budgets, settle
 from sketchsyn.counters.sparsebank import InhomogeneousSparseBank, first_trips
 from sketchsyn.errors import InputError, ParameterError, SerializationError
 from sketchsyn.io.serial import header_of, pack, unpack
@@ -343,55 +335,6 @@ def test_lazy_first_thresholds_have_the_law_of_eager_ones(monkeypatch, path):
 def test_a_private_bank_draws_thresholds_lazily_and_a_seeded_one_at_once():
     assert InhomogeneousSparseBank(3, 1.0, online_budgets(1.0, 2, 0))._lazy
     assert not InhomogeneousSparseBank(3, 1.0, online_budgets(1.0, 2, 0), rng=0)._lazy
-
-
-def test_a_private_bank_s_closes_take_their_noise_from_pools(path, monkeypatch):
-    """A private bank's closing segments take their new thresholds and sub-mechanism noise from
-    pools drawn ahead in blocks (64, 64, 128, … values), not a draw per round: hundreds of
-    closes, one counter tripping again and again, cost a few draws of each scale; every value
-    is used once (the closes' thresholds are the pool's values in order) and ``nbytes`` counts
-    what the pools hold. A seeded bank draws per round."""
-    calls = collections.Counter()
-    drawn, taken = collections.defaultdict(list), collections.defaultdict(list)
-    real, real_ahead = thresholdpool._draw, sb.InhomogeneousSparseBank._ahead
-    inside = []
-
-    def counting(kind, scale, n, src):
-        calls[scale] += 1
-        out = real(kind, scale, n, src)
-        if inside:  # a block of the closes' pools
-            drawn[scale].append(out.copy())
-        return out
-
-    def ahead(self, pool, scale, n, src):
-        inside.append(1)
-        try:
-            out = real_ahead(self, pool, scale, n, src)
-        finally:
-            inside.pop()
-        taken[scale].append(out.copy())
-        return out
-
-    monkeypatch.setattr(thresholdpool, "_draw", counting)
-    monkeypatch.setattr(sb.InhomogeneousSparseBank, "_ahead", ahead)
-    monkeypatch.setattr(sb, "_LAZY_SEEDED", True)  # a private bank's draws, from a seeded source
-    monkeypatch.setattr(bankloop, "word_functions", lambda bank: None)  # a private bank's rounds
-    bank = InhomogeneousSparseBank(2, 4.0, lambda r: 3.0, start_level=9, rng=8)
-    lv = bank._lv
-    steps = np.arange(lv.first, lv.end + 1)  # every step of the level
-    bank.update_events(lv.end, np.zeros(steps.size, np.int64), steps, np.full(steps.size, 10**4))
-    assert bank._lv is lv
-    closes = int(bank._segs[0])
-    assert closes > 100, closes
-    # first thresholds (a block), then the closes' blocks: 64, 64, 128, ...
-    assert calls[lv.xs] <= 1 + math.ceil(math.log2(closes / 64 + 1)) + 1, calls
-    assert closes <= bank._theta_pool.drawn <= 2 * closes + 64
-    assert bank._sub_pool.drawn > 0 and calls[lv.sub_param] <= math.log2(closes) + 2
-    for scale in (lv.xs, lv.sub_param):  # each value drawn is taken once, in order
-        got, blocks = np.concatenate(taken[scale]), np.concatenate(drawn[scale])
-        np.testing.assert_array_equal(got, blocks[: got.size])
-    pooled = bank._firsts.nbytes + bank._theta_pool.nbytes + bank._sub_pool.nbytes
-    assert pooled > 0 and bank.nbytes == 64 * 2 + 16 * bank._acc.shape[1] * bank._rows + pooled + 64
 
 
 def test_a_counter_draws_its_threshold_only_when_first_checked(path, monkeypatch):

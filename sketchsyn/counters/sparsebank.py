@@ -217,8 +217,6 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         self._rows = 0
         self._ready = False  # the current level's sparse state reset (thresholds: _thresholds)
         self._firsts = ThresholdPool()  # a private bank's first thresholds, drawn ahead
-        self._theta_pool = ThresholdPool(None)  # and its closes' new thresholds (_ahead)
-        self._sub_pool = ThresholdPool(None)  # and their sub-mechanism noise
         # Noise scales whose draws once went beyond their magnitude table: the compiled rounds
         # get their geometric tables too (a cache; the draws are the same without it).
         self._geometric: set[Fraction] = set()
@@ -245,8 +243,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
     @property
     def nbytes(self) -> int:
         """``64·size + 16·L·rows + 8·pooled + 64`` (see the class notes)."""
-        pooled = self._firsts.nbytes + self._theta_pool.nbytes + self._sub_pool.nbytes
-        return 64 * self._size + 2 * self._acc.shape[1] * 8 * self._rows + pooled + 64
+        return 64 * self._size + 2 * self._acc.shape[1] * 8 * self._rows + self._firsts.nbytes + 64
 
     # -------------------------------------------------------------- time levels
     def _first_level(self, r: int) -> _Level:
@@ -270,9 +267,6 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
             return
         lv = self._lv
         assert lv is not None
-        # A private bank's closes take their new thresholds and sub-mechanism noise from pools
-        # drawn ahead (_ahead); a seeded bank draws them per round.
-        self._theta_pool, self._sub_pool = ThresholdPool(None), ThresholdPool(None)
         if self._lazy:  # drawn counter by counter (_thresholds)
             self._theta[:] = 0
             self._firsts = ThresholdPool(np.count_nonzero(self._pos == lv.first - 1))
@@ -359,8 +353,8 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         if accel.ready():  # the same draws, then one compiled loop (sketchsyn.counters.kernels)
             new, opened = kernels.tally(cells, self._row, self._segs, lv.sub_levels)
             self._grow(new)
-            noise = self._ahead(self._sub_pool, lv.sub_param, opened, self._sub_src)
-            thresholds = self._ahead(self._theta_pool, lv.xs, k, self._theta_src)
+            noise = core._draw("laplace", lv.sub_param, opened, self._sub_src)
+            thresholds = core._draw("laplace", lv.xs, k, self._theta_src)
             kernels.close(cells, values, steps, self._row, self._rows, self._segs, self._acc,
                           self._done, self._sub, self._n, self._theta, self._pos, noise,
                           thresholds, lv.t0)  # fmt: skip
@@ -380,7 +374,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         # segment and only even indices (odd 1-based) are ever part of a release.
         opens = ((mm[:, None] & ((1 << levels) - 1)) == 0) & (((mm[:, None] >> levels) & 1) == 0)
         oi, oj = np.nonzero(opens)
-        self._acc[rows[oi], oj] = self._ahead(self._sub_pool, lv.sub_param, oi.size, self._sub_src)
+        self._acc[rows[oi], oj] = core._draw("laplace", lv.sub_param, oi.size, self._sub_src)
         self._acc[rows] += values[:, None]
         closes = ((m[:, None] & ((1 << levels) - 1)) == 0) & (((m[:, None] >> levels) & 1) == 1)
         ci, cj = np.nonzero(closes)
@@ -388,17 +382,8 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         bits = ((m[:, None] >> levels) & 1).astype(bool)
         self._sub[cells] = np.where(bits, self._done[rows], 0).sum(axis=1)
         self._n[cells] = 0
-        self._theta[cells] = lv.t0 + self._ahead(self._theta_pool, lv.xs, k, self._theta_src)
+        self._theta[cells] = lv.t0 + core._draw("laplace", lv.xs, k, self._theta_src)
         self._pos[cells] = steps
-
-    def _ahead(self, pool: ThresholdPool, scale: Fraction, n: int, src: Any) -> np.ndarray:
-        """``n`` values ``Lap_Z(scale)`` for closing segments: a private bank's from ``pool``
-        (drawn ahead in blocks; which close takes which value does not depend on the values,
-        so each has the law of its own draw), a seeded bank's drawn now (its outputs those of
-        earlier versions)."""
-        if self._lazy:
-            return pool.take(n, scale, src)
-        return core._draw("laplace", scale, n, src)
 
     def _idle(self, cells: np.ndarray, until: int) -> None:
         """Draw the idle checks of ``cells`` (distinct) up to step ``until``."""

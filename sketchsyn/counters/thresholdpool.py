@@ -1,4 +1,4 @@
-"""A private sparse bank's noise values of a time level, drawn ahead in blocks.
+"""A private sparse bank's first thresholds of a time level, drawn ahead in blocks.
 
 A private :class:`~sketchsyn.counters.sparsebank.InhomogeneousSparseBank` (the OS CSPRNG) gives
 a counter its first threshold of a level just before the level first checks it, so a level that
@@ -9,12 +9,6 @@ counters left unchecked. Which counter takes which value does not depend on the 
 threshold has the law of its own draw, and a level draws at most twice its checked counters
 plus :data:`BLOCK` values, in ``O(log)`` calls.
 
-The values its closing segments take (their new thresholds and the binary mechanisms' noise,
-a few per round of the checks, one round after another) come from uncapped pools
-(``unchecked=None``), whose blocks grow the same way up to :data:`MOST` values: one draw's
-fixed costs (and one read of the CSPRNG) for many rounds. The values a pool still holds when
-its level ends are never used, and never released.
-
 >>> from fractions import Fraction
 >>> from sketchsyn.privacy.rng import as_source
 >>> pool = ThresholdPool(unchecked=1000)
@@ -22,9 +16,6 @@ its level ends are never used, and never released.
 ((3,), 64, 512)
 >>> _ = pool.take(997, Fraction(4), as_source(None)); pool.drawn, pool.nbytes
 (1000, 0)
->>> closes = ThresholdPool(unchecked=None)   # no cap: blocks of 64, 64, 128, … up to MOST
->>> _ = closes.take(2, Fraction(4), as_source(None)); closes.drawn
-64
 """
 
 from __future__ import annotations
@@ -36,17 +27,14 @@ import numpy as np
 from ..privacy.rng import RandomSource
 from .base import _draw
 
-__all__ = ["BLOCK", "MOST", "ThresholdPool"]
+__all__ = ["BLOCK", "ThresholdPool"]
 
 #: The first block's values; each later block is as large as the values drawn before it.
 BLOCK = 64
-#: The largest block of an uncapped pool (unless one take needs more).
-MOST = 4096
 
 
 class ThresholdPool:
-    """One level's ``Lap_Z(xs)`` values drawn ahead for its ``unchecked`` counters (None: for
-    any number of takes).
+    """One level's ``Lap_Z(xs)`` values drawn ahead for its ``unchecked`` counters.
 
     ``drawn``: the values the level has drawn; ``nbytes``: the memory the pool holds (its
     array, whole, until every value in it is taken).
@@ -54,11 +42,11 @@ class ThresholdPool:
 
     __slots__ = ("_values", "_taken", "drawn", "unchecked")
 
-    def __init__(self, unchecked: int | None = 0) -> None:
+    def __init__(self, unchecked: int = 0) -> None:
         self._values = np.zeros(0, dtype=np.int64)
         self._taken = 0  # values already taken: the rest are the next ones
         self.drawn = 0
-        self.unchecked = None if unchecked is None else int(unchecked)
+        self.unchecked = int(unchecked)
 
     @property
     def nbytes(self) -> int:
@@ -67,20 +55,18 @@ class ThresholdPool:
     def take(self, k: int, xs: Fraction, src: RandomSource) -> np.ndarray:
         """The next ``k`` values (``k`` at most the counters left unchecked), for ``k`` counters
         checked for the first time; a new block is drawn from ``src`` when the pool runs out."""
-        if self.unchecked is not None and k > self.unchecked:
+        if k > self.unchecked:
             raise ValueError(f"k = {k} is more than the {self.unchecked} counters left unchecked")
         left = self._values.size - self._taken
         if left < k:
-            room = max(k - left, MOST) if self.unchecked is None else self.unchecked - left
-            block = min(max(k - left, self.drawn, BLOCK), room)
+            block = min(max(k - left, self.drawn, BLOCK), self.unchecked - left)
             more = _draw("laplace", xs, block, src)
             self._values = np.concatenate((self._values[self._taken :], more))
             self._taken = 0
             self.drawn += block
         out = self._values[self._taken : self._taken + k]
         self._taken += k
-        if self.unchecked is not None:
-            self.unchecked -= k
+        self.unchecked -= k
         if self._taken == self._values.size:  # all taken: the memory goes back
             self._values, self._taken = np.zeros(0, dtype=np.int64), 0
         return out
