@@ -69,7 +69,7 @@ from .settle import settle
 from .sparse import first_trips
 from .thresholdpool import ThresholdPool
 
-__all__ = ["InhomogeneousSparseBank", "first_trips"]
+__all__ = ["EVENT_ROWS", "InhomogeneousSparseBank", "first_trips"]
 
 # Events of one counter considered per round of the batched sparse checks (a segment lasts about
 # T0 ones on a dense stream; a round costs O(events), so a window bounds the redone work).
