@@ -8,8 +8,9 @@ step (one check at ``a − v``). Every check is decided by exact inversion of a 
 (:func:`~sketchsyn.counters.sparse.first_trips`), and the uniforms are **assigned to the events
 before any is decided**: in a seeded bank, the gap of event ``i`` (when it has idle steps) and
 its own step each have the first bits of their ``U`` drawn at the start of the batch (64, one
-``uint64`` each; any of 1 … 32 works too: :data:`SEEDED_BITS`, :data:`SEEDED_OWN_BITS`); a
-private bank shares one ``U`` per counter and round (below). A check whose interval
+``uint64`` each; any of 1 … 32 works too: :data:`SEEDED_BITS`, :data:`SEEDED_OWN_BITS`; a
+private bank's numpy rounds draw 32, :data:`SECURE_BITS` and :data:`SECURE_OWN_BITS`); a
+private bank's compiled rounds share one ``U`` per counter and round (below). A check whose interval
 ``[k, k + 2^(64 − bits))·2^-64`` the float decision cannot settle (about one in 2**32 for 32
 bits) draws the uniform's further bits from the same source when it is settled exactly. A
 round decides each counter's events in order, from its cursor, up to its first trip (or
@@ -26,8 +27,9 @@ spent is the one of a gap that trips: the rest of that gap, at the new threshold
 words (``extra``), drawn at the start of the next round for the counters that need them, in
 counter order.
 
-A private bank (``Events.shared``) draws fewer uniforms: **one per counter and round**,
-shared by the round's checks, of :data:`SECURE_BITS` first bits. Checks ``1, 2, …`` of a round
+A private bank's compiled rounds (``Events.shared``) draw fewer uniforms: **one per counter
+and round**, shared by the round's checks, of :data:`SECURE_BITS` first bits (its numpy rounds,
+which decide a whole window in array passes, keep a word per check). Checks ``1, 2, …`` of a round
 (each idle step of a gap, each own step) stay with probabilities ``1 − p_i``, independently,
 so the round's first trip ``J`` has ``P(J > j) = S_j = ∏_{i ≤ j} (1 − p_i)``, and one uniform
 decides it by inversion, ``J = min{j : U ≥ S_j}``, exactly as one uniform decides the first
