@@ -286,25 +286,10 @@ def scan(cells: Any, times: Any, values: Any, ends: Any, cursor: Any, rest: Any,
                 p_max = math.exp(-(float(a_min) + 1.0) * xf - lq1) * (1.0 + _FAST_REL)
             if shared:
                 status[i], at[i], step[i], nb[i] = _shared_round(
-                    cells,
-                    times,
-                    values,
-                    c0,
-                    end,
-                    rest[grp],
-                    forced_gap,
-                    forced_own,
-                    forced_extra[grp],
-                    extra[grp],
-                    span,
-                    count,
-                    th,
-                    pos,
-                    theta,
-                    xf,
-                    lq1,
+                    cells, times, values, c0, end, rest[grp], forced_gap, forced_own,
+                    forced_extra[grp], extra[grp], span, count, th, pos, theta, xf, lq1,
                     p_max,
-                )
+                )  # fmt: skip
                 stop = stop or status[i] != _CALM
                 continue
             own_lim = (1.0 - p_max - _ABS) / _TWO64 - own_span - 4095.0

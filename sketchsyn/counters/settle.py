@@ -65,12 +65,13 @@ def settle(
         grp, e = int(active[i]), int(at[i])
         a = int(theta[ev.cells[e]] - nb[i])
         resumed = bool(ev.rest[grp]) and e == ev.cursor[grp]
+        # the idle steps before event e (for a resumed counter, the rest of its tripped gap)
         s = int(ev.times[e] - (pos[ev.cells[e]] if e == ev.cursor[grp] else ev.times[e - 1]) - 1)
+        own = status[i] == checks.OWN_UNSURE
         if ev.shared:
             u = uniforms.get(grp)
             if u is None:
                 u = uniforms[grp] = lazy_uniform(int(extra[grp]), src, ev.bits)
-            own = status[i] == checks.OWN_UNSURE
             before = _stays_before(ev, grp, e, own, x, theta, n, pos)
             if own:
                 ev.forced_own[e] = _first_trip(x, a - int(ev.values[e]), 1, src, u=u, before=before)
@@ -78,14 +79,14 @@ def settle(
                 forced_extra[grp] = _first_trip(x, a, s, src, u=u, before=before)
             else:
                 ev.forced_gap[e] = _first_trip(x, a, s, src, u=u, before=before)
-        elif status[i] == checks.OWN_UNSURE:
+        elif own:
             k = int(ev.own_words[e])
             ev.forced_own[e] = exact_trip(x, a - int(ev.values[e]), 1, k, src, ev.own_bits)
         elif resumed:  # fresh words are whole
             forced_extra[grp] = exact_trip(x, a, s, int(extra[grp]), src)
         else:
             k = int(ev.gap_words[ev.gap_row[e]])
-            ev.forced_gap[e] = exact_trip(x, a, int(ev.gap[e]), k, src, ev.bits)
+            ev.forced_gap[e] = exact_trip(x, a, s, k, src, ev.bits)
 
 
 def _stays_before(
