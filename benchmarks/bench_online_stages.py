@@ -19,6 +19,9 @@ each stage of the sparse banks. It prints, per ε:
 - the bytes an unseeded run reads from the operating system's CSPRNG, per record, and how
   many of them are the checks' uniforms (a fourth run, unseeded: ``os.urandom`` counted).
 
+``--draws`` prints instead, per ε, what a private (unseeded) batched feed spends on its exact
+Laplace draws, by the number of values a call draws, and on the noise tables built in them.
+
 ``--paths`` prints instead, per ε, seeded and unseeded, the CPU seconds of the batched feed on
 the numpy path and with the compiled kernels (best of three each), the sparse banks' events
 (the count they report toward the kernels' start, :func:`sketchsyn.accel.ready`) and what
@@ -168,6 +171,52 @@ def _fresh(passes: int, switch: str) -> float:
     return float(out.stdout.split()[-1])
 
 
+def _draws(stream: bs.Stream, eps_list: list[float]) -> None:
+    """Per ε, a private (unseeded) batched feed after a warm one: the exact Laplace draws'
+    calls, values and CPU seconds by the number of values a call draws, and the noise tables
+    built on the way (their floors and lookup arrays; the first draw at a scale builds its
+    table, and the tables kept are the last 256 scales', fewer than a pass uses)."""
+    from sketchsyn.privacy import noise
+
+    classes = [(1, 2), (2, 16), (16, 512), (512, 1000), (1000, 2**62)]
+    for eps in eps_list:
+        _feed(stream, eps, None)  # caches warm, the kernels loaded
+        cost: dict[tuple[int, int], list[float]] = {c: [0, 0, 0.0] for c in classes}
+        inner = noise._laplace_core
+
+        def timed(scale: Any, n: int, src: Any, inner: Any = inner, cost: dict = cost) -> Any:
+            t = time.process_time()
+            try:
+                return inner(scale, n, src)
+            finally:
+                for lo, hi in classes:
+                    if lo <= n < hi:
+                        row = cost[(lo, hi)]
+                        row[0] += 1
+                        row[1] += n
+                        row[2] += time.process_time() - t
+
+        SECONDS.clear(), CALLS.clear()
+        base._laplace_core = timed  # the counters' draws (base._draw) call it from base
+        try:
+            t = time.process_time()
+            _feed(stream, eps, None)
+            total = time.process_time() - t
+        finally:
+            base._laplace_core = inner
+        drawn = sum(row[2] for row in cost.values())
+        print(
+            f"\nε = {eps:g}, private: {stream.events:,} records, {total:.3f} CPU-s, of which "
+            f"the Laplace draws {drawn:.3f} (the tables built in them: {SECONDS['table']:.3f} s,"
+            f" {CALLS['table']:,} calls)\n"
+        )
+        print(f"{'values a call':16}{'calls':>8}{'values':>11}{'CPU-s':>8}{'µs a call':>11}")
+        for (lo, hi), (calls, values, sec) in cost.items():
+            label = f"{lo}" if hi == lo + 1 else (f"{lo}+" if hi > 2**40 else f"{lo}–{hi - 1}")
+            per = sec / calls * 1e6 if calls else 0.0
+            print(f"{label:16}{calls:8,.0f}{values:11,.0f}{sec:8.3f}{per:11.1f}")
+
+
 def _histogram(counts: collections.Counter[int]) -> str:
     return "  ".join(f"{k if k < 10 else '10+'}: {v:,}" for k, v in sorted(counts.items()))
 
@@ -177,6 +226,7 @@ def main() -> None:
     ap.add_argument("--eps", type=float, nargs="+", default=[1.0, 4.0])
     ap.add_argument("--days", type=int, default=None, help="only the first N days")
     ap.add_argument("--paths", action="store_true", help="the numpy and compiled paths' CPU")
+    ap.add_argument("--draws", action="store_true", help="a private run's draws by their size")
     args = ap.parse_args()
     if not accel.AVAILABLE:
         sys.exit("needs the fast extra (numba)")
@@ -184,6 +234,11 @@ def main() -> None:
     stream = bs.flights_stream(args.days)
     if args.paths:
         _paths(stream, args.eps)
+        return
+    if args.draws:
+        _timed(exactexp, "_fast_thresholds", "table")
+        _timed(exactexp, "ThresholdTable", "table")
+        _draws(stream, args.eps)
         return
     bank = sparsebank.InhomogeneousSparseBank
     for name in ("_events", "_records", "_prepare", "_enter", "_close_segments"):
