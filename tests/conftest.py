@@ -17,6 +17,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# Some images set PYTHONDONTWRITEBYTECODE=1; then every Python process the CLI and docs tests
+# start compiles sketchsyn's modules again (about 0.25 CPU-s each, a quarter of those tests'
+# CPU). The test run keeps bytecode as Python does by default (in __pycache__, ignored by git).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
 
 def _with_root_on_path() -> dict[str, str | None]:
     """Put this checkout first on PYTHONPATH (worker processes import this sketchsyn); returns
