@@ -382,11 +382,15 @@ INH_SKIPS = (6, 50)  # t = 16 -> 22 inside level 7; 22 -> 72: level 7 ends, leve
 
 # The two tests that read these runs go to one pytest-xdist worker: they are computed once.
 _SHARES_SCALAR_RUNS = pytest.mark.xdist_group("inhomogeneous_scalar_runs")
+# Seeded scalar runs per side (a counter's construction, numpy's generator spawns, is most of
+# their cost): 5,000 still reject, at p < 1e-59 each, a level passed whole with half its noise
+# scale, the idle checks' noise halved, and a skip's trips one step late (checked).
+INH_RUNS = 5_000
 
 
 @lru_cache(maxsize=1)
 def _inhomogeneous_scalar_runs() -> dict:
-    """10^4 seeded InhomogeneousSparseCounter runs per side (shared with the bank's test):
+    """``INH_RUNS`` seeded InhomogeneousSparseCounter runs per side (shared with the bank's test):
     update(8) at t = 16 puts the segment count at the threshold (each idle check then trips
     with p ≈ 0.18), skip(6, releases=True) records t = 17 ... 22, skip(50) ends level 4, passes
     level 5 whole (one noise draw at its own scale) and stops inside level 6, update(1) at 73.
@@ -395,7 +399,7 @@ def _inhomogeneous_scalar_runs() -> dict:
     sides = {}
     for method in ("skip", "step"):
         rows = []
-        for i in range(RUNS):
+        for i in range(INH_RUNS):
             c = InhomogeneousSparseCounter(
                 INH_EPS, INH_BUDGETS, start_level=7, rng=2 * i + (method == "step")
             )
@@ -424,7 +428,7 @@ def _inhomogeneous_scalar_runs() -> dict:
 @_SHARES_SCALAR_RUNS
 def test_inhomogeneous_skip_has_the_law_of_stepping():
     """InhomogeneousSparseCounter: skip inside a time level (segments close in the span) and
-    across level ends (a level passed whole), 10^4 runs per side (see the helper)."""
+    across level ends (a level passed whole), ``INH_RUNS`` runs per side (see the helper)."""
     sides = _inhomogeneous_scalar_runs()
     _same_law(sides["skip"], sides["step"])
     first = sides["skip"]["first closing in the span"]
