@@ -29,6 +29,37 @@ PROCESSES = re.compile(
     re.M,
 )
 GUARD = re.compile(r'^if __name__ == "__main__":', re.M)
+# A LocalCluster's worker may log a heartbeat that failed while the cluster was closing
+# (dask/distributed#7105, open): distributed's own record and traceback, after the example's work.
+HEARTBEAT = " - distributed.worker - ERROR - Failed to communicate with scheduler during heartbeat."
+HEARTBEAT_END = "distributed.comm.core.CommClosedError: "
+
+
+def _without_heartbeat_records(log: str) -> str:
+    r"""``log`` less distributed's failed-heartbeat records, each from its line to its last
+    (the ``CommClosedError`` line); a record without that last line is kept whole, so that
+    nothing after it is hidden.
+
+    >>> log = "a\nt - distributed.worker - ERROR - Failed to communicate with scheduler during "
+    >>> log += "heartbeat.\nTraceback (most recent call last):\n  x\n"
+    >>> _without_heartbeat_records(log + HEARTBEAT_END + "in <TCP>\nb")
+    'a\nb'
+    >>> "Traceback" in _without_heartbeat_records(log + "OSError: other\nb")
+    True
+    """
+    lines = log.splitlines()
+    out, i = [], 0
+    while i < len(lines):
+        if HEARTBEAT in lines[i]:
+            end = next(
+                (j for j in range(i + 1, len(lines)) if lines[j].startswith(HEARTBEAT_END)), None
+            )
+            if end is not None:
+                i = end + 1
+                continue
+        out.append(lines[i])
+        i += 1
+    return "\n".join(out)
 
 
 def _examples() -> list[tuple[str, int, str]]:
@@ -80,7 +111,7 @@ def test_example_runs_as_a_saved_script(page: str, index: int, code: str, tmp_pa
     )
     log = out.stdout + out.stderr
     assert out.returncode == 0, log[-4000:]
-    assert "Traceback" not in log, log[-4000:]
+    assert "Traceback" not in _without_heartbeat_records(log), log[-4000:]
     counts = re.search(r"^n_seen (\d+) (\d+)$", out.stdout, re.M)
     if counts:  # the examples print the merged summaries' row counts
         assert counts.group(1) == counts.group(2) == "200000", out.stdout
