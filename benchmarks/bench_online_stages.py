@@ -171,50 +171,43 @@ def _fresh(passes: int, switch: str) -> float:
     return float(out.stdout.split()[-1])
 
 
+# --draws: the classes of a draw by the number of values it draws, as (label, low, high).
+_DRAW_CLASSES = [("1", 1, 2), ("2–15", 2, 16), ("16–511", 16, 512), ("512–999", 512, 1000),
+                 ("1000+", 1000, 2**62)]  # fmt: skip
+VALUES: collections.Counter[str] = collections.Counter()
+
+
+def _draw_class(scale: Any, n: int, src: Any) -> str:
+    """The label of a draw of ``n`` values (``_timed``'s label), its values counted."""
+    label = next(name for name, lo, hi in _DRAW_CLASSES if lo <= n < hi)
+    VALUES[label] += n
+    return label
+
+
 def _draws(stream: bs.Stream, eps_list: list[float]) -> None:
     """Per ε, a private (unseeded) batched feed after a warm one: the exact Laplace draws'
     calls, values and CPU seconds by the number of values a call draws, and the noise tables
     built on the way (their floors and lookup arrays; the first draw at a scale builds its
-    table, and the tables kept are the last 256 scales', fewer than a pass uses)."""
-    from sketchsyn.privacy import noise
-
-    classes = [(1, 2), (2, 16), (16, 512), (512, 1000), (1000, 2**62)]
+    table, and the tables kept are the last 256 scales', fewer than a pass uses). The draws'
+    and tables' timers are ``main``'s (``_timed``: elapsed seconds, on the one thread that
+    draws); the pass's total is CPU seconds."""
     for eps in eps_list:
         _feed(stream, eps, None)  # caches warm, the kernels loaded
-        cost: dict[tuple[int, int], list[float]] = {c: [0, 0, 0.0] for c in classes}
-        inner = noise._laplace_core
-
-        def timed(scale: Any, n: int, src: Any, inner: Any = inner, cost: dict = cost) -> Any:
-            t = time.process_time()
-            try:
-                return inner(scale, n, src)
-            finally:
-                for lo, hi in classes:
-                    if lo <= n < hi:
-                        row = cost[(lo, hi)]
-                        row[0] += 1
-                        row[1] += n
-                        row[2] += time.process_time() - t
-
-        SECONDS.clear(), CALLS.clear()
-        base._laplace_core = timed  # the counters' draws (base._draw) call it from base
-        try:
-            t = time.process_time()
-            _feed(stream, eps, None)
-            total = time.process_time() - t
-        finally:
-            base._laplace_core = inner
-        drawn = sum(row[2] for row in cost.values())
+        SECONDS.clear(), CALLS.clear(), VALUES.clear()
+        t = time.process_time()
+        _feed(stream, eps, None)
+        total = time.process_time() - t
+        drawn = sum(SECONDS[name] for name, _, _ in _DRAW_CLASSES)
         print(
             f"\nε = {eps:g}, private: {stream.events:,} records, {total:.3f} CPU-s, of which "
-            f"the Laplace draws {drawn:.3f} (the tables built in them: {SECONDS['table']:.3f} s,"
+            f"the Laplace draws {drawn:.3f} s (the tables built in them: {SECONDS['table']:.3f} s,"
             f" {CALLS['table']:,} calls)\n"
         )
-        print(f"{'values a call':16}{'calls':>8}{'values':>11}{'CPU-s':>8}{'µs a call':>11}")
-        for (lo, hi), (calls, values, sec) in cost.items():
-            label = f"{lo}" if hi == lo + 1 else (f"{lo}+" if hi > 2**40 else f"{lo}–{hi - 1}")
+        print(f"{'values a call':16}{'calls':>8}{'values':>11}{'seconds':>9}{'µs a call':>11}")
+        for name, _, _ in _DRAW_CLASSES:
+            calls, sec = CALLS[name], SECONDS[name]
             per = sec / calls * 1e6 if calls else 0.0
-            print(f"{label:16}{calls:8,.0f}{values:11,.0f}{sec:8.3f}{per:11.1f}")
+            print(f"{name:16}{calls:8,}{VALUES[name]:11,}{sec:9.3f}{per:11.1f}")
 
 
 def _histogram(counts: collections.Counter[int]) -> str:
@@ -238,6 +231,7 @@ def main() -> None:
     if args.draws:
         _timed(exactexp, "_fast_thresholds", "table")
         _timed(exactexp, "ThresholdTable", "table")
+        _timed(base, "_laplace_core", _draw_class)  # the counters' draws (base._draw) call it
         _draws(stream, args.eps)
         return
     bank = sparsebank.InhomogeneousSparseBank
