@@ -112,6 +112,8 @@ def arrow_cast(col: Any, target: Any) -> Any:
     [1, 2]
     >>> arrow_cast(pa.array(["x"]), pa.int64()) is None
     True
+    >>> arrow_cast(pa.array([[1]]), pa.int64()) is None   # no cast from a list to an integer
+    True
     """
     import pyarrow as pa
     import pyarrow.compute as pc
