@@ -52,8 +52,11 @@ _WORD = 32
 _MASK = (1 << _WORD) - 1
 
 
+@lru_cache(maxsize=1024)
 def exp_neg_bracket(x: Fraction, bits: int) -> tuple[int, int]:
     """Integers ``lo ≤ 2**bits · e^{−x} ≤ hi`` for a rational ``x ≥ 0`` (``hi − lo`` ≤ a few).
+    The brackets of the last 1,024 arguments are kept (a check settled exactly asks for
+    ``e^{−x}`` at its noise scale's ``x`` again and again).
 
     >>> lo, hi = exp_neg_bracket(Fraction(1, 2), 40)
     >>> lo <= 0.6065306597126334 * 2**40 <= hi and hi - lo <= 4
