@@ -558,8 +558,9 @@ def _eps_hat(y: np.ndarray, y2: np.ndarray) -> float:
 def _audit_runs(eps_r: float, m: int, seed: int) -> tuple[np.ndarray, ...]:
     """Neighbours D (an idle stream) and D' (one event at step 5, time level 2 of t_r = 2^r;
     the counters start at level 2). Returned: releases at step 8 (level 2 ended: S̃ is its
-    noisy total) and the shipped noisy total of level 2 read from the bytes at step 7, under D
-    and D'."""
+    noisy total) and the noisy total of level 2 read from the bytes at step 8 (``base``), under
+    D and D'. At step 7 the trusted bytes hold the level's exact count (``open``): its noise is
+    drawn when the level closes, and no release before that holds the level's total."""
     out = []
     for k, with_event in enumerate((False, True)):
         b = InhomogeneousSparseBank(m, 1.0, lambda r: eps_r, start_level=2, rng=seed + k)
@@ -568,18 +569,20 @@ def _audit_runs(eps_r: float, m: int, seed: int) -> tuple[np.ndarray, ...]:
         else:
             b.skip(4)
         _, _, _, arrays = unpack(b.to_bytes(), "InhomogeneousSparseBank")
-        opened = arrays["open"].astype(float)
+        assert (arrays["open"] == int(with_event)).all()  # the exact count, no noise yet
         b.skip(1)
-        out += [b.query().astype(float), opened]
-    rel, opened, rel2, opened2 = out
-    return rel, rel2, opened, opened2
+        _, _, _, arrays = unpack(b.to_bytes(), "InhomogeneousSparseBank")
+        out += [b.query().astype(float), arrays["base"].astype(float)]
+    rel, closed, rel2, closed2 = out
+    return rel, rel2, closed, closed2
 
 
 def test_privacy_audit_on_neighbouring_streams(monkeypatch):
     """A record at a step of level r costs ε_r/2 in the level's total (Lemma 3.3's other half is
-    the sparse counter's): events on the release after the level and on the shipped noisy total
-    have ε̂ ≤ ε_r/2 (Clopper–Pearson lower bounds, 30 000 counters per side). With the totals'
-    noise halved (2× the budget) the same audit finds ε̂ > ε_r/2: it has the power to see it."""
+    the sparse counter's): events on the release after the level and on the level's noisy total
+    in the saved state have ε̂ ≤ ε_r/2 (Clopper–Pearson lower bounds, 30 000 counters per side).
+    With the totals' noise halved (2× the budget) the same audit finds ε̂ > ε_r/2: it has the
+    power to see it."""
     eps_r, m = 1.0, 30_000
     rel, rel2, op, op2 = _audit_runs(eps_r, m, 100)
     for a, b in ((rel, rel2), (op, op2)):
@@ -605,13 +608,15 @@ def test_privacy_audit_on_neighbouring_streams(monkeypatch):
 def test_draws_use_the_counters_exact_samplers():
     """The bank's noise is the exact integer Laplace of sketchsyn.privacy.noise (through
     sketchsyn.counters.base._draw), never a float sampler: its level totals fit Lap_Z(2/ε_r) by
-    a chi-square."""
+    a chi-square (the first level's, drawn as it closes: ``S̃`` one step after its end)."""
     from sketchsyn.privacy.noise import discrete_laplace_pmf
 
     m = 40_000
     b = InhomogeneousSparseBank(m, 1.0, lambda r: 0.8, rng=6)
+    b.skip(b._lv.end - b.t + 1)
+    assert b._lv.r == 1 and b.t == b._lv.first  # level 0 closed, no other passed whole
     _, _, _, arrays = unpack(b.to_bytes(), "InhomogeneousSparseBank")
-    z = arrays["open"]
+    z = arrays["base"]
     ks = np.arange(-12, 13)
     probs = discrete_laplace_pmf(ks, 2 / 0.8)
     obs = np.array([(z == k).sum() for k in ks] + [(np.abs(z) > 12).sum()], float)
@@ -773,3 +778,32 @@ print(before, accel._STARTED)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
+
+
+def test_a_level_total_is_noised_when_the_level_closes_and_version_1_blobs_still_load():
+    """A level's total noise is drawn as the level closes (the saved ``open`` is the exact
+    count until then; the closed total in ``S̃`` is noisy). A version 1 blob drew it when the
+    level opened and saved it in ``open``: loaded, its close adds no second draw."""
+    m = 200
+    b = InhomogeneousSparseBank(m, 1.0, online_budgets(1.0, 2, 0), rng=3)
+    b.update_events(b._lv.first + 1, np.arange(m) % 7, np.full(m, b._lv.first + 1))
+    assert b._lv.end > b.t  # inside the level
+    meta, arrays = b._state()
+    np.testing.assert_array_equal(arrays["open"], np.bincount(np.arange(m) % 7, minlength=m))
+    before = arrays["base"].copy()
+    close = b._lv.end - b.t + 1  # one step past the level: no other level passed whole
+
+    fresh = InhomogeneousSparseBank.from_bytes(b.to_bytes(), rng=4)
+    fresh.skip(close)
+    noise = fresh._base - before - arrays["open"]
+    assert np.count_nonzero(noise) > m // 2  # the close drew the level's noise
+
+    z = np.arange(m, dtype=np.int64) % 11 - 5  # the noise a version 1 bank drew on entry
+    old = dict(arrays, open=arrays["open"] + z)
+    v1 = pack("InhomogeneousSparseBank", 1, meta, old, state="trusted")
+    loaded = InhomogeneousSparseBank.from_bytes(v1, rng=4)
+    np.testing.assert_array_equal(loaded.query(), b.query())
+    loaded.skip(close)
+    np.testing.assert_array_equal(loaded._base, before + arrays["open"] + z)  # no second draw
+    assert not loaded._open_noisy  # the next level waits for its close
+    assert header_of(loaded.to_bytes()).version == 2

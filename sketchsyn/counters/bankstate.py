@@ -23,10 +23,12 @@ from .inhomogeneous import _level_start
 __all__ = ["load_bank"]
 
 
-def load_bank(cls: Any, fields: MetaReader, arrays: Arrays, rng: Any) -> Any:
-    """The bank of class ``cls`` from its checked header ``fields`` and ``arrays`` (later noise
-    from ``rng``); a :class:`~sketchsyn.errors.SerializationError` names a field or array that
-    is wrong."""
+def load_bank(cls: Any, fields: MetaReader, arrays: Arrays, rng: Any, version: int = 2) -> Any:
+    """The bank of class ``cls`` from its checked header ``fields`` and ``arrays`` of a
+    ``version`` blob (later noise from ``rng``); a
+    :class:`~sketchsyn.errors.SerializationError` names a field or array that is wrong. In a
+    version 1 blob ``open`` holds the current level's noise as well as its count (drawn when
+    the level opened); from version 2 the count alone (the noise is drawn at the close)."""
     kind = cls._kind
     size = fields.int("size", 1, 2**31)
     # The per-counter arrays are in the blob: checking their shapes against 'size' first
@@ -50,6 +52,7 @@ def load_bank(cls: Any, fields: MetaReader, arrays: Arrays, rng: Any) -> Any:
     obj._lv = lv
     obj._t = fields.int("t", lv.first - 1, lv.end)
     obj._ready, obj._rows, obj._max_budget = ready, rows, max_budget
+    obj._open_noisy = version == 1  # its 'open' holds the level's noise, drawn on entry
     for key, a in loaded.items():
         setattr(obj, "_" + key, a)
     # A ready level's state is saved with every counter checked (its read catches them up):

@@ -12,7 +12,11 @@ remembers how far its sparse checks have been drawn (``pos``). A counter that se
 stays behind; it is brought to ``t`` in ``O(log)`` draws (the number of idle checks until the
 noisy threshold trips is geometric) when it is next touched or read. A time level that ends
 closes every counter at once (the level's count plus its noise join ``S̃``); the idle checks of
-its last steps are never drawn, because no release depends on them.
+its last steps are never drawn, because no release depends on them. Nor is a level's total
+noise drawn before the level ends: a release holds ``S̃`` (the closed levels) and the
+sub-mechanism's output, never the open level's total, so its noise is drawn when the level
+closes (a level still open at the last step draws none: the largest draw of a bank that was
+just opened, one value per counter).
 
 Exact trip draws (:func:`first_trips`). Each check compares ``N + λ`` with the threshold ``θ``,
 ``λ ~ Lap_Z(s)``; with ``a = θ − N`` it trips with ``p = P(λ > a)``, and ``g`` idle checks in a
@@ -168,6 +172,10 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
     """
 
     _kind = "InhomogeneousSparseBank"
+    # 2: 'open' is the level's exact count (its noise is drawn at the close); a version 1 blob
+    # drew it when the level opened, and 'open' holds it
+    FORMAT_VERSION = 2
+    READS = (1, 2)
 
     def __init__(
         self,
@@ -205,7 +213,8 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         self._frozen = False
         m = self._size
         self._base = np.zeros(m, dtype=np.int64)  # S̃: the closed levels' noisy totals
-        self._open = np.zeros(m, dtype=np.int64)  # the current level: its noise + its count
+        self._open = np.zeros(m, dtype=np.int64)  # the current level's count (its noise: at close)
+        self._open_noisy = False  # _open holds its noise too (a loaded version 1 blob)
         self._n = np.zeros(m, dtype=np.int64)  # N: the current segment's exact count
         self._theta = np.zeros(m, dtype=np.int64)  # the segment's noisy threshold
         self._pos = np.zeros(m, dtype=np.int64)  # last step whose check has been drawn
@@ -255,11 +264,25 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         return _level(r, eps_r, self._eps_frac, self._sensitivity, type(self).__name__)
 
     def _enter(self, lv: _Level) -> None:
-        """Open level ``lv``: draw every counter's level-total noise; thresholds come lazily."""
+        """Open level ``lv``: its counts start at 0 (their noise is drawn when it closes,
+        :meth:`_closed_total`); thresholds come lazily."""
         self._lv = lv
-        self._open = core._draw("laplace", lv.scale, self._size, self._level_src)
+        self._open = np.zeros(self._size, dtype=np.int64)
+        self._open_noisy = False
         self._pos[:] = lv.first - 1
         self._ready = False
+
+    def _closed_total(self) -> np.ndarray:
+        """The current level's noisy totals as it closes: its counts plus every counter's
+        ``Lap_Z(2·sensitivity/ε_r)``, drawn now (no release holds the open level's total, so
+        the draw waits until the level ends; the level source draws the levels' noise in the
+        order of the levels either way). A bank saved by an earlier release drew it on entry.
+        """
+        lv = self._lv
+        assert lv is not None
+        if self._open_noisy:
+            return self._open
+        return self._open + core._draw("laplace", lv.scale, self._size, self._level_src)
 
     def _prepare(self) -> None:
         """The sparse state of the current level (drawn when the level is first used)."""
@@ -304,7 +327,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
     def _close_level(self) -> None:
         """End the current level: ``S̃ += level total`` (its last idle checks are not needed)."""
         assert self._lv is not None
-        self._base += self._open
+        self._base += self._closed_total()
         self._t = self._lv.end
         self._enter(self._first_level(self._lv.r + 1))
 
@@ -319,7 +342,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         if until <= lv.end:
             self._t = max(self._t, until)
             return
-        self._base += self._open  # the current level ends
+        self._base += self._closed_total()  # the current level ends
         passed = []
         lv = self._first_level(lv.r + 1)
         while until > lv.end:
@@ -762,7 +785,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
     def _load_state(
         cls, fields: MetaReader, arrays: Arrays, version: int, blob: bytes, rng: Any
     ) -> InhomogeneousSparseBank:
-        return bankstate.load_bank(cls, fields, arrays, rng)
+        return bankstate.load_bank(cls, fields, arrays, rng, version)
 
     def __repr__(self) -> str:
         return (
