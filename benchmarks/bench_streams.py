@@ -63,7 +63,9 @@ process) of ``StreamingPrivTree``, ``OnlineSynthesizer`` and the planned ``Conti
 on each stream and ε, fed the stream's own steps (as above) and in 65,536-row batches, each in
 a fresh process (best of ``--repeat``). ``--against REF`` runs the same in the library of the
 git revision ``REF`` (extracted with ``git archive``) alternately with this checkout's and
-prints both side by side with their ratios (this checkout / REF), CPU and wall. The summaries
+prints both side by side with their ratios (this checkout / REF), CPU and wall, of the best
+runs, and the median [min–max] of the rounds' paired CPU ratios (each round runs REF, then
+this checkout: a slow spell of a shared machine tends to hit both of a pair). The summaries
 are seeded (``rng=1``) unless ``--unseeded`` is given: then they draw from the operating
 system's CSPRNG, as a private run does, and the time includes reading its bytes:
 
@@ -77,6 +79,7 @@ import argparse
 import csv
 import inspect
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -621,7 +624,8 @@ def speed(args: argparse.Namespace) -> None:
             subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
             roots = {args.against: Path(tmp), "this checkout": ROOT}
         best: dict[tuple, dict[str, tuple[float, float]]] = {}
-        for _ in range(args.repeat):
+        rounds: dict[tuple, list[dict[str, float]]] = {}  # each round's CPU-s per label
+        for k in range(args.repeat):
             for label, root in roots.items():
                 env = dict(os.environ, PYTHONPATH=str(root), SKETCHSYN_BENCH_ROOT=str(root))
                 out = subprocess.run(child, check=True, capture_output=True, text=True, env=env)
@@ -632,15 +636,21 @@ def speed(args: argparse.Namespace) -> None:
                     key = (r["stream"], r["eps"], r["method"], r["feed"], r["events"])
                     old = best.setdefault(key, {}).get(label, (float("inf"), float("inf")))
                     best[key][label] = (min(old[0], r["cpu"]), min(old[1], r["wall"]))
+                    per = rounds.setdefault(key, [])
+                    if len(per) <= k:
+                        per.append({})
+                    per[k][label] = r["cpu"]
     labels = list(roots)
     head = " | ".join(f"{lb}: records/CPU-s | {lb}: records/s" for lb in labels)
-    ratio = " | ratio CPU | ratio wall" if len(labels) == 2 else ""
+    ratio = " | ratio CPU | ratio wall | paired CPU ratios" if len(labels) == 2 else ""
     source = "the OS CSPRNG" if args.unseeded else "seeded"
     print(f"\nspeed (best of {args.repeat}, fresh processes, {source}; ratio = this checkout / "
-          f"{labels[0]}):\n")  # fmt: skip
+          f"{labels[0]}; paired: each round runs both, one after the other, and its ratio of "
+          f"CPU-s is one sample: median [min–max]):\n")  # fmt: skip
     print(f"| stream | ε | method | fed | {head}{ratio} |")
-    print("|---" * (4 + 2 * len(labels) + (2 if ratio else 0)) + "|")
-    for (name, eps, method, feed, events), runs in best.items():
+    print("|---" * (4 + 2 * len(labels) + (3 if ratio else 0)) + "|")
+    for key, runs in best.items():
+        name, eps, method, feed, events = key
         cells = []
         for lb in labels:
             cpu, wall = runs.get(lb, (float("nan"), float("nan")))
@@ -648,6 +658,10 @@ def speed(args: argparse.Namespace) -> None:
         if ratio and all(lb in runs for lb in labels):
             (c0, w0), (c1, w1) = runs[labels[0]], runs[labels[1]]
             cells += [f"{c0 / c1:.2f}x", f"{w0 / w1:.2f}x"]
+            paired = sorted(
+                r[labels[0]] / r[labels[1]] for r in rounds[key] if len(r) == len(labels)
+            )
+            cells.append(f"{statistics.median(paired):.2f}x [{paired[0]:.2f}–{paired[-1]:.2f}]")
         print(f"| {name} | {eps:g} | {method} | {feed} | " + " | ".join(cells) + " |")
 
 
