@@ -623,8 +623,8 @@ def speed(args: argparse.Namespace) -> None:
             ).stdout
             subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
             roots = {args.against: Path(tmp), "this checkout": ROOT}
-        best: dict[tuple, dict[str, tuple[float, float]]] = {}
-        rounds: dict[tuple, list[dict[str, float]]] = {}  # each round's CPU-s per label
+        # each round's (CPU-s, wall-s) per label, by (stream, ε, method, feed, events)
+        rounds: dict[tuple, list[dict[str, tuple[float, float]]]] = {}
         for k in range(args.repeat):
             for label, root in roots.items():
                 env = dict(os.environ, PYTHONPATH=str(root), SKETCHSYN_BENCH_ROOT=str(root))
@@ -634,12 +634,10 @@ def speed(args: argparse.Namespace) -> None:
                         continue
                     r = json.loads(line)
                     key = (r["stream"], r["eps"], r["method"], r["feed"], r["events"])
-                    old = best.setdefault(key, {}).get(label, (float("inf"), float("inf")))
-                    best[key][label] = (min(old[0], r["cpu"]), min(old[1], r["wall"]))
                     per = rounds.setdefault(key, [])
                     if len(per) <= k:
                         per.append({})
-                    per[k][label] = r["cpu"]
+                    per[k][label] = (r["cpu"], r["wall"])
     labels = list(roots)
     head = " | ".join(f"{lb}: records/CPU-s | {lb}: records/s" for lb in labels)
     ratio = " | ratio CPU | ratio wall | paired CPU ratios" if len(labels) == 2 else ""
@@ -649,8 +647,13 @@ def speed(args: argparse.Namespace) -> None:
           f"CPU-s is one sample: median [min–max]):\n")  # fmt: skip
     print(f"| stream | ε | method | fed | {head}{ratio} |")
     print("|---" * (4 + 2 * len(labels) + (3 if ratio else 0)) + "|")
-    for key, runs in best.items():
+    for key, per in rounds.items():
         name, eps, method, feed, events = key
+        runs = {  # the best CPU and the best wall of each label's rounds
+            lb: (min(r[lb][0] for r in per if lb in r), min(r[lb][1] for r in per if lb in r))
+            for lb in labels
+            if any(lb in r for r in per)
+        }
         cells = []
         for lb in labels:
             cpu, wall = runs.get(lb, (float("nan"), float("nan")))
@@ -658,9 +661,7 @@ def speed(args: argparse.Namespace) -> None:
         if ratio and all(lb in runs for lb in labels):
             (c0, w0), (c1, w1) = runs[labels[0]], runs[labels[1]]
             cells += [f"{c0 / c1:.2f}x", f"{w0 / w1:.2f}x"]
-            paired = sorted(
-                r[labels[0]] / r[labels[1]] for r in rounds[key] if len(r) == len(labels)
-            )
+            paired = sorted(r[labels[0]][0] / r[labels[1]][0] for r in per if len(r) == len(labels))
             cells.append(f"{statistics.median(paired):.2f}x [{paired[0]:.2f}–{paired[-1]:.2f}]")
         print(f"| {name} | {eps:g} | {method} | {feed} | " + " | ".join(cells) + " |")
 

@@ -23,7 +23,7 @@ from .inhomogeneous import _level_start
 __all__ = ["load_bank"]
 
 
-def load_bank(cls: Any, fields: MetaReader, arrays: Arrays, rng: Any, version: int = 2) -> Any:
+def load_bank(cls: Any, fields: MetaReader, arrays: Arrays, rng: Any, version: int) -> Any:
     """The bank of class ``cls`` from its checked header ``fields`` and ``arrays`` of a
     ``version`` blob (later noise from ``rng``); a
     :class:`~sketchsyn.errors.SerializationError` names a field or array that is wrong. In a

@@ -265,24 +265,24 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
 
     def _enter(self, lv: _Level) -> None:
         """Open level ``lv``: its counts start at 0 (their noise is drawn when it closes,
-        :meth:`_closed_total`); thresholds come lazily."""
+        :meth:`_add_closed_total`); thresholds come lazily."""
         self._lv = lv
         self._open = np.zeros(self._size, dtype=np.int64)
         self._open_noisy = False
         self._pos[:] = lv.first - 1
         self._ready = False
 
-    def _closed_total(self) -> np.ndarray:
-        """The current level's noisy totals as it closes: its counts plus every counter's
-        ``Lap_Z(2·sensitivity/ε_r)``, drawn now (no release holds the open level's total, so
-        the draw waits until the level ends; the level source draws the levels' noise in the
-        order of the levels either way). A bank saved by an earlier release drew it on entry.
-        """
+    def _add_closed_total(self) -> None:
+        """``S̃ +=`` the current level's noisy totals as it closes: its counts plus every
+        counter's ``Lap_Z(2·sensitivity/ε_r)``, drawn now (no release holds the open level's
+        total, so the draw waits until the level ends; the level source draws the levels' noise
+        in the order of the levels either way). A bank saved by an earlier release drew it on
+        entry, into ``open``."""
         lv = self._lv
         assert lv is not None
-        if self._open_noisy:
-            return self._open
-        return self._open + core._draw("laplace", lv.scale, self._size, self._level_src)
+        self._base += self._open
+        if not self._open_noisy:
+            self._base += core._draw("laplace", lv.scale, self._size, self._level_src)
 
     def _prepare(self) -> None:
         """The sparse state of the current level (drawn when the level is first used)."""
@@ -327,7 +327,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
     def _close_level(self) -> None:
         """End the current level: ``S̃ += level total`` (its last idle checks are not needed)."""
         assert self._lv is not None
-        self._base += self._closed_total()
+        self._add_closed_total()
         self._t = self._lv.end
         self._enter(self._first_level(self._lv.r + 1))
 
@@ -342,7 +342,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         if until <= lv.end:
             self._t = max(self._t, until)
             return
-        self._base += self._closed_total()  # the current level ends
+        self._add_closed_total()  # the current level ends
         passed = []
         lv = self._first_level(lv.r + 1)
         while until > lv.end:
