@@ -10,17 +10,21 @@ each stage of the sparse banks. It prints, per ε:
 
 - the total seconds of the timed run (the timers add about a microsecond a call);
 - each stage's seconds and calls (stages nest: a bank's ``_events`` holds ``_records``, which
-  holds ``rounds``, the compiled loop of a seeded bank's rounds and their draws (or, unseeded,
-  the rounds' ``run`` (the compiled checks) and ``_close_segments``); ``draw`` is every
-  exact noise draw, split at 1,000 values; ``table`` is building an exact sampler's tables:
-  their floors and their lookup arrays);
+  holds ``rounds``, the compiled loop of a bank's rounds and their draws (without the OS
+  CSPRNG's ``getrandom`` for an unseeded bank: the rounds' ``run`` (the compiled checks) and
+  ``_close_segments``); ``draw`` is every exact noise draw made in Python, split at 1,000
+  values; ``table`` is building an exact sampler's tables: their floors and their lookup
+  arrays);
 - the rounds of the banks' checks, by how many counters were active and how many tripped
   (counted in a third run, on the rounds made in Python);
-- the bytes an unseeded run reads from the operating system's CSPRNG, per record, and how
-  many of them are the checks' uniforms (a fourth run, unseeded: ``os.urandom`` counted).
+- the bytes an unseeded run reads from the operating system's CSPRNG, per record: through
+  ``os.urandom`` (how many of them are the checks' uniforms drawn in Python), and the words
+  the banks' compiled loop takes from its buffer of ``getrandom``'s words (a fourth run,
+  unseeded: ``os.urandom`` and ``sketchsyn.privacy.oswords.words_taken`` counted).
 
 ``--draws`` prints instead, per ε, what a private (unseeded) batched feed spends on its exact
-Laplace draws, by the number of values a call draws, and on the noise tables built in them.
+Laplace draws made in Python (the compiled loop's own draws are not among them), by the number
+of values a call draws, and on the noise tables built in them.
 
 ``--paths`` prints instead, per ε, seeded and unseeded, the CPU seconds of the batched feed on
 the numpy path and with the compiled kernels (best of three each), the sparse banks' events
@@ -51,7 +55,7 @@ import bench_streams as bs  # noqa: E402
 import sketchsyn.counters.sparsebank as sparsebank  # noqa: E402
 from sketchsyn import OnlineSynthesizer, accel  # noqa: E402
 from sketchsyn.counters import bankloop, base, checks, kernels  # noqa: E402
-from sketchsyn.privacy import exactexp, rng  # noqa: E402
+from sketchsyn.privacy import exactexp, oswords, rng  # noqa: E402
 
 SECONDS: collections.Counter[str] = collections.Counter()
 CALLS: collections.Counter[str] = collections.Counter()
@@ -81,10 +85,12 @@ def _feed(stream: bs.Stream, eps: float, seed: int | None) -> float:
     return time.perf_counter() - t
 
 
-def _unseeded_bytes(stream: bs.Stream, eps: float) -> tuple[int, int]:
-    """Bytes an unseeded run reads from ``os.urandom`` (counted while it runs): in all, and
-    those of the checks' uniforms (their first bits, drawn by ``checks.first_bits``: for the
-    events by ``Events.of``, or for the counters of each round, when they share one)."""
+def _unseeded_bytes(stream: bs.Stream, eps: float) -> tuple[int, int, int]:
+    """Bytes an unseeded run reads from the OS CSPRNG: through ``os.urandom`` (counted while
+    it runs), those of them that are the checks' uniforms (their first bits, drawn in Python
+    by ``checks.first_bits``: for the events by ``Events.of``, or for the counters of each
+    round, when they share one), and the words the banks' compiled loop takes from its buffer
+    (``oswords.words_taken``: the rounds' uniforms and the closes' draws), 4 bytes each."""
     urandom = os.urandom
     of_file = checks.__file__  # first_bits is found by its name and file
     read = of_checks = 0
@@ -103,11 +109,12 @@ def _unseeded_bytes(stream: bs.Stream, eps: float) -> tuple[int, int]:
         return urandom(n)
 
     rng.os.urandom = counting
+    words = oswords.words_taken()
     try:
         _feed(stream, eps, None)
     finally:
         rng.os.urandom = urandom
-    return read, of_checks
+    return read, of_checks, 4 * (oswords.words_taken() - words)
 
 
 def _paths(stream: bs.Stream, eps_list: list[float]) -> None:
@@ -279,11 +286,13 @@ def main() -> None:
         n_rounds = sum(rounds.values())
         print(f"rounds {n_rounds:,}; by counters active:  {_histogram(by_active)}")
         print(f"{'':{len(f'rounds {n_rounds:,}; ')}}by counters tripped: {_histogram(by_tripped)}")
-        read, of_checks = _unseeded_bytes(stream, eps)
-        print(f"unseeded: {read / 1e6:.1f} MB from the OS CSPRNG, "
-              f"{read / stream.events:.0f} bytes per record, of which the checks' uniforms "
-              f"{of_checks / stream.events:.0f} ({of_checks / read:.0%}), the noise draws "
-              f"{(read - of_checks) / stream.events:.0f}")  # fmt: skip
+        read, of_checks, of_loop = _unseeded_bytes(stream, eps)
+        total = read + of_loop
+        print(f"unseeded: {total / 1e6:.1f} MB from the OS CSPRNG, "
+              f"{total / stream.events:.1f} bytes per record: by os.urandom "
+              f"{read / stream.events:.1f} (the checks' uniforms drawn in Python "
+              f"{of_checks / stream.events:.1f}), by the banks' compiled loop "
+              f"{of_loop / stream.events:.1f} (rounds' uniforms, closes' draws)")  # fmt: skip
 
 
 if __name__ == "__main__":

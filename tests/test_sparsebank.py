@@ -221,6 +221,56 @@ def test_bank_has_the_law_of_scalar_counters(monkeypatch, window, bits, shared, 
         assert abs(g.mean() - want.mean()) <= 5 * math.sqrt(2 * want.var() / runs)
 
 
+@pytest.mark.parametrize(("window", "bits"), [(4096, 32), (7, 8)])
+def test_a_private_bank_in_one_compiled_loop_has_the_law_of_a_seeded_one(monkeypatch, window, bits):
+    """A private bank (the OS CSPRNG) makes its rounds in the compiled loop, drawing its
+    words from this thread's buffer of the OS CSPRNG's words (:mod:`sketchsyn.privacy.oswords`):
+    counter by counter (6,000 of them) it has the law of a seeded bank whose rounds share
+    uniforms in the same loop (checked against scalar counters above), on the stream of the
+    test above, read inside a level and after level ends. ``bits`` = 8 (each round's uniform
+    of 8 bits) leaves about one check in 256 to the exact routine, given the round's earlier
+    checks; ``window`` = 7 makes many rounds. A loop whose sub-mechanism noise had half its
+    scale fails here (p about 1e-17)."""
+    from sketchsyn.counters import kernels
+    from sketchsyn.privacy import oswords
+
+    if not accel.AVAILABLE:
+        pytest.skip("numba (the fast extra) missing")
+    assert accel.ready(wait=True), accel._FAILED
+    if oswords.word_functions() is None:
+        pytest.skip("no getrandom: a private bank keeps its Python rounds")
+    monkeypatch.setattr(sb, "_WINDOW", window)
+    monkeypatch.setattr(checks, "SECURE_BITS", bits)
+    calls = []
+    real = kernels.rounds
+
+    def counted(*args):
+        calls.append(args[0])
+        return real(*args)
+
+    monkeypatch.setattr(kernels, "rounds", counted)
+    eps, budgets, runs = 4.0, (lambda r: 3.0), 6000
+    xs = _stream(300, 1)
+
+    def feed(bank):
+        got = []
+        for lo, hi in ((0, 200), (200, 300)):
+            _bank_events(bank, xs, lo, hi)
+            got += [bank.query(), bank._segs.copy(), bank._n.copy()]
+        assert bank._segs.max() > 0
+        return np.array(got, float)
+
+    got = feed(InhomogeneousSparseBank(runs, eps, budgets))
+    assert calls and (bits == 32 or kernels.SCAN in calls)  # (8 bits: checks were settled)
+    monkeypatch.setattr(sb, "_SHARED_SEEDED", True)
+    want = feed(InhomogeneousSparseBank(runs, eps, budgets, rng=2))
+    # Unseeded, so the margins make a false alarm rare (p 1e-6 a statistic; a mean's variance
+    # at least 1/runs: a statistic the reference never moved may move in a rare counter).
+    for g, w in zip(got, want, strict=True):
+        assert stats.ks_2samp(g, w).pvalue > 1e-6
+        assert abs(g.mean() - w.mean()) <= 6 * math.sqrt(2 * max(w.var(), 1 / runs) / runs)
+
+
 def test_a_tripped_gap_takes_fresh_words_for_its_rest(path):
     """A uniform decides one check that counts: when a gap's check trips, the rest of the gap
     (at the new threshold) takes fresh words, not the tripped gap's (whose uniform is then

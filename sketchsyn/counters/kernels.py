@@ -67,6 +67,7 @@ KERNELS = (
     "_sum_before",
     "_shared_round",
     "_opens",
+    "_first_bits",
     "scan",
     "layout",
     "tally",
@@ -522,24 +523,46 @@ def finish(cells: Any, times: Any, values: Any, cursor: Any, rest: Any, active: 
     return k
 
 
+def _first_bits(u32: Any, u64: Any, state: Any, bits: Any, i: Any, w: Any) -> tuple[Any, Any]:
+    """The ``i``-th of a round's uniforms' first ``bits`` bits, at the top of a 64-bit word,
+    from the words :func:`sketchsyn.counters.checks.first_bits` draws: a 64-bit word each
+    (``bits`` 64), a 32-bit word (17 to 32), or two bytes (at most 16: the low half of a fresh
+    32-bit word for even ``i``, the high half of ``w``, the word before, for odd ``i``, as
+    the source's bytes are the words' bytes, low first). Returns the uniform's word and the
+    32-bit word of the pair."""
+    if bits == 64:
+        return u64(state), w
+    if bits > 16:
+        return (np.uint64(u32(state)) >> np.uint64(32 - bits)) << np.uint64(64 - bits), w
+    if i % 2 == 0:
+        w = u32(state)
+        half = np.uint64(w & np.uint32(0xFFFF))
+    else:
+        half = np.uint64(w >> np.uint32(16))
+    return (half >> np.uint64(16 - bits)) << np.uint64(64 - bits), w
+
+
 # rounds(): what it returns, the stage a call starts at, and the slots of its ``info`` array.
 DONE, UNSURE, GROW, BAIL_SUB, BAIL_THETA = 0, 1, 2, 3, 4
 START, SCAN, TALLY, THETA, CLOSE = 0, 1, 2, 3, 4
-I_ACTIVE, I_TRIPPED, I_NEW, I_OPENED, I_ROWS, I_WORDS = 0, 1, 2, 3, 4, 5
+I_ACTIVE, I_TRIPPED, I_NEW, I_OPENED, I_ROWS, I_WORDS, I_ROUND = 0, 1, 2, 3, 4, 5, 6
 
 
 def rounds(stage: Any, info: Any, cells: Any, times: Any, values: Any, ends: Any, cursor: Any,
            rest: Any, gap_row: Any, gap_words: Any, own_words: Any, forced_gap: Any,
            forced_own: Any, group_cell: Any, extra: Any, forced_extra: Any, n: Any, theta: Any,
            pos: Any, row: Any, segs: Any, acc: Any, done: Any, sub: Any, xf: Any, span: Any,
-           own_span: Any, window: Any, t0: Any, check_state: Any, check_u64: Any,
-           sub_state: Any, sub_u32: Any, sub_plan: Any, theta_state: Any, theta_u32: Any,
-           theta_plan: Any, shift: Any, slots: Any, res: Any, tripped: Any, words: Any,
-           scratch: Any, sub_noise: Any, thresholds: Any) -> int:  # fmt: skip
+           own_span: Any, window: Any, t0: Any, check_state: Any, check_u32: Any,
+           check_u64: Any, shared: Any, bits: Any, sub_state: Any, sub_u32: Any, sub_plan: Any,
+           theta_state: Any, theta_u32: Any, theta_plan: Any, shift: Any, slots: Any, res: Any,
+           tripped: Any, words: Any, scratch: Any, sub_noise: Any,
+           thresholds: Any) -> int:  # fmt: skip
     """:meth:`InhomogeneousSparseBank._records`' rounds in one loop, their draws included, for
-    a seeded bank whose generators the loop calls itself (``*_state``, ``*_u32``, ``*_u64``:
-    :meth:`~sketchsyn.privacy.rng.RandomSource.word_functions`): each round's start
-    (:func:`next_round`, the fresh words of the counters resuming in a tripped gap), its checks
+    a bank whose sources the loop calls itself (``*_state``, ``*_u32``, ``*_u64``: a seeded
+    generator's :meth:`~sketchsyn.privacy.rng.RandomSource.word_functions`, or the OS CSPRNG's
+    :func:`sketchsyn.privacy.oswords.word_functions`): each round's start
+    (:func:`next_round`, the fresh words of the counters resuming in a tripped gap; with
+    ``shared``, every active counter's uniform of the round: :func:`_first_bits`), its checks
     (:func:`scan`), its end (:func:`finish`), the closes' noise (the sub-mechanism's draws,
     then the new thresholds, each the words :func:`~sketchsyn.privacy.noise._laplace_core`
     would draw) and :func:`close`, until no event is left (returns ``DONE``). It returns
@@ -547,17 +570,26 @@ def rounds(stage: Any, info: Any, cells: Any, times: Any, values: Any, ends: Any
     (``UNSURE``: settle it, resume at ``SCAN``), tree rows to grow (``GROW``: resume at
     ``TALLY``), a draw :func:`lap_draw` could not finish (``BAIL_SUB`` / ``BAIL_THETA``:
     finish it from its ``info[I_WORDS]`` words into ``sub_noise`` / ``thresholds``, resume at
-    ``THETA`` / ``CLOSE``). ``info`` holds the counts between calls (``I_*``)."""
+    ``THETA`` / ``CLOSE``). ``info`` holds the counts between calls (``I_*``; ``I_ROUND``
+    counts the rounds started, so that the caller knows which round an open check is of)."""
     levels = acc.shape[1]
+    w = np.uint32(0)
     while True:
         if stage == START:
             na, nf = next_round(cursor, ends, group_cell, times, pos, rest, slots[0], slots[1])
             if na == 0:
                 return DONE
-            for i in range(nf):
-                g = slots[1, i]
-                extra[g] = check_u64(check_state)
-                forced_extra[g] = -1
+            info[I_ROUND] += 1
+            if shared:
+                for i in range(na):
+                    g = slots[0, i]
+                    extra[g], w = _first_bits(check_u32, check_u64, check_state, bits, i, w)
+                    forced_extra[g] = -1
+            else:
+                for i in range(nf):
+                    g = slots[1, i]
+                    extra[g] = check_u64(check_state)
+                    forced_extra[g] = -1
             info[I_ACTIVE] = na
             stage = SCAN
         na = info[I_ACTIVE]
@@ -566,7 +598,7 @@ def rounds(stage: Any, info: Any, cells: Any, times: Any, values: Any, ends: Any
             status, at, step, nb = res[0, :na], res[1, :na], res[2, :na], res[3, :na]
             scan(cells, times, values, ends, cursor, rest, gap_row, gap_words, own_words,
                  forced_gap, forced_own, active, extra, forced_extra, n, theta, pos, xf, span,
-                 own_span, window, True, False, status, at, step, nb)  # fmt: skip
+                 own_span, window, True, shared, status, at, step, nb)  # fmt: skip
             for i in range(na):
                 if status[i] >= _GAP_UNSURE:
                     return UNSURE
@@ -632,12 +664,13 @@ def _warm_up_rounds(ev: checks.Events) -> None:
     plan = laplace_plan(Fraction(3))
     g = ev.starts.size
     i64 = np.int64
-    rounds(START, np.zeros(6, i64), ev.cells, ev.times, ev.values, ev.ends, ev.cursor.copy(),
+    rounds(START, np.zeros(7, i64), ev.cells, ev.times, ev.values, ev.ends, ev.cursor.copy(),
            ev.rest.copy(), ev.gap_row, ev.gap_words, ev.own_words, ev.forced_gap.copy(),
            ev.forced_own.copy(), ev.group_cell, np.zeros(g, np.uint64), np.full(g, -1, i64),
            np.zeros(1, i64), np.full(1, 10**6, i64), np.zeros(1, i64), np.full(1, -1, i64),
            np.zeros(1, i64), np.zeros((1, 3), i64), np.zeros((1, 3), i64), np.zeros(1, i64),
-           0.5, 1.0, 1.0, 4096, 0, state, u64, state, u32, plan, state, u32, plan, 20,
+           0.5, 1.0, 1.0, 4096, 0, state, u32, u64, False, 64, state, u32, plan, state, u32,
+           plan, 20,
            np.empty((2, g), i64), np.empty((4, g), i64), np.empty((3, g), i64),
            np.empty(8 * g, np.uint32), np.empty((4, 3 * g), i64), np.empty(3 * g, i64),
            np.empty(g, i64))  # fmt: skip

@@ -452,8 +452,8 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         extra = np.zeros(groups, dtype=np.uint64)
         forced_extra = np.full(groups, -1, dtype=np.int64)
         uniforms: dict = {}
-        fns = bankloop.word_functions(self) if compiled and not ev.shared else None
-        if fns is not None:  # a seeded bank: the rounds and their draws in one compiled loop
+        fns = bankloop.word_functions(self) if compiled else None
+        if fns is not None:  # the rounds and their draws in one compiled loop
             bankloop.run_rounds(self, ev, lv, fns, extra, forced_extra, xf, _WINDOW)
             return
         if compiled:  # the rounds' bookkeeping in compiled loops, into these buffers
