@@ -16,7 +16,7 @@ aborted rather than given words that are not random. Where ``getrandom`` is miss
 Linux), :func:`word_functions` returns None and the callers keep their Python paths
 (:func:`os.urandom`).
 
-Compiled with the other kernels by :mod:`sketchsyn.accel`; until they are ready,
+Compiled with the other kernels by :mod:`sketchsyn.accel`; until its C functions are made,
 :func:`word_functions` returns None.
 
 >>> words = word_functions()   # None until the kernels are ready, or without getrandom
@@ -99,15 +99,17 @@ def _next_u64(state: Any) -> Any:
 
 def word_functions() -> tuple[int, Any, Any] | None:
     """``(state_address, next_uint32, next_uint64)`` over this thread's buffer of OS CSPRNG
-    words, in the form of :meth:`~sketchsyn.privacy.rng.RandomSource.word_functions`; None
-    until the compiled kernels are ready (:func:`sketchsyn.accel.ready`) or where there is no
-    ``getrandom``. The address stays valid while the thread lives (and until a fork)."""
-    if _FUNCS is None or not accel.ready():
-        return None
-    buf = getattr(_LOCAL, "buf", None)
-    if buf is None:
+    words, in the form of :meth:`~sketchsyn.privacy.rng.RandomSource.word_functions` (made
+    once per thread); None until the compiled kernels have made the C functions
+    (:func:`sketchsyn.accel.ready`) or where there is no ``getrandom``. The address stays
+    valid while the thread lives (and until a fork: a child makes new buffers)."""
+    fns = getattr(_LOCAL, "fns", None)
+    if fns is None:
+        if _FUNCS is None:  # (set once the kernels are compiled)
+            return None
         buf = _LOCAL.buf = _empty()
-    return buf.ctypes.data, _FUNCS[0], _FUNCS[1]
+        fns = _LOCAL.fns = (buf.ctypes.data, _FUNCS[0], _FUNCS[1])
+    return fns
 
 
 def words_taken() -> int:
