@@ -183,6 +183,8 @@ def _declare() -> None:
 
     _carray = numba.carray
 
+    # (the buffer's address passed as an unsigned integer of a pointer's width: the same
+    # argument in the C calling convention as the ``void *`` getrandom takes)
     _getrandom = types.ExternalFunction(
         "getrandom", types.intp(types.uintp, types.uintp, types.uint32)
     )
