@@ -50,8 +50,9 @@ _END = WORDS + 2
 _getrandom: Any = None
 _abort: Any = None
 _carray: Any = None
-# The C functions (numba cfuncs' ctypes) once compiled, or None (not yet, or no getrandom).
-_FUNCS: tuple[Any, Any] | None = None
+# The C functions (numba cfuncs, next_uint32 and next_uint64) once compiled, or None (not
+# yet, or no getrandom).
+_CFUNCS: tuple[Any, Any] | None = None
 _LOCAL = threading.local()
 
 
@@ -105,10 +106,10 @@ def word_functions() -> tuple[int, Any, Any] | None:
     valid while the thread lives (and until a fork: a child makes new buffers)."""
     fns = getattr(_LOCAL, "fns", None)
     if fns is None:
-        if _FUNCS is None:  # (set once the kernels are compiled)
+        if _CFUNCS is None:  # (set once the kernels are compiled)
             return None
         buf = _LOCAL.buf = _empty()
-        fns = _LOCAL.fns = (buf.ctypes.data, _FUNCS[0], _FUNCS[1])
+        fns = _LOCAL.fns = (buf.ctypes.data, _CFUNCS[0].ctypes, _CFUNCS[1].ctypes)
     return fns
 
 
@@ -157,7 +158,7 @@ def _has_getrandom() -> bool:
 
 def _warm_up() -> None:
     """Make the C functions (when ``getrandom`` works) and draw a word of each."""
-    global _FUNCS
+    global _CFUNCS
     if not _has_getrandom():
         return
     _declare()
@@ -168,11 +169,7 @@ def _warm_up() -> None:
     u64 = numba.cfunc(types.uint64(types.voidptr), cache=True)(_next_u64)
     buf = _empty()
     u32.ctypes(buf.ctypes.data), u64.ctypes(buf.ctypes.data)
-    _FUNCS = (u32.ctypes, u64.ctypes)
-    _KEEP.extend((u32, u64))
-
-
-_KEEP: list[Any] = []  # the cfunc objects behind _FUNCS
+    _CFUNCS = (u32, u64)
 
 
 def _declare() -> None:
