@@ -216,8 +216,11 @@ def test_a_killed_fit_on_a_table_resumes_exactly(files, tmp_path, kind):
     ok(fit(data, one, schema))
     state = tmp_path / "s.bin"
     cmd = [sys.executable, "-m", "sketchsyn", "fit", str(data), "--schema", str(schema)]
-    cmd += ["--epsilon", "1", *SMALL, "--state", str(state), "--batch-size", "250"]
-    cmd += ["--checkpoint-every", "250", "-q"]
+    # 120 checkpoints of 50 rows: the kill (after 2 to 10 writes seen, polled every 0.5 ms)
+    # comes well before the end even on a fast machine (250 rows a checkpoint once let a run
+    # finish first)
+    cmd += ["--epsilon", "1", *SMALL, "--state", str(state), "--batch-size", "50"]
+    cmd += ["--checkpoint-every", "50", "-q"]
     rnd = random.Random(7 if kind == "csv" else 8)
     _kill_after_writes(cmd, state, rnd.randint(2, 10), rnd.uniform(0, 0.02))
     first = _load_run(str(state))
