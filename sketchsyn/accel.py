@@ -7,14 +7,19 @@ PrivHP's ingest (:mod:`sketchsyn.synth.privhp.kernels`), the sparse counters' ba
 :func:`register`; this module decides when they are compiled and whether they may run.
 
 numba is not imported with sketchsyn. Once a process has counted :data:`START_ROWS` rows (2**24)
-in large batches (the callers report them to :func:`ready`), a thread imports numba and
-compiles every registered kernel (seconds; numba caches the machine code beside its module when
-it can write there, and later processes load it in about 0.8 CPU-s), while the callers go on
-with their numpy paths; the kernels take over from the first batch after they are ready. Shorter
-jobs never start them (the start would cost more than they save); a job that announces a large
-size (:func:`expect`, as ``sketchsyn fit`` does) starts them at its first large batch. The
-environment variable ``SKETCHSYN_KERNELS`` switches: ``numpy`` (never), ``eager`` (at the first
-large batch), anything else the default. :func:`numpy_only` switches them off on one thread.
+in large batches (the callers report them to :func:`ready`), a thread readies every registered
+kernel, while the callers go on with their numpy paths; the kernels take over from the first
+batch after they are ready. When every set the process registered takes only arrays, numbers
+and C function pointers (PrivHP's ingest and the noise tables; not the sparse counters'), the
+kernels are compiled ahead of time (:mod:`sketchsyn.aot`: once per machine and source, in a
+process of its own) and later processes import them in milliseconds without importing numba;
+otherwise numba compiles them just in time (it caches the machine code beside its module when
+it can write there, and later processes load it in about 0.8 CPU-s, with numba's and LLVM's
+memory). Shorter jobs never start them (the start would cost more than they save); a job that
+announces a large size (:func:`expect`, as ``sketchsyn fit`` does) starts them at its first
+large batch. The environment variable ``SKETCHSYN_KERNELS`` switches: ``numpy`` (never),
+``eager`` (at the first large batch), ``jit`` (numba's just-in-time kernels only), anything
+else the default. :func:`numpy_only` switches them off on one thread.
 
 >>> ready() in (True, False)
 True
@@ -27,18 +32,22 @@ import importlib.util
 import os
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
     "AVAILABLE",
     "EXPECT_ROWS",
+    "KernelSet",
     "EXPECT_WAIT",
     "START_ROWS",
+    "compiled_by",
     "enabled",
     "expect",
     "numpy_only",
     "ready",
     "register",
+    "set_of",
     "thread_flag",
 ]
 
@@ -53,12 +62,12 @@ START_ROWS = 1 << 24
 _SWITCH = os.environ.get("SKETCHSYN_KERNELS", "numba").strip().lower()
 _LOCAL = threading.local()
 
-# The registered kernel sets: (namespace, names in compile order, warm-up), and how many of them
-# the compile thread has done.
-_SETS: list[tuple[dict[str, Any], tuple[str, ...], Callable[[], None]]] = []
-_DONE = 0
+# The registered kernel sets, in the order of registration (a set's kernels may call those of a
+# set registered before it).
+_SETS: list[KernelSet] = []
 _READY = threading.Event()
 _START = threading.Lock()
+_JIT = threading.Lock()  # held while the sets are compiled just in time
 _STARTED = False
 _SEEN = 0  # rows counted with the numpy paths before the start (at most START_ROWS matter)
 _EXPECTED = 0  # rows a caller said its job will count (expect)
@@ -71,21 +80,43 @@ _WAITED = False
 _FAILED: BaseException | None = None
 
 
+@dataclass
+class KernelSet:
+    """A registered kernel set: its module's namespace, its kernels' names (callees first),
+    their plain functions, its warm-up, whether it can be compiled ahead of time, and how it
+    has been compiled (None: not yet; ``"aot"``, ``"jit"``)."""
+
+    namespace: dict[str, Any]
+    names: tuple[str, ...]
+    warm_up: Callable[[], None]
+    aot: bool
+    plain: dict[str, Any] = field(default_factory=dict)
+    mode: str | None = None
+
+
 def register(
-    namespace: dict[str, Any], names: tuple[str, ...], warm_up: Callable[[], None]
+    namespace: dict[str, Any],
+    names: tuple[str, ...],
+    warm_up: Callable[[], None],
+    aot: bool = True,
 ) -> None:
     """Compile ``namespace[name]`` for each of ``names`` (callees first) with the other kernels,
     replacing the plain functions, then run ``warm_up()`` (one call of each public kernel with
     the argument types its callers pass, so that no later call compiles). A set registered after
     the others were compiled is compiled at the next :func:`ready` that may start them.
 
+    With ``aot`` (kernels that take only arrays, numbers, tuples of them and C function
+    pointers), the set may be compiled ahead of time (:mod:`sketchsyn.aot`): when every set a
+    process registered may, none of them imports numba.
+
     >>> from sketchsyn.counters import kernels   # registers its kernels when imported
-    >>> any(names == kernels.KERNELS for _, names, _ in _SETS)
+    >>> any(s.names == kernels.KERNELS for s in _SETS)
     True
     """
     global _STARTED
     with _START:
-        _SETS.append((namespace, names, warm_up))
+        plain = {name: namespace[name] for name in names}
+        _SETS.append(KernelSet(namespace, names, warm_up, aot, plain))
         if _STARTED:  # the thread has run (or is running): a new thread takes the new set
             _STARTED = False
             _READY.clear()
@@ -165,31 +196,109 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork)
 
 
-def _compile() -> None:
-    """Jit every registered kernel not compiled yet and warm it up. Any error switches the
-    kernels off for the process."""
-    global _FAILED, _DONE, _STARTED
-    try:
-        import numba
+def set_of(module: Any) -> KernelSet:
+    """The kernel set ``module`` registered (what :func:`sketchsyn.aot.build` compiles).
 
+    >>> from sketchsyn.privacy import kernels
+    >>> set_of(kernels).names == kernels.KERNELS
+    True
+    """
+    for s in _SETS:
+        if s.namespace is vars(module):
+            return s
+    raise LookupError(f"{module.__name__} registered no kernels")
+
+
+def compiled_by() -> str:
+    """How this process's kernels run: ``"aot"`` (compiled ahead of time, numba not imported),
+    ``"jit"`` (numba's just-in-time kernels), or ``"numpy"`` (not started, or not available).
+
+    >>> compiled_by() in ("aot", "jit", "numpy")
+    True
+    """
+    if not (_READY.is_set() and _FAILED is None):
+        return "numpy"
+    return "aot" if all(s.mode == "aot" for s in _SETS) else "jit"
+
+
+def _compile() -> None:
+    """Compile every registered set not compiled yet: ahead of time when every registered set
+    allows it (:mod:`sketchsyn.aot`; ``SKETCHSYN_KERNELS=jit`` never does), else just in time,
+    with a warm-up. A failed ahead-of-time build falls back to the just-in-time kernels; any
+    other error switches the kernels off for the process."""
+    global _FAILED, _STARTED, _AOT_FAILED
+    try:
         while True:
             with _START:
-                todo = _SETS[_DONE:]
-            if not todo:
+                sets = list(_SETS)
+            if all(s.mode is not None for s in sets):
                 break
-            for namespace, names, warm_up in todo:
-                for name in names:
-                    namespace[name] = numba.njit(nogil=True, cache=True)(namespace[name])
-                warm_up()
-            _DONE += len(todo)
+            if _SWITCH != "jit" and _AOT_FAILED is None and all(s.aot for s in sets):
+                try:
+                    for s in sets:
+                        if s.mode is None:
+                            _load_aot(s)
+                    continue
+                except Exception as exc:  # noqa: BLE001 - the just-in-time kernels instead
+                    _AOT_FAILED = exc
+            _to_jit()
     except BaseException as exc:  # noqa: BLE001 - any failure leaves the numpy paths in charge
         _FAILED = exc
     finally:
         with _START:
-            if _FAILED is not None or _DONE == len(_SETS):
+            if _FAILED is not None or all(s.mode is not None for s in _SETS):
                 _READY.set()
             else:  # a set registered while the thread finished: the next ready() starts it
                 _STARTED = False
+
+
+#: Why this process's kernels could not be compiled ahead of time (None: they were, or were
+#: not tried).
+_AOT_FAILED: BaseException | None = None
+#: The calls the kernels compiled ahead of time did not take (each switched the process to the
+#: just-in-time kernels).
+_AOT_MISSES: list[str] = []
+
+
+def _load_aot(s: KernelSet) -> None:
+    """Bind ``s``'s kernels compiled ahead of time; a call they do not take (other argument
+    types) switches every set to the just-in-time kernels and runs there."""
+    import sys
+
+    from . import aot
+
+    guards = aot.load(sys.modules[s.namespace["__name__"]])
+
+    def bind(name: str, guard: aot.Guard) -> Callable[..., Any]:
+        def kernel(*args: Any) -> Any:
+            try:
+                return guard(*args)
+            except aot.Mismatch as exc:
+                _AOT_MISSES.append(str(exc))
+                _to_jit()
+                return s.namespace[name](*args)
+
+        kernel.__name__ = name
+        return kernel
+
+    for name, guard in guards.items():
+        s.namespace[name] = bind(name, guard)
+    s.mode = "aot"
+
+
+def _to_jit() -> None:
+    """Compile every set not compiled just in time yet (in the order of registration: a set's
+    kernels may call an earlier set's), from its plain functions, and warm it up."""
+    import numba
+
+    with _JIT:
+        for s in list(_SETS):
+            if s.mode == "jit":
+                continue
+            for name in s.names:
+                s.namespace[name] = numba.njit(nogil=True, cache=True)(s.plain[name])
+            s.warm_up()
+            s.mode = "jit"
 
 
 @contextlib.contextmanager

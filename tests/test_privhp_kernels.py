@@ -9,6 +9,8 @@ with the test dependencies, so they run there.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -24,6 +26,15 @@ def _compiled():
     """The kernels compiled before the tests (PrivHP uses the numpy path until they are)."""
     if kernels.AVAILABLE:
         assert kernels.ready(wait=True), accel._FAILED
+        # tests/test_aot.py runs this module in a process of its own, on the kernels compiled
+        # ahead of time, and says so here.
+        expected = os.environ.get("SKETCHSYN_TEST_KERNELS")
+        assert expected in (None, accel.compiled_by()), (accel.compiled_by(), accel._AOT_FAILED)
+        yield
+        # No call fell back to the other kind.
+        assert expected in (None, accel.compiled_by()), accel._AOT_MISSES
+    else:
+        yield
 
 
 def _pair(domain, **kw) -> tuple[PrivHP, PrivHP]:

@@ -700,4 +700,6 @@ def _warm_up() -> None:
         xf=0.5, window=4096)  # fmt: skip
 
 
-accel.register(globals(), KERNELS, _warm_up)
+# Just in time only: a private bank's rounds read the OS words of numba cfuncs made at run
+# time (sketchsyn.privacy.oswords).
+accel.register(globals(), KERNELS, _warm_up, aot=False)

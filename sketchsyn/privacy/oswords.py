@@ -188,4 +188,5 @@ def _declare() -> None:
     _abort = types.ExternalFunction("abort", types.void())
 
 
-accel.register(globals(), KERNELS, _warm_up)
+# Its words come from numba cfuncs made at run time: just in time only.
+accel.register(globals(), KERNELS, _warm_up, aot=False)
