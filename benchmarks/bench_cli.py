@@ -213,6 +213,8 @@ def ours(
     out = {"sketchsyn reader alone": reader, "sketchsyn fit": fit}
     if importlib.util.find_spec("numba") is not None:  # the fast extra: also fit without it
         out["sketchsyn fit, numpy path"] = ["env", "SKETCHSYN_KERNELS=numpy", *fit]
+        # numba's just-in-time kernels instead of those compiled ahead of time (sketchsyn.aot)
+        out["sketchsyn fit, numba JIT"] = ["env", "SKETCHSYN_KERNELS=jit", *fit]
     for size in batch_sizes:
         out[f"sketchsyn fit --batch {size}"] = [*fit, "--batch-size", str(size)]
     return out
@@ -384,17 +386,19 @@ def update_alone(
 def kernel_start(parquet_path: Path, rows: int, memory: str, repeat: int) -> None:
     """PrivHP's updates alone on the file's rows fed once and ten times, in interleaved fresh
     processes: the numpy path alone (``SKETCHSYN_KERNELS=numpy``), the kernels started after
-    ``kernels.START_ROWS`` rows (the default) and at the first batch (``eager``)."""
+    ``kernels.START_ROWS`` rows (the default) and at the first batch (``eager``), those compiled
+    ahead of time where they can be (``sketchsyn.aot``), and numba's just-in-time kernels at the
+    first batch (``eager,jit``)."""
     import statistics
 
     print(f"\nPrivHP's updates alone, CPU s (median of {repeat} interleaved runs; rows in memory):")
-    print(f"  {'rows':>14}{'numpy':>10}{'default':>10}{'eager':>10}")
+    print(f"  {'rows':>14}{'numpy':>10}{'default':>10}{'eager':>10}{'eager,jit':>10}")
     for passes in (1, 10):
-        got: dict[str, list[float]] = {"numpy": [], "numba": [], "eager": []}
+        got: dict[str, list[float]] = {"numpy": [], "numba": [], "eager": [], "eager,jit": []}
         for _ in range(repeat):
             for switch in got:
                 got[switch].append(update_alone(parquet_path, rows, memory, passes, switch)[1])
-        med = [statistics.median(got[k]) for k in ("numpy", "numba", "eager")]
+        med = [statistics.median(got[k]) for k in got]
         print(f"  {rows * passes:>14,}" + "".join(f"{v:>10.2f}" for v in med))
 
 
@@ -505,7 +509,8 @@ def main() -> None:
     parser.add_argument(
         "--kernel-start",
         action="store_true",
-        help="only PrivHP's updates on the rows fed once and 10 times: numpy, kernels, eager",
+        help="only PrivHP's updates on the rows fed once and 10 times: numpy, kernels, eager, "
+        "eager numba JIT",
     )
     parser.add_argument(
         "--compile",

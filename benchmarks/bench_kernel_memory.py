@@ -4,10 +4,13 @@
 
 In a fresh Python process, prints the resident set (``/proc/self/statm``, MB) after each step
 that ``sketchsyn fit`` on a Parquet file takes before its first row: numpy, pyarrow's Parquet
-reader, sketchsyn's kernel modules, then (when numba is installed) what numba's start loads in
-order: scipy (numba imports it when it is installed), llvmlite, numba, and the kernels loaded
-from numba's cache (``accel.ready(wait=True)``; a first run compiles them, so run twice). Linux
-only (``/proc``).
+reader, sketchsyn's kernel modules, then (when numba is installed) the kernels ready, in two
+processes: one with ``fit``'s kernel sets (PrivHP's and the noise tables'), which loads them
+compiled ahead of time (``sketchsyn.aot``: numba is not imported), and one that also imports
+the sparse counters' kernels (numba's just-in-time kernels only), which prints what numba's
+start loads in order: scipy (numba imports it when it is installed), llvmlite, numba, and the
+kernels loaded from numba's cache. ``accel.ready(wait=True)`` waits for them; a first run
+compiles them, so run twice. Linux only (``/proc``).
 """
 
 from __future__ import annotations
@@ -30,10 +33,19 @@ import numpy
 print(f"{'numpy':32}{rss():8.0f}")
 import pyarrow.parquet
 print(f"{'pyarrow.parquet':32}{rss():8.0f}")
-import sketchsyn.counters.sparsebank, sketchsyn.privacy.kernels, sketchsyn.synth.privhp.kernels
+import sys
+import sketchsyn.privacy.kernels, sketchsyn.synth.privhp.kernels
+if sys.argv[1] == "jit":
+    import sketchsyn.counters.sparsebank
 from sketchsyn import accel
 print(f"{'sketchsyn and its kernel modules':32}{rss():8.0f}")
-if accel.AVAILABLE:
+if accel.AVAILABLE and sys.argv[1] == "aot":
+    c = time.process_time()
+    accel.ready(wait=True)
+    c = time.process_time() - c
+    print(f"{'kernels ready':32}{rss():8.0f}   ({c:.2f} CPU-s, {accel.compiled_by()}, "
+          f"numba imported: {'numba' in sys.modules})")
+elif accel.AVAILABLE:
     if importlib.util.find_spec("scipy") is not None:
         import scipy.linalg
         print(f"{'scipy.linalg':32}{rss():8.0f}")
@@ -44,15 +56,16 @@ if accel.AVAILABLE:
     c = time.process_time()
     accel.ready(wait=True)
     c = time.process_time() - c
-    print(f"{'kernels ready':32}{rss():8.0f}   ({c:.2f} CPU-s)")
+    print(f"{'kernels ready':32}{rss():8.0f}   ({c:.2f} CPU-s, {accel.compiled_by()})")
 """
 
 
 def main() -> None:
     if not os.path.exists("/proc/self/statm"):
         sys.exit("needs Linux (/proc/self/statm)")
-    print(f"{'after':32}{'RSS MB':>8}")
-    subprocess.run([sys.executable, "-c", CHILD], check=True)
+    for mode, what in (("aot", "fit's kernel sets"), ("jit", "with the sparse counters' too")):
+        print(f"\n{what}:\n{'after':32}{'RSS MB':>8}", flush=True)
+        subprocess.run([sys.executable, "-c", CHILD, mode], check=True)
     if importlib.util.find_spec("numba") is None:
         print("(numba is not installed: no kernels)")
 

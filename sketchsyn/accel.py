@@ -18,8 +18,8 @@ it can write there, and later processes load it in about 0.8 CPU-s, with numba's
 memory). Shorter jobs never start them (the start would cost more than they save); a job that
 announces a large size (:func:`expect`, as ``sketchsyn fit`` does) starts them at its first
 large batch. The environment variable ``SKETCHSYN_KERNELS`` switches: ``numpy`` (never),
-``eager`` (at the first large batch), ``jit`` (numba's just-in-time kernels only), anything
-else the default. :func:`numpy_only` switches them off on one thread.
+``eager`` (at the first large batch), ``jit`` (numba's just-in-time kernels only; ``eager,jit``
+both), anything else the default. :func:`numpy_only` switches them off on one thread.
 
 >>> ready() in (True, False)
 True
@@ -60,6 +60,13 @@ AVAILABLE = importlib.util.find_spec("numba") is not None
 #: them at the first large batch.
 START_ROWS = 1 << 24
 _SWITCH = os.environ.get("SKETCHSYN_KERNELS", "numba").strip().lower()
+
+
+def _says(word: str) -> bool:
+    """Whether ``SKETCHSYN_KERNELS`` (words separated by commas) holds ``word``."""
+    return word in (w.strip() for w in _SWITCH.split(","))
+
+
 _LOCAL = threading.local()
 
 # The registered kernel sets, in the order of registration (a set's kernels may call those of a
@@ -131,7 +138,7 @@ def enabled() -> bool:
     False
     """
     return (
-        AVAILABLE and _SWITCH != "numpy" and _FAILED is None and not getattr(_LOCAL, "off", False)
+        AVAILABLE and not _says("numpy") and _FAILED is None and not getattr(_LOCAL, "off", False)
     )
 
 
@@ -155,11 +162,13 @@ def expect(rows: int) -> None:
 def ready(wait: bool = False, rows: int = 0) -> bool:
     """True once the kernels can run without compiling. A batch of ``rows`` rows about to be
     counted adds them to the process's count; once it reaches :data:`START_ROWS` (or at once
-    with ``wait``, ``SKETCHSYN_KERNELS=eager`` or a large job announced by :func:`expect`) a
-    thread imports numba and compiles the kernels (or loads numba's cached machine code), while
-    the callers go on with their numpy paths: a process waits for it only with ``wait`` (and
-    an announced large job's first batch, at most :data:`EXPECT_WAIT` seconds). The results are
-    the same on both paths, so the switch is invisible in the state.
+    with ``wait``, ``SKETCHSYN_KERNELS=eager``, a large job announced by :func:`expect`, or
+    kernels already compiled ahead of time for every registered set, which load in
+    milliseconds) a thread readies the kernels (loads those compiled ahead of time, building
+    them first if needed, or imports numba and compiles them just in time), while the callers
+    go on with their numpy paths: a process waits for it only with ``wait`` (and the first
+    batch of an announced large job or of built kernels, at most :data:`EXPECT_WAIT` seconds).
+    The results are the same on both paths, so the switch is invisible in the state.
 
     >>> ready() in (True, False)
     True
@@ -171,17 +180,37 @@ def ready(wait: bool = False, rows: int = 0) -> bool:
         with _START:
             _SEEN = min(_SEEN + rows, START_ROWS)
             large = rows > 0 and _EXPECTED >= EXPECT_ROWS  # an announced large job (expect)
-            go = wait or large or _SWITCH == "eager" or _SEEN >= START_ROWS
+            built = rows > 0 and not _STARTED and _built()  # loads in milliseconds: at once
+            go = wait or large or built or _says("eager") or _SEEN >= START_ROWS
             if go and not _STARTED:
                 _STARTED = True
                 threading.Thread(target=_compile, name="sketchsyn-kernels", daemon=True).start()
-            pause = large and not wait and not _WAITED
+            pause = (large or built) and not wait and not _WAITED
             _WAITED |= pause
         if wait:
             _READY.wait()
         elif pause:
             _READY.wait(EXPECT_WAIT)
     return _READY.is_set() and _FAILED is None
+
+
+_BUILT: tuple[int, bool] = (-1, False)  # (sets registered, all built) when last asked
+
+
+def _built() -> bool:
+    """Whether every registered set is already compiled ahead of time in the cache (asked
+    once per number of registered sets: it hashes their sources)."""
+    global _BUILT
+    if _BUILT[0] != len(_SETS):
+        ok = not _says("jit") and _AOT_FAILED is None and all(s.aot for s in _SETS)
+        if ok:
+            import sys
+
+            from . import aot
+
+            ok = all(aot.built(sys.modules[s.namespace["__name__"]]) for s in _SETS)
+        _BUILT = (len(_SETS), ok)
+    return _BUILT[1]
 
 
 def _after_fork() -> None:
@@ -233,7 +262,7 @@ def _compile() -> None:
                 sets = list(_SETS)
             if all(s.mode is not None for s in sets):
                 break
-            if _SWITCH != "jit" and _AOT_FAILED is None and all(s.aot for s in sets):
+            if not _says("jit") and _AOT_FAILED is None and all(s.aot for s in sets):
                 try:
                     for s in sets:
                         if s.mode is None:

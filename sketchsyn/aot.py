@@ -52,7 +52,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BUILD_TIMEOUT", "Guard", "Mismatch", "address", "build", "cache_dir", "load"]
+__all__ = [
+    "BUILD_TIMEOUT",
+    "Guard",
+    "Mismatch",
+    "address",
+    "build",
+    "built",
+    "cache_dir",
+    "load",
+    "spec",
+]
 
 #: Seconds a build (a process of its own) may take before it is given up.
 BUILD_TIMEOUT = 600.0
@@ -197,18 +207,39 @@ def _paths(module: Any) -> tuple[Path, Path, str]:
     return folder / f"{stem}.so", folder / f"{stem}.json", name
 
 
+def built(module: Any) -> bool:
+    """Whether ``module``'s kernels are in the cache, compiled ahead of time for this key.
+
+    >>> from sketchsyn.synth.privhp import kernels
+    >>> built(kernels) in (True, False)
+    True
+    """
+    so, index, _ = _paths(module)
+    return so.exists() and index.exists()
+
+
 def load(module: Any) -> dict[str, Guard]:
     """``module``'s kernels compiled ahead of time, each behind its :class:`Guard`: from the
     cache, or built first by :func:`build` in a process of its own (``python -m
     sketchsyn.aot_build``, which imports numba, so that this one does not). Raises
-    ``RuntimeError`` when the build fails (no C compiler, no ``numba.pycc``)."""
+    ``RuntimeError`` when the build fails (no C compiler, no ``numba.pycc``), and from then on
+    for the same key without building again (the error is kept beside the cache's modules as
+    ``….failed``: delete it to try again)."""
     so, index, name = _paths(module)
+    failed = so.parent / (so.name[: -len(".so")] + ".failed")
+    if failed.exists():  # built and failed before, with these sources: not tried again
+        raise RuntimeError(f"building {name} failed: {failed.read_text(encoding='utf-8')}")
     if not (so.exists() and index.exists()):
         so.parent.mkdir(parents=True, exist_ok=True)
         cmd = [sys.executable, "-m", "sketchsyn.aot_build", module.__name__, str(so)]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT)
+        root = str(Path(__file__).resolve().parents[1])  # this sketchsyn, installed or not
+        path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+        env = dict(os.environ, PYTHONPATH=path)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT, env=env)
         if done.returncode != 0 or not so.exists():
-            raise RuntimeError(f"building {name} failed: {done.stderr.strip()[-2000:]}")
+            why = done.stderr.strip()[-2000:] or f"exit status {done.returncode}"
+            failed.write_text(why, encoding="utf-8")
+            raise RuntimeError(f"building {name} failed: {why}")
     forms = json.loads(index.read_text(encoding="utf-8"))
     loader = importlib.machinery.ExtensionFileLoader(name, str(so))
     spec_ = importlib.util.spec_from_file_location(name, so, loader=loader)

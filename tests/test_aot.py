@@ -197,3 +197,53 @@ def test_noise_kernels_ahead_of_time_give_the_numpy_draws(monkeypatch):
             if got >= 0:
                 np.testing.assert_array_equal(z, want)
                 assert src._raw64.state == ref._raw64.state
+
+
+def test_a_failed_build_is_not_tried_again(monkeypatch, tmp_path):
+    """A build that failed (here: a module that registered no kernels) is remembered for its key:
+    the next process does not spend a build on it again."""
+    import sketchsyn.errors
+
+    monkeypatch.setenv("SKETCHSYN_CACHE_DIR", str(tmp_path))
+    runs = []
+    real = subprocess.run
+
+    def counting(*args, **kwargs):
+        runs.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(aot.subprocess, "run", counting)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="registered no kernels"):
+            aot.load(sketchsyn.errors)
+    assert len(runs) == 1
+    assert [p.suffix for p in tmp_path.iterdir()] == [".failed"]
+
+
+@needs_pycc
+def test_built_kernels_start_at_the_first_large_batch():
+    """Kernels already compiled ahead of time load in milliseconds, so a process starts them at
+    its first large batch (not after START_ROWS rows, numba's rule), which waits for them; the
+    state is the numpy path's."""
+    from sketchsyn.privacy import kernels as noise_kernels
+    from sketchsyn.synth.privhp import kernels
+
+    aot.load(kernels), aot.load(noise_kernels)  # built (once per key) before the process starts
+    code = """
+import sys
+import numpy as np
+from sketchsyn import Box, PrivHP, accel
+from sketchsyn.synth.privhp import kernels
+X = np.random.default_rng(1).random((60_000, 2))
+a = PrivHP(Box.unit(2), 1.0, k=8, width=300, depth=20, rng=3)
+b = PrivHP(Box.unit(2), 1.0, k=8, width=300, depth=20, rng=3)
+b._lineage = a._lineage
+a.update_many(X[:1000])  # a small batch starts nothing
+small = accel._STARTED
+a.update_many(X)
+with kernels.numpy_only():
+    b.update_many(X[:1000])
+    b.update_many(X)
+print(small, accel.compiled_by(), a.to_bytes() == b.to_bytes(), "numba" in sys.modules)
+"""
+    assert _run(code) == ["False", "aot", "True", "False"]

@@ -87,12 +87,14 @@ def test_sketchsyn_does_not_import_numba():
 
 
 @needs_numba
-@needs_numba
-@pytest.mark.parametrize(("switch", "expected"), [("numba", "False False True"), ("eager", "True")])
-def test_the_kernels_start_only_after_start_rows(switch, expected):
-    """A fresh process starts the kernels (imports numba) once it has counted START_ROWS rows,
-    not at its first large batch: a short job never pays numba's import; ``eager`` starts them
-    at the first large batch."""
+@pytest.mark.parametrize(
+    ("switch", "expected"), [("jit", "False False True"), ("eager,jit", "True")]
+)
+def test_the_jit_kernels_start_only_after_start_rows(switch, expected):
+    """A fresh process starts numba's kernels (imports numba) once it has counted START_ROWS
+    rows, not at its first large batch: a short job never pays numba's import; ``eager`` starts
+    them at the first large batch. (Kernels already compiled ahead of time start at the first
+    large batch: tests/test_aot.py.)"""
     import os
     import subprocess
     import sys
@@ -145,7 +147,10 @@ with kernels.numpy_only():
     b.update_many(X[::-1])
 print(first, kernels.ready(), a.to_bytes() == b.to_bytes())
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    env = dict(os.environ, SKETCHSYN_KERNELS="jit")  # numba's start rule (START_ROWS rows)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
     assert out.stdout.split() == ["False", "True", "True"]
 
 
@@ -181,8 +186,9 @@ print(small, started, waited <= accel.EXPECT_WAIT + 2, a.to_bytes() == b.to_byte
 """
 
     def run(rows):
+        env = dict(os.environ, SKETCHSYN_KERNELS="jit")  # numba's start rule (START_ROWS rows)
         out = subprocess.run([sys.executable, "-c", code, str(rows)], capture_output=True,
-                             text=True, check=True)  # fmt: skip
+                             text=True, check=True, env=env)  # fmt: skip
         return out.stdout.split()
 
     assert run(accel.EXPECT_ROWS) == ["False", "True", "True", "True"]
