@@ -62,9 +62,16 @@ START_ROWS = 1 << 24
 _SWITCH = os.environ.get("SKETCHSYN_KERNELS", "numba").strip().lower()
 
 
+_WORDS: tuple[str, frozenset[str]] = ("", frozenset())  # _SWITCH and its words, when last split
+
+
 def _says(word: str) -> bool:
-    """Whether ``SKETCHSYN_KERNELS`` (words separated by commas) holds ``word``."""
-    return word in (w.strip() for w in _SWITCH.split(","))
+    """Whether ``SKETCHSYN_KERNELS`` (words separated by commas) holds ``word`` (split once:
+    every ``ready()`` asks)."""
+    global _WORDS
+    if _WORDS[0] is not _SWITCH:
+        _WORDS = (_SWITCH, frozenset(w.strip() for w in _SWITCH.split(",")))
+    return word in _WORDS[1]
 
 
 _LOCAL = threading.local()
