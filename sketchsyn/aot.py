@@ -8,8 +8,8 @@ the exact noise tables) can instead be compiled once into an ordinary extension 
 numba's ahead-of-time compiler (``numba.pycc``, which needs a C compiler), in a separate
 process; later processes import that module (under 1 MB) and never import numba. The module is
 built from the same Python source as the just-in-time kernels, for this machine's CPU, and kept
-in a cache keyed by everything it depends on (the kernels' source, this module's, numba's and
-Python's versions, the CPU): a changed key builds anew.
+in a cache keyed by everything it depends on (the kernels' source and module-level constants,
+this module's source, numba's and Python's versions, the CPU): a changed key builds anew.
 
 The extension module does not check its arguments' types (a wrong dtype would be read as the
 declared one), so every call goes through :class:`Guard`, which passes it on only when the
@@ -182,6 +182,21 @@ def _cpu() -> str:
     return platform.machine() + platform.processor() + text
 
 
+def _constants(module: Any) -> bytes:
+    """``module``'s data (numbers, strings, tuples, arrays at module level): the kernels read
+    them as compile-time constants, and some come from other modules (a change there changes
+    the compiled code without changing the kernels' source)."""
+    parts = []
+    for name, value in sorted(vars(module).items()):
+        if name.startswith("__"):
+            continue
+        if isinstance(value, np.ndarray):
+            parts.append(f"{name}={value.dtype}{value.shape}{value.tobytes().hex()}")
+        elif isinstance(value, (int, float, str, tuple, np.generic)):
+            parts.append(f"{name}={value!r}")
+    return "\n".join(parts).encode()
+
+
 def _key(module: Any) -> str:
     """The cache key of ``module``'s compiled kernels."""
     from importlib.metadata import version
@@ -189,6 +204,7 @@ def _key(module: Any) -> str:
     h = hashlib.sha256()
     for part in (
         Path(module.__file__).read_bytes(),
+        _constants(module),
         Path(__file__).read_bytes(),
         version("numba").encode(),
         sys.version.encode(),

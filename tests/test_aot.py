@@ -247,3 +247,17 @@ with kernels.numpy_only():
 print(small, accel.compiled_by(), a.to_bytes() == b.to_bytes(), "numba" in sys.modules)
 """
     assert _run(code) == ["False", "aot", "True", "False"]
+
+
+def test_the_key_follows_the_kernels_constants(monkeypatch):
+    """The compiled code holds the kernels' module-level constants (some made from other
+    modules' values): changing one changes the key, so a stale build is never loaded."""
+    from sketchsyn.synth.privhp import kernels
+
+    key = aot._key(kernels)
+    assert aot._key(kernels) == key
+    monkeypatch.setattr(kernels, "_BLOCK", kernels._BLOCK * 2)
+    assert aot._key(kernels) != key
+    monkeypatch.undo()
+    monkeypatch.setattr(kernels, "_S2", ((np.uint64(1), np.uint64(3)),))
+    assert aot._key(kernels) != key
