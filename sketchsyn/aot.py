@@ -85,17 +85,18 @@ def address(fn: Any) -> int:
 
 def spec(value: Any) -> tuple[Any, ...]:
     """The type numba gives ``value`` as an argument, in a plain form: ``("a", dtype, ndim,
-    layout)`` for an array (layout ``C``, ``F`` or ``A``), ``("s", dtype)`` for a number,
+    layout, access)`` for an array (layout ``C``, ``F`` or ``A``; access ``w`` writeable or ``r``
+    read-only), ``("s", dtype)`` for a number,
     ``("t", specs)`` for a tuple, ``("f", bits, arity)`` for a C function pointer (the width
     of its result, its number of arguments).
 
     >>> spec(np.zeros((2, 3), order="F")), spec(7), spec(True)
-    (('a', '<f8', 2, 'F'), ('s', '<i8'), ('s', '|b1'))
+    (('a', '<f8', 2, 'F', 'w'), ('s', '<i8'), ('s', '|b1'))
     """
     if isinstance(value, np.ndarray):
         flags = value.flags
         layout = "C" if flags.c_contiguous else "F" if flags.f_contiguous else "A"
-        return ("a", value.dtype.str, value.ndim, layout)
+        return ("a", value.dtype.str, value.ndim, layout, "w" if flags.writeable else "r")
     if isinstance(value, (bool, np.bool_)):
         return ("s", "|b1")
     if isinstance(value, int):
@@ -114,9 +115,12 @@ def spec(value: Any) -> tuple[Any, ...]:
 
 def _fits(want: Any, got: tuple[Any, ...]) -> bool:
     """Whether an argument of type ``got`` may be passed where ``want`` was compiled (``A``
-    takes any layout)."""
+    takes any layout; a read-only array only where the kernel was compiled for one, as numba
+    would: a kernel that writes to an argument is compiled for a writeable one)."""
     if want[0] == "a" and got[0] == "a":
-        return tuple(want[1:3]) == got[1:3] and want[3] in ("A", got[3])
+        return (
+            tuple(want[1:3]) == got[1:3] and want[3] in ("A", got[3]) and want[4] in ("r", got[4])
+        )
     if want[0] == "t" and got[0] == "t":
         return len(want[1]) == len(got[1]) and all(map(_fits, want[1], got[1]))
     return tuple(want) == got
@@ -291,7 +295,7 @@ def build(kernels: Any, so_path: str) -> None:
 
     def spec_of(ty: Any) -> Any:
         if isinstance(ty, types.Array):
-            return ("a", as_dtype(ty.dtype).str, ty.ndim, ty.layout)
+            return ("a", as_dtype(ty.dtype).str, ty.ndim, ty.layout, "w" if ty.mutable else "r")
         if isinstance(ty, types.BaseTuple):
             return ("t", tuple(spec_of(t) for t in ty.types))
         if isinstance(ty, types.ExternalFunctionPointer):

@@ -40,14 +40,16 @@ def _run(code: str, **env: str) -> list[str]:
 
 def test_spec_follows_numbas_types():
     a = np.zeros((4, 3))
-    assert aot.spec(a) == ("a", "<f8", 2, "C")
-    assert aot.spec(np.asfortranarray(a)) == ("a", "<f8", 2, "F")
-    assert aot.spec(a[:, 1]) == ("a", "<f8", 1, "A")
-    assert aot.spec(np.zeros(1)[:1]) == ("a", "<f8", 1, "C")
+    assert aot.spec(a) == ("a", "<f8", 2, "C", "w")
+    assert aot.spec(np.asfortranarray(a)) == ("a", "<f8", 2, "F", "w")
+    assert aot.spec(a[:, 1]) == ("a", "<f8", 1, "A", "w")
+    assert aot.spec(np.zeros(1)[:1]) == ("a", "<f8", 1, "C", "w")
+    a.flags.writeable = False
+    assert aot.spec(a) == ("a", "<f8", 2, "C", "r")
     assert aot.spec(np.uint64(3)) == ("s", "<u8")
     assert aot.spec(2**63) == ("s", "<u8") and aot.spec(-1) == ("s", "<i8")
     assert aot.spec(np.bool_(True)) == aot.spec(False) == ("s", "|b1")
-    assert aot.spec((np.zeros(2, np.int32), 5)) == ("t", (("a", "<i4", 1, "C"), ("s", "<i8")))
+    assert aot.spec((np.zeros(2, np.int32), 5)) == ("t", (("a", "<i4", 1, "C", "w"), ("s", "<i8")))
     fn = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p)(lambda p: 0)
     assert aot.spec(fn) == ("f", 32, 1)
     assert aot.spec("text")[0] == "?"
@@ -57,23 +59,28 @@ def test_guard_takes_only_the_compiled_types():
     """The first form that fits takes the call; an ``A`` form takes any layout; anything else
     (dtype, dimensions, layout, a number's type, the count of arguments) is handed back."""
     calls = []
-    c_form = (lambda x, k: calls.append("C"), [("a", "<i8", 1, "C"), ("s", "<u8")])
-    a_form = (lambda x, k: calls.append("A"), [("a", "<i8", 1, "A"), ("s", "<u8")])
+    c_form = (lambda x, k: calls.append("C"), [("a", "<i8", 1, "C", "w"), ("s", "<u8")])
+    a_form = (lambda x, k: calls.append("A"), [("a", "<i8", 1, "A", "r"), ("s", "<u8")])
     guard = aot.Guard("kernel", [c_form, a_form])
     x = np.arange(10)
+    frozen = x.copy()
+    frozen.flags.writeable = False
     guard(x, np.uint64(1))
     guard(x[::2], np.uint64(1))
     guard(x, np.uint64(1))  # the remembered choice
-    assert calls == ["C", "A", "C"]
-    for args in [
-        (x.astype(np.int32), np.uint64(1)),
-        (x.reshape(2, 5), np.uint64(1)),
-        (x, 1),  # an int is numba's int64, not uint64
-        (x, np.uint64(1), 0),
+    guard(frozen, np.uint64(1))  # read-only: only the form compiled for one takes it
+    assert calls == ["C", "A", "C", "A"]
+    writes = aot.Guard("kernel", [c_form])
+    for g, args in [
+        (guard, (x.astype(np.int32), np.uint64(1))),
+        (guard, (x.reshape(2, 5), np.uint64(1))),
+        (guard, (x, 1)),  # an int is numba's int64, not uint64
+        (guard, (x, np.uint64(1), 0)),
+        (writes, (frozen, np.uint64(1))),  # a kernel compiled to write: not a read-only array
     ]:
         with pytest.raises(aot.Mismatch, match="kernel"):
-            guard(*args)
-    assert calls == ["C", "A", "C"]
+            g(*args)
+    assert calls == ["C", "A", "C", "A"]
 
 
 def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
@@ -111,7 +118,9 @@ make = dict(epsilon=1.0, k=16, width=500, depth=24, sketch="count-sketch", rng=9
 fast, ref = PrivHP(Box.unit(3), **make), PrivHP(Box.unit(3), **make)
 ref._lineage = fast._lineage
 assert kernels.ready(wait=True)
-for batch in (X, np.asfortranarray(X[:30_000])):
+frozen = X[40_000:].copy()
+frozen.flags.writeable = False  # a caller's read-only batch, read in place
+for batch in (X, np.asfortranarray(X[:30_000]), frozen):
     fast.update_many(batch)
     with kernels.numpy_only():
         ref.update_many(batch)

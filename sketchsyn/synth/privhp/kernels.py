@@ -105,7 +105,10 @@ def _warm_up() -> None:
     hash_items(codes, np.uint64(0), False, seeds[0], signs[0], width, shift, out[0])
     for depth in (4, 64):  # axis indices in int32 and int64
         for order in "CF":  # a batch of rows, or of columns (the file readers' batches)
-            encode_box(Box.unit(2), np.full((3, 2), 0.5, order=order), depth)
+            for writeable in (True, False):  # a caller's read-only batch is read in place
+                batch = np.full((3, 2), 0.5, order=order)
+                batch.flags.writeable = writeable
+                encode_box(Box.unit(2), batch, depth)
 
 
 def _rotl13(x: Any) -> Any:
