@@ -270,3 +270,15 @@ def test_the_key_follows_the_kernels_constants(monkeypatch):
     monkeypatch.undo()
     monkeypatch.setattr(kernels, "_S2", ((np.uint64(1), np.uint64(3)),))
     assert aot._key(kernels) != key
+
+
+def test_the_build_command_knows_every_set_that_can_be_compiled_ahead():
+    import sketchsyn.counters.kernels  # noqa: F401 - every kernel module registered
+    import sketchsyn.privacy.oswords  # noqa: F401
+    import sketchsyn.synth.privhp.kernels  # noqa: F401
+    from sketchsyn import aot_build
+
+    can = {s.namespace["__name__"] for s in accel._SETS if s.aot}
+    assert can == set(aot_build.MODULES)
+    with pytest.raises(SystemExit, match="usage"):
+        aot_build.main(["one"])
