@@ -128,8 +128,9 @@ def _fits(want: Any, got: tuple[Any, ...]) -> bool:
 
 class Guard:
     """A kernel's compiled forms (``forms``: ``(function, argument specs)`` pairs), called
-    with the first whose argument types the call's fit exactly; :class:`Mismatch` when none
-    does (see :func:`spec`)."""
+    with the one the call's argument types fit most closely (an array's own layout before a
+    form for any layout, as numba chooses); :class:`Mismatch` when none fits (see
+    :func:`spec`)."""
 
     def __init__(self, name: str, forms: Sequence[tuple[Callable[..., Any], Sequence[Any]]]):
         self.__name__ = name
@@ -140,13 +141,26 @@ class Guard:
         got = tuple(map(spec, args))
         fn = self._known.get(got)
         if fn is None:
-            for form, specs in self._forms:
-                if len(specs) == len(got) and all(map(_fits, specs, got)):
-                    fn = self._known[got] = form
-                    break
-            else:
+            fits = [
+                (sum(map(_loose, specs, got)), i)  # numba's choice: the fewest loose fits
+                for i, (_, specs) in enumerate(self._forms)
+                if len(specs) == len(got) and all(map(_fits, specs, got))
+            ]
+            if not fits:
                 raise Mismatch(f"{self.__name__}: no compiled form takes {got}")
+            fn = self._known[got] = self._forms[min(fits)[1]][0]
         return fn(*args)
+
+
+def _loose(want: Any, got: tuple[Any, ...]) -> int:
+    """How loosely ``got`` fits ``want`` (0: exactly): an array of a known layout taken by a
+    form compiled for any (``A``, slower: its loops are not vectorised) or a writeable one by a
+    form compiled for a read-only one."""
+    if want[0] == "a" and got[0] == "a":
+        return int(want[3] != got[3]) + int(want[4] != got[4])
+    if want[0] == "t" and got[0] == "t":
+        return sum(map(_loose, want[1], got[1]))
+    return 0
 
 
 def _as_tuple(s: Any) -> Any:

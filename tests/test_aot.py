@@ -56,12 +56,13 @@ def test_spec_follows_numbas_types():
 
 
 def test_guard_takes_only_the_compiled_types():
-    """The first form that fits takes the call; an ``A`` form takes any layout; anything else
-    (dtype, dimensions, layout, a number's type, the count of arguments) is handed back."""
+    """The form that fits most closely takes the call (an array's own layout before ``A``,
+    which takes any); anything else (dtype, dimensions, layout, a number's type, the count of
+    arguments, a read-only array where the kernel writes) is handed back."""
     calls = []
     c_form = (lambda x, k: calls.append("C"), [("a", "<i8", 1, "C", "w"), ("s", "<u8")])
     a_form = (lambda x, k: calls.append("A"), [("a", "<i8", 1, "A", "r"), ("s", "<u8")])
-    guard = aot.Guard("kernel", [c_form, a_form])
+    guard = aot.Guard("kernel", [a_form, c_form])  # the closest form first, in any order
     x = np.arange(10)
     frozen = x.copy()
     frozen.flags.writeable = False
