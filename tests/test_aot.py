@@ -2,8 +2,8 @@
 process whose kernel sets all allow it never imports numba.
 
 The guard's type rules are tested on their own. The rest needs numba's ``pycc`` and a C
-compiler (CI has both): the first test to ask builds the modules (about ten seconds, in a
-process of its own) into the kernels' ``__pycache__``, which the others reuse.
+compiler (CI has both): the module's fixture builds the modules (about ten seconds, in a
+process of its own) into the kernels' ``__pycache__``, where the tests' processes find them.
 """
 
 from __future__ import annotations
@@ -26,6 +26,18 @@ needs_pycc = pytest.mark.skipif(
     not accel.AVAILABLE or importlib.util.find_spec("numba.pycc") is None,
     reason="numba's ahead-of-time compiler (the fast extra) missing",
 )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _built() -> None:
+    """The modules built once, before the tests (about ten seconds on a clean checkout); a
+    module-scoped fixture also keeps these tests on one worker (tests/conftest.py), which
+    builds them alone."""
+    if accel.AVAILABLE and importlib.util.find_spec("numba.pycc") is not None:
+        from sketchsyn import aot_build
+
+        for name in aot_build.MODULES:
+            aot.load(importlib.import_module(name))
 
 
 def _run(code: str, **env: str) -> list[str]:
@@ -235,10 +247,6 @@ def test_built_kernels_start_at_the_first_large_batch():
     """Kernels already compiled ahead of time load in milliseconds, so a process starts them at
     its first large batch (not after START_ROWS rows, numba's rule), which waits for them; the
     state is the numpy path's."""
-    from sketchsyn.privacy import kernels as noise_kernels
-    from sketchsyn.synth.privhp import kernels
-
-    aot.load(kernels), aot.load(noise_kernels)  # built (once per key) before the process starts
     code = """
 import sys
 import numpy as np
