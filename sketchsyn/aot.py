@@ -21,7 +21,7 @@ The cache is ``$SKETCHSYN_CACHE_DIR`` when set, else the kernels' ``__pycache__`
 it is writable (as numba's own cache), else ``~/.cache/sketchsyn``. A module in it is loaded
 as code: keep the folder writable only by its owner, as for ``.pyc`` files.
 
->>> guard = Guard("demo", [(len, [("a", "<f8", 1, "C")])])
+>>> guard = Guard("demo", [(len, [("a", "<f8", 1, "C", "w")])])
 >>> import numpy as np
 >>> guard(np.zeros(3))
 3
