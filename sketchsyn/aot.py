@@ -9,7 +9,8 @@ numba's ahead-of-time compiler (``numba.pycc``, which needs a C compiler), in a 
 process; later processes import that module (under 1 MB) and never import numba. The module is
 built from the same Python source as the just-in-time kernels, for this machine's CPU, and kept
 in a cache keyed by everything it depends on (the kernels' source and module-level constants,
-this module's source, numba's and Python's versions, the CPU): a changed key builds anew.
+this module's source, numba's, numpy's and Python's versions, the CPU): a changed key builds
+anew.
 
 The extension module does not check its arguments' types (a wrong dtype would be read as the
 declared one), so every call goes through :class:`Guard`, which passes it on only when the
@@ -225,6 +226,7 @@ def _key(module: Any) -> str:
         _constants(module),
         Path(__file__).read_bytes(),
         version("numba").encode(),
+        np.__version__.encode(),  # the module is built against numpy's C interface
         sys.version.encode(),
         str(sysconfig.get_config_var("EXT_SUFFIX")).encode(),
         _cpu().encode(),

@@ -269,7 +269,8 @@ print(small, accel.compiled_by(), a.to_bytes() == b.to_bytes(), "numba" in sys.m
 
 def test_the_key_follows_the_kernels_constants(monkeypatch):
     """The compiled code holds the kernels' module-level constants (some made from other
-    modules' values): changing one changes the key, so a stale build is never loaded."""
+    modules' values) and is built against numpy's C interface: changing either changes the key,
+    so a stale build is never loaded."""
     from sketchsyn.synth.privhp import kernels
 
     key = aot._key(kernels)
@@ -278,6 +279,9 @@ def test_the_key_follows_the_kernels_constants(monkeypatch):
     assert aot._key(kernels) != key
     monkeypatch.undo()
     monkeypatch.setattr(kernels, "_S2", ((np.uint64(1), np.uint64(3)),))
+    assert aot._key(kernels) != key
+    monkeypatch.undo()
+    monkeypatch.setattr(np, "__version__", "0.0")  # built against another numpy's C interface
     assert aot._key(kernels) != key
 
 
