@@ -257,7 +257,8 @@ def built(module: Any) -> bool:
 def load(module: Any) -> dict[str, Guard]:
     """``module``'s kernels compiled ahead of time, each behind its :class:`Guard`: from the
     cache, or built first by :func:`build` in a process of its own (``python -m
-    sketchsyn.aot_build``, which imports numba, so that this one does not). Raises
+    sketchsyn.aot_build``, which imports numba, so that this one does not; if this process
+    ends first, the build goes on to completion for the next one). Raises
     ``RuntimeError`` when the build fails (no C compiler, no ``numba.pycc``), and from then on
     for the same key without building again (the error is kept beside the cache's modules as
     ``….failed``: delete it to try again)."""
