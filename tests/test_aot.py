@@ -2,8 +2,8 @@
 process whose kernel sets all allow it never imports numba.
 
 The guard's type rules are tested on their own. The rest needs numba's ``pycc`` and a C
-compiler (CI has both): the module's fixture builds the modules (about ten seconds, in a
-process of its own) into the kernels' ``__pycache__``, where the tests' processes find them.
+compiler (CI has both): the module's fixture builds the modules (about 17 CPU-s, in
+processes of their own) into the kernels' ``__pycache__``, where the tests' processes find them.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ needs_pycc = pytest.mark.skipif(
 
 @pytest.fixture(scope="module", autouse=True)
 def _built() -> None:
-    """The modules built once, before the tests (about ten seconds on a clean checkout); a
+    """The modules built once, before the tests (about 17 CPU-s on a clean checkout); a
     module-scoped fixture also keeps these tests on one worker (tests/conftest.py), which
     builds them alone."""
     if accel.AVAILABLE and importlib.util.find_spec("numba.pycc") is not None:
