@@ -303,22 +303,12 @@ def _load_aot(s: KernelSet) -> None:
 
     from . import aot
 
-    guards = aot.load(sys.modules[s.namespace["__name__"]])
+    def otherwise(name: str, why: str, args: tuple[Any, ...]) -> Any:
+        _AOT_MISSES.append(why)
+        _to_jit()
+        return s.namespace[name](*args)
 
-    def bind(name: str, guard: aot.Guard) -> Callable[..., Any]:
-        def kernel(*args: Any) -> Any:
-            try:
-                return guard(*args)
-            except aot.Mismatch as exc:
-                _AOT_MISSES.append(str(exc))
-                _to_jit()
-                return s.namespace[name](*args)
-
-        kernel.__name__ = name
-        return kernel
-
-    for name, guard in guards.items():
-        s.namespace[name] = bind(name, guard)
+    s.namespace.update(aot.load(sys.modules[s.namespace["__name__"]], otherwise))
     s.mode = "aot"
 
 

@@ -127,16 +127,26 @@ def _fits(want: Any, got: tuple[Any, ...]) -> bool:
     return tuple(want) == got
 
 
+#: What a :class:`Guard` does with a call no form takes: ``otherwise(name, why, args)``.
+Otherwise = Callable[[str, str, tuple[Any, ...]], Any]
+
+
 class Guard:
     """A kernel's compiled forms (``forms``: ``(function, argument specs)`` pairs), called
     with the one the call's argument types fit most closely (an array's own layout before a
-    form for any layout, as numba chooses); :class:`Mismatch` when none fits (see
-    :func:`spec`)."""
+    form for any layout, as numba chooses). When none fits: ``otherwise(name, why, args)``'s
+    result, or :class:`Mismatch` without it (see :func:`spec`)."""
 
-    def __init__(self, name: str, forms: Sequence[tuple[Callable[..., Any], Sequence[Any]]]):
+    def __init__(
+        self,
+        name: str,
+        forms: Sequence[tuple[Callable[..., Any], Sequence[Any]]],
+        otherwise: Otherwise | None = None,
+    ):
         self.__name__ = name
         self._forms = [(fn, [_as_tuple(s) for s in specs]) for fn, specs in forms]
         self._known: dict[tuple[Any, ...], Callable[..., Any]] = {}
+        self._otherwise = otherwise
 
     def __call__(self, *args: Any) -> Any:
         got = tuple(map(spec, args))
@@ -148,7 +158,10 @@ class Guard:
                 if len(specs) == len(got) and all(map(_fits, specs, got))
             ]
             if not fits:
-                raise Mismatch(f"{self.__name__}: no compiled form takes {got}")
+                why = f"{self.__name__}: no compiled form takes {got}"
+                if self._otherwise is not None:
+                    return self._otherwise(self.__name__, why, args)
+                raise Mismatch(why)
             fn = self._known[got] = self._forms[min(fits)[1]][0]
         return fn(*args)
 
@@ -254,8 +267,9 @@ def built(module: Any) -> bool:
     return so.exists() and index.exists()
 
 
-def load(module: Any) -> dict[str, Guard]:
-    """``module``'s kernels compiled ahead of time, each behind its :class:`Guard`: from the
+def load(module: Any, otherwise: Otherwise | None = None) -> dict[str, Guard]:
+    """``module``'s kernels compiled ahead of time, each behind its :class:`Guard` (with
+    ``otherwise`` for the calls no form takes): from the
     cache, or built first by :func:`build` in a process of its own (``python -m
     sketchsyn.aot_build``, which imports numba, so that this one does not; if this process
     ends first, the build goes on to completion for the next one). Raises
@@ -284,7 +298,9 @@ def load(module: Any) -> dict[str, Guard]:
     ext = importlib.util.module_from_spec(spec_)
     loader.exec_module(ext)
     return {
-        kernel: Guard(kernel, [(getattr(ext, export), specs) for export, specs in entries])
+        kernel: Guard(
+            kernel, [(getattr(ext, export), specs) for export, specs in entries], otherwise
+        )
         for kernel, entries in forms.items()
     }
 
