@@ -13,8 +13,8 @@ column     kind         value
 client     ipv4         the first field (an IPv6 client is skipped and counted in ``n_ipv6``)
 time       datetime     the bracketed time, converted to UTC
 method     categorical  the request's first word (``GET``, ``POST``, …)
-status     integer      the status code (``-``: missing)
-bytes      integer      the response size (``-``: 0)
+status     categorical  the status code as text (``-``: missing), or integer as a number
+bytes      numeric      the response size (``-``: 0), or integer
 path       categorical  the longest of the schema's path prefixes the request's path starts
                         with, else the path itself (the column's policy ``other`` groups those)
 =========  ===========  ======================================================================
@@ -25,8 +25,10 @@ skipped with ``on_bad="skip"``. Blank lines are passed over.
 
 :func:`accesslog_schema` is the default schema (``sketchsyn fit --format accesslog --schema
 default``), built from public knowledge only: the time range of the log (given by the user), the
-standard HTTP methods, the status range 100–599, a public cap on the bytes and a list of path
-prefixes (given by the user, or :data:`DEFAULT_PATHS`).
+standard HTTP methods, the registered HTTP status codes (:data:`STATUS_CODES`, any other code
+``"other"``), a public cap on the bytes, on a log scale (sizes span from a few bytes to
+gigabytes: its bins are equal in ``log(1 + bytes)``), and a list of path prefixes (given by the
+user, or :data:`DEFAULT_PATHS`).
 
 >>> schema = accesslog_schema("2000-10-10", "2000-10-11")
 >>> log = ['10.0.0.1 - - [10/Oct/2000:13:55:36 -0700] "GET /api/x?id=3 HTTP/1.0" 200 2326',
@@ -37,7 +39,7 @@ prefixes (given by the user, or :data:`DEFAULT_PATHS`).
 >>> rows[0]["client"], str(rows[0]["time"]), rows[0]["method"], rows[0]["path"]
 (167772161, '2000-10-10 20:55:36', 'GET', '/api')
 >>> rows[1]["status"], rows[1]["bytes"], rows[1]["path"], reader.n_ipv6
-(404.0, 0, '/upload', 1)
+('404', 0, '/upload', 1)
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ __all__ = [
     "DEFAULT_PATHS",
     "FIELDS",
     "METHODS",
+    "STATUS_CODES",
     "AccessLogTableReader",
     "accesslog_schema",
 ]
@@ -80,13 +83,23 @@ DEFAULT_PATHS = [
     "/wp-login.php",
 ]
 DEFAULT_BYTES_CAP = 10**9
+#: The HTTP status codes of IANA's registry (RFC 9110 and its companions), as text.
+STATUS_CODES = [
+    str(c)
+    for c in (
+        [100, 101, 102, 103, *range(200, 209), 226, *range(300, 309), *range(400, 419)]
+        + [421, 422, 423, 424, 425, 426, 428, 429, 431, 451, *range(500, 509), 510, 511]
+    )
+    if c != 306  # unused
+]
+#: Each column a log gives and the kinds it may have (the first is the default schema's).
 FIELDS = {
-    "client": "ipv4",
-    "time": "datetime",
-    "method": "categorical",
-    "status": "integer",
-    "bytes": "integer",
-    "path": "categorical",
+    "client": ("ipv4",),
+    "time": ("datetime",),
+    "method": ("categorical",),
+    "status": ("categorical", "integer"),
+    "bytes": ("numeric", "integer"),
+    "path": ("categorical",),
 }
 
 _LINE = re.compile(
@@ -131,12 +144,18 @@ def accesslog_schema(
                 {"name": "client", "kind": "ipv4"},
                 {"name": "time", "kind": "datetime", "low": since, "high": until, "policy": "drop"},
                 {"name": "method", "kind": "categorical", "categories": METHODS, "policy": "other"},
-                {"name": "status", "kind": "integer", "low": 100, "high": 599, "policy": "drop"},
+                {
+                    "name": "status",
+                    "kind": "categorical",
+                    "categories": STATUS_CODES,
+                    "policy": "other",
+                },
                 {
                     "name": "bytes",
-                    "kind": "integer",
+                    "kind": "numeric",
                     "low": 0,
                     "high": int(bytes_cap),
+                    "scale": "log",
                     "policy": "clip",
                 },
                 {"name": "path", "kind": "categorical", "categories": paths, "policy": "other"},
@@ -188,10 +207,11 @@ class AccessLogTableReader(BatchReader):
     def __init__(self, source: Any, schema: Any, **kwargs: Any) -> None:
         for c in schema._cols:
             want = FIELDS.get(c.name)
-            if want != c.kind:
+            if not want or c.kind not in want:
                 raise ParameterError(
                     f"An access-log schema's columns are among {list(FIELDS)} with the kinds "
-                    f"{FIELDS}; its column {c.name!r} is {c.kind}"
+                    f"{ {k: list(v) for k, v in FIELDS.items()} }; its column {c.name!r} is "
+                    f"{c.kind}"
                     + ("" if want else " and not one of them")
                     + " (`sketchsyn schema --accesslog` prints the default)"
                 )
@@ -199,6 +219,15 @@ class AccessLogTableReader(BatchReader):
         self._prefix = _Prefixes(schema.column("path").categories if "path" in schema.names else [])
         super().__init__(source, None, **kwargs)
         self.n_ipv6 = 0
+
+    def _status(self, raw: Sequence[bytes]) -> Any:
+        """The status codes as text for a categorical column, else as numbers (``-``: null)."""
+        import pyarrow as pa
+
+        names = self.table_schema.names
+        if "status" in names and self.table_schema.column("status").kind == "categorical":
+            return pa.array([None if s == b"-" else s.decode() for s in raw], pa.string())
+        return pa.array([None if s == b"-" else float(s) for s in raw], pa.float64())
 
     def _parse(self, buf: bytes, first: int, count: int | None) -> tuple[Any, Any, int]:
         import pyarrow as pa
@@ -239,7 +268,7 @@ class AccessLogTableReader(BatchReader):
             "client": pa.array(keys, pa.int64()),
             "time": pa.array(micros.astype("datetime64[us]"), pa.timestamp("us")),
             "method": pa.array([r[0] if len(r) > 1 else "-" for r in requests], pa.string()),
-            "status": pa.array([None if s == b"-" else float(s) for s in cols[11]], pa.float64()),
+            "status": self._status(cols[11]),
             "bytes": pa.array([0 if b == b"-" else int(b) for b in cols[12]], pa.int64()),
             "path": pa.array([self._prefix(r[1]) if len(r) > 1 else "-" for r in requests]),
         }
