@@ -182,3 +182,24 @@ def test_copies_of_a_raw_summary_keep_its_diagnostics() -> None:
     private = _php()
     private.update_many(_flights(500))
     assert pickle.loads(pickle.dumps(private)).n_seen == 0  # exact counts are not private
+
+
+@pytest.mark.parametrize("categories", [3, 5, 7])
+def test_release_total_is_within_noise_of_n(categories: int) -> None:
+    """Cells that name no value (a category list not a power of two long) take no mass from
+    the rest (issue 51): the release's total is the noisy row count, not about 2/3 of it."""
+    names = [chr(97 + k) for k in range(categories)]
+    cols = [{"name": f"c{k}", "kind": "categorical", "categories": names} for k in range(8)]
+    cols.append({"name": "x", "kind": "numeric", "low": 0, "high": 1})
+    schema = Schema(cols)
+    rng = np.random.default_rng(categories)
+    n = 100_000
+    rows = {f"c{k}": rng.choice(names, n) for k in range(8)} | {"x": rng.random(n)}
+    for prune in (0.0, 0.2):
+        php = PrivHP.for_memory(schema, 1.0, 1 << 20, expected_n=n, rng=categories)
+        php.update_many(rows)
+        dist = php.release(prune=prune)
+        # the root's noise is a few rows at this budget; 2% is hundreds of its noise scales
+        assert abs(dist.total - n) < 0.02 * n, (categories, prune, dist.total)
+        got = dist.sample(20_000, rng=1)
+        assert set(got["c0"].astype(str)) <= set(names)

@@ -97,6 +97,37 @@ def even_split(
     return out0, out1
 
 
+# A test of which cells of a level name a value: ``valid(level, prefixes) -> bool array``.
+Valid = Callable[[int, np.ndarray], np.ndarray]
+
+
+def settle_empty(
+    parent: np.ndarray, c0: np.ndarray, c1: np.ndarray, ok0: np.ndarray, ok1: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """A consistent split where a child is known to hold nothing (a table's cell naming no
+    value, public knowledge of the schema): that child gets 0 and its sibling the whole
+    parent, so no mass leaves the cells that name values (post-processing).
+
+    >>> c0, c1 = settle_empty(np.array([10.0]), np.array([6.0]), np.array([4.0]),
+    ...                       np.array([True]), np.array([False]))
+    >>> c0.tolist(), c1.tolist()
+    ([10.0], [0.0])
+    """
+    p = np.asarray(parent, dtype=np.float64)
+    a = np.where(ok0, np.where(ok1, c0, p), 0.0)
+    b = np.where(ok1, np.where(ok0, c1, p), 0.0)
+    return a, b
+
+
+def _children_valid(valid: Valid | None, level: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Which children of ``n // 2`` consecutive parents name a value (all, without ``valid``)."""
+    if valid is None:
+        ok = np.ones(n, dtype=bool)
+    else:
+        ok = np.asarray(valid(level, np.arange(n, dtype=_U64)), dtype=bool)
+    return ok[0::2], ok[1::2]
+
+
 def _check_complete_levels(levels: Sequence[np.ndarray], owner: str) -> list[np.ndarray]:
     if len(levels) == 0:
         raise ParameterError(
@@ -119,13 +150,16 @@ def _check_complete_levels(levels: Sequence[np.ndarray], owner: str) -> list[np.
     return out
 
 
-def consistent_levels(levels: Sequence[np.ndarray]) -> list[np.ndarray]:
+def consistent_levels(levels: Sequence[np.ndarray], valid: Valid | None = None) -> list[np.ndarray]:
     """Make a complete tree of noisy counts consistent, top-down with :func:`even_split`.
 
     Parameters
     ----------
     levels : sequence of array_like
         ``levels[l]`` holds the ``2**l`` noisy counts of level ``l``, indexed by prefix.
+    valid : callable ``(level, prefixes) -> bool array``, optional
+        The cells that name a value (a table's): a child that names none gets nothing and its
+        sibling the whole parent (:func:`settle_empty`).
 
     Returns
     -------
@@ -144,6 +178,8 @@ def consistent_levels(levels: Sequence[np.ndarray]) -> list[np.ndarray]:
     for level in range(1, len(checked)):
         raw = checked[level].astype(np.float64)
         c0, c1 = even_split(out[-1], raw[0::2], raw[1::2])
+        if valid is not None:
+            c0, c1 = settle_empty(out[-1], c0, c1, *_children_valid(valid, level, 2**level))
         new = np.empty(2**level, dtype=np.float64)
         new[0::2] = c0
         new[1::2] = c1
@@ -595,6 +631,7 @@ def grow_partition(
     depth: int,
     *,
     prune_top: bool = False,
+    valid: Valid | None = None,
 ) -> PartitionTree:
     """Grow the tree below a consistent complete top through the ``k`` hottest cells per level.
 
@@ -618,6 +655,8 @@ def grow_partition(
         Cells expanded per level (``≥ 1``).
     depth : int
         Deepest level of the tree (``r``).
+    valid : callable ``(level, prefixes) -> bool array``, optional
+        As for :func:`consistent_levels`.
 
     Returns
     -------
@@ -653,6 +692,9 @@ def grow_partition(
                 f"counts for level {level}. Got shape {raw.shape} instead."
             )
         c0, c1 = even_split(v_counts, raw[0::2], raw[1::2])
+        if valid is not None:
+            ok = np.asarray(valid(level, children), dtype=bool)
+            c0, c1 = settle_empty(v_counts, c0, c1, ok[0::2], ok[1::2])
         counts = np.empty(children.size, dtype=np.float64)
         counts[0::2] = c0
         counts[1::2] = c1

@@ -159,7 +159,9 @@ def _interleave(c0: np.ndarray, c1: np.ndarray) -> np.ndarray:
     return out
 
 
-def pruned_top(raw: list[np.ndarray], variances: list[float], q: float) -> list[np.ndarray]:
+def pruned_top(
+    raw: list[np.ndarray], variances: list[float], q: float, valid: tree.Valid | None = None
+) -> list[np.ndarray]:
     """Consistent, pruned counter levels from their noisy counts and cells' variances.
 
     Least squares (:func:`least_squares_levels`), then top-down the even split
@@ -180,6 +182,9 @@ def pruned_top(raw: list[np.ndarray], variances: list[float], q: float) -> list[
     for level in range(1, len(levels)):
         c0, c1 = tree.even_split(top[-1], levels[level][0::2], levels[level][1::2])
         c0, c1 = prune_pairs(top[-1], c0, c1, a * sd[level])
+        if valid is not None:
+            ok = np.asarray(valid(level, np.arange(2**level, dtype=_U64)), dtype=bool)
+            c0, c1 = tree.settle_empty(top[-1], c0, c1, ok[0::2], ok[1::2])
         top.append(_interleave(c0, c1))
     return top
 
@@ -193,6 +198,7 @@ def grow_pruned(
     q: float,
     *,
     prune_top: bool = False,
+    valid: tree.Valid | None = None,
 ) -> tree.PartitionTree:
     """Holland et al.'s Algorithm 3 below the consistent ``top``, pruning each split.
 
@@ -217,6 +223,9 @@ def grow_pruned(
         if q > 0 and sd > 0:
             b = noise_threshold(median / sd, q, MAX_SD)
             c0, c1 = prune_pairs(v_counts, c0, c1, b * sd)
+        if valid is not None:
+            ok = np.asarray(valid(level, children), dtype=bool)
+            c0, c1 = tree.settle_empty(v_counts, c0, c1, ok[0::2], ok[1::2])
         counts = _interleave(c0, c1)
         nodes[level] = (children, counts)
         keep = tree._top_k(children, counts, k)
@@ -277,6 +286,13 @@ def grow_release(php: Any, prune: float = 0.0) -> tuple[PrivateDistribution, tre
     # Hay et al.'s least squares on the counter levels (measured 3–5% lower W1 than the
     # top-down even split alone; docs/utility.md), then the even split for non-negativity.
     eps_c = php._level_eps[: php._L_c + 1]
+    check = getattr(php._domain, "valid", None)
+    valid = None  # a table's cells naming no value take no mass from their siblings
+    if check is not None:
+
+        def valid(level: int, prefixes: np.ndarray) -> np.ndarray:
+            return check(np.full(prefixes.size, level), prefixes)
+
     variances = [discrete_laplace_variance(1 / e) for e in eps_c]
     L = php._L_c
     if prune > 0:
@@ -290,18 +306,20 @@ def grow_release(php: Any, prune: float = 0.0) -> tuple[PrivateDistribution, tre
         def level_sd(level: int) -> float:
             return float(discrete_laplace_variance(float(php._scales[level]))) ** 0.5
 
-        top = pruned_top(levels, variances, prune)
+        top = pruned_top(levels, variances, prune, valid)
         grown = grow_pruned(
-            top, values, level_sd, php._release_k, php._depth, prune, prune_top=True
+            top, values, level_sd, php._release_k, php._depth, prune, prune_top=True, valid=valid
         )
     else:
-        top = tree.consistent_levels(least_squares_levels(levels, variances))
+        top = tree.consistent_levels(least_squares_levels(levels, variances), valid)
 
         def query(level: int, prefixes: np.ndarray) -> np.ndarray:
             estimate = sketches[level - L - 1].query_many(prefixes)
             return _masked(php._domain, level, estimate, prefixes)
 
-        grown = tree.grow_partition(top, query, php._release_k, php._depth, prune_top=True)
+        grown = tree.grow_partition(
+            top, query, php._release_k, php._depth, prune_top=True, valid=valid
+        )
     leaf_levels, leaf_prefixes, leaf_counts = grown.leaves()
     params = php._params() | {"prune": float(prune)}
     params.pop("domain")

