@@ -1,7 +1,9 @@
 """Untrusted bytes of MarginalSynthesizer and MarginalDistribution (issue 34, item 2), on a Box
 and on a Schema: counts range-checked so that no level sum can overflow, unknown fields and
 arrays refused by name, the release's ``params`` checked field by field, and ``epsilon``
-checked against the split its tables spend (exact rationals)."""
+checked against the split its tables spend (exact rationals). The release that measures every
+pair (a Box's) is checked here; a table's release, which chooses its pairs, in
+``test_marginal_select.py``."""
 
 from __future__ import annotations
 
@@ -124,7 +126,7 @@ def test_distribution_refuses_unknown_fields_and_arrays(name: str) -> None:
             MarginalDistribution.from_bytes(forged)
 
 
-@pytest.mark.parametrize("name", DOMAINS)
+@pytest.mark.parametrize("name", ["box"])
 def test_distribution_counts_are_range_checked(name: str) -> None:
     dist = _synth(DOMAINS[name]).release()
     blob = dist.to_bytes()
@@ -154,7 +156,7 @@ def _sizes(dist: MarginalDistribution) -> dict:
     return {"bits": dist.bits, "fine_bits": dist.fine_bits, "exact_bits": dist.exact_bits}
 
 
-@pytest.mark.parametrize("name", DOMAINS)
+@pytest.mark.parametrize("name", ["box"])
 def test_distribution_params_are_checked_field_by_field(name: str) -> None:
     dist = _synth(DOMAINS[name]).release()
     blob = dist.to_bytes()
@@ -190,7 +192,7 @@ def test_distribution_params_are_checked_field_by_field(name: str) -> None:
         MarginalDistribution.from_bytes(forged)
 
 
-@pytest.mark.parametrize("name", DOMAINS)
+@pytest.mark.parametrize("name", ["box"])
 def test_distribution_epsilon_is_what_its_split_spends(name: str) -> None:
     dist = _synth(DOMAINS[name]).release()
     P, d = 3, 3

@@ -43,6 +43,7 @@ from sketchsyn import (
     Schema,
 )
 from sketchsyn.io.serial import unpack
+from sketchsyn.synth.marginal.layout import pair_grid
 from sketchsyn.privacy.noise import discrete_laplace_pmf
 
 TRIALS = 1500
@@ -231,19 +232,20 @@ def _grid(epsilon: float) -> Mechanism:
 
 def _marginal_table(epsilon: float) -> Mechanism:
     """MarginalSynthesizer on a table (a categorical of 3 values and a boolean): its audited
-    output is the release's noisy counts, read back from the release's bytes (flat histograms,
-    one pair table and two column tables; cells that name no value are left out, they are 0
-    in every build). Every cell holds hundreds of rows, so the release's clamp at 0 and its
-    threshold of 4 noise scales are not reached in the events."""
+    output is the release's noisy counts, read back from the release's bytes: both columns'
+    one-way tables and the one pair table (two columns: every pair is measured, nothing is
+    selected), on the groups the release cut from its noisy one-way counts, which here are the
+    categories themselves (every category holds 400 rows; the unused code joins the last)."""
     schema = Schema(
         [
             {"name": "c", "kind": "categorical", "categories": ["a", "b", "c"]},
             {"name": "ok", "kind": "boolean"},
         ]
     )
+    groups = (np.array([0, 1, 2, 2]), np.array([0, 1]))
 
     def build(table, seed):
-        syn = MarginalSynthesizer(schema, epsilon, bits=1, fine_bits=1, rng=seed)
+        syn = MarginalSynthesizer(schema, epsilon, column_bits=[(2, 2), (1, 1)], rng=seed)
         syn.update_many(table)
         if seed is None:
             return syn
@@ -251,17 +253,20 @@ def _marginal_table(epsilon: float) -> Mechanism:
         return MarginalDistribution.from_bytes(blob)  # the release, as shipped
 
     def state(obj):
-        valid = np.concatenate(obj._layout.valid_tables())
         if isinstance(obj, MarginalSynthesizer):
-            return obj._counts[valid].copy()
-        return np.concatenate([obj._pairs, obj._singles])[valid]
+            singles = obj._single_tables()
+            pair = obj._pair_tables()[0][pair_grid(2, 1)]
+            table = np.zeros((3, 2), dtype=np.int64)
+            np.add.at(table, (groups[0][:, None], groups[1][None, :]), pair)
+        else:
+            sel = obj._selected
+            singles = sel.singles
+            (_, gi, gj, table) = sel.measured[0]
+            assert (gi == groups[0]).all() and (gj == groups[1]).all()
+        return np.concatenate([singles[0][:3], singles[1], table.ravel()])
 
     def scales(syn):
-        s = syn.noise_scales
-        tables = [*s["pair"], *s["single"]]
-        sizes = syn._layout.pair_sizes + syn._layout.single_sizes
-        every = np.concatenate([np.full(n, t[0]) for t, n in zip(tables, sizes, strict=True)])
-        return every[np.concatenate(syn._layout.valid_tables())]
+        return np.array([syn.noise_scales["single"]] * 5 + [syn.noise_scales["pair"]] * 6)
 
     D = {"c": ["a", "b", "c"] * 400, "ok": [True] * 600 + [False] * 600}
     D2 = {"c": D["c"] + ["c"], "ok": D["ok"] + [False]}

@@ -154,6 +154,9 @@ def check_params(params: Any, expected: Mapping[str, Any], fail: Fail) -> dict[s
         "exact_bits": (lambda v: _int(v, 1, MAX_EXACT_BITS), f"an int in [1, {MAX_EXACT_BITS}]"),
         "singles_share": (lambda v: _number(v) and 0 < v < 1, "a number in (0, 1)"),
         "consistency": (lambda v: v in ("uniform", "proportional"), "'uniform' or 'proportional'"),
+        "select_share": (lambda v: _number(v) and 0 <= v < 1, "a number in [0, 1)"),
+        "rounds": (lambda v: _int(v, 0, 2016), "an int in [0, 2016]"),
+        "column_bits": (_bit_pairs, "a list of [coarse, fine] ints"),
     }
     out = {}
     for key, value in params.items():
@@ -166,6 +169,17 @@ def check_params(params: Any, expected: Mapping[str, Any], fail: Fail) -> dict[s
             )
         out[key] = value
     return out
+
+
+def _bit_pairs(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) <= 64
+        and all(
+            isinstance(v, list) and len(v) == 2 and all(_int(b, 1, MAX_FINE_BITS) for b in v)
+            for v in value
+        )
+    )
 
 
 def _int(value: Any, low: int, high: int) -> bool:

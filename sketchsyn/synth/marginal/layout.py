@@ -163,12 +163,25 @@ def single_gammas(bits: int) -> tuple[float, ...]:
 
 class Layout:
     """The tables of a marginal synthesizer on ``domain`` (a Box or a Schema): sizes, offsets
-    in the flat state, Morton grids and the cells that name a value."""
+    in the flat state, Morton grids and the cells that name a value. The bins come from
+    ``bits``, ``fine_bits`` and ``exact_bits`` (:func:`column_bits`), or are given per column as
+    ``columns=(coarse, fine)``."""
 
-    def __init__(self, domain: Any, bits: int, fine_bits: int, exact_bits: int = EXACT_BITS):
+    def __init__(
+        self,
+        domain: Any,
+        bits: int = 1,
+        fine_bits: int = 1,
+        exact_bits: int = EXACT_BITS,
+        *,
+        columns: tuple[tuple[int, ...], tuple[int, ...]] | None = None,
+    ):
         self.domain = domain
         self.d = domain.d
-        self.coarse, self.fine = column_bits(domain, bits, fine_bits, exact_bits)
+        if columns is None:
+            self.coarse, self.fine = column_bits(domain, bits, fine_bits, exact_bits)
+        else:
+            self.coarse, self.fine = tuple(map(int, columns[0])), tuple(map(int, columns[1]))
         self.schema = domain if isinstance(domain, Schema) else None
         self.pairs = pair_list(self.d)
         self.pair_sizes = tuple(2 ** (self.coarse[i] + self.coarse[j]) for i, j in self.pairs)

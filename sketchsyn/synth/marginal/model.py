@@ -63,8 +63,9 @@ from .layout import (
     pair_grid,
     pair_list,
 )
-from .refine import ROUNDS
+from .refine import ROUNDS, refine_grouped
 from .refine import refine as refine_rows
+from .selected import SelectedTables
 
 __all__ = [
     "MAX_BITS",
@@ -82,6 +83,9 @@ _SAMPLE_CHUNK = 1 << 16
 _REFINE_CHUNK = 1 << 20  # rows refined together (a block matches the tables on its own)
 _MAX_ROUNDS = 1000
 _FIELDS = {"domain", "epsilon", "pair_epsilon", "single_epsilon", "bits", "fine_bits", "params"}
+_SELECTED_FIELDS = {"domain", "epsilon", "plan", "column_bits", "params"}
+# The synthesizer's parameters a table release states (only the first two are fixed by it).
+_SELECTED_PARAMS = ("epsilon", "column_bits", "singles_share", "select_share", "rounds")
 _U64 = np.uint64
 
 
@@ -153,7 +157,8 @@ class MarginalDistribution(Summary, ColumnBins):
     """
 
     STATE_PRIVACY = "private"
-    FORMAT_VERSION = 1
+    FORMAT_VERSION = 2  # 2: a table release that chose its pairs (version 1 still loads)
+    READS = (1, 2)
 
     def __init__(
         self,
@@ -253,6 +258,36 @@ class MarginalDistribution(Summary, ColumnBins):
             share=self._params.get("singles_share"),
         )
         self._model: dict[str, Any] | None = None
+        self._selected: SelectedTables | None = None
+
+    @classmethod
+    def from_selected(
+        cls, schema: Schema, epsilon: float, selected: SelectedTables, params: dict | None = None
+    ) -> MarginalDistribution:
+        """The release of a table whose pairs were chosen privately: ``selected`` holds its
+        noisy one-way tables, measured pairs and plan
+        (:class:`~sketchsyn.synth.marginal.selected.SelectedTables`)."""
+        obj = cls.__new__(cls)
+        obj._domain = schema
+        obj._epsilon = check_epsilon(epsilon, _KIND)
+        obj._layout = selected.layout
+        obj._selected = selected
+        plan = selected.plan
+        obj._pair_epsilon, obj._single_epsilon = plan.pair_epsilon, plan.singles_epsilon
+        obj._bits, obj._fine_bits = max(selected.layout.coarse), max(selected.layout.fine)
+        obj._exact_bits = None
+        bits = [[c, f] for c, f in zip(selected.layout.coarse, selected.layout.fine, strict=True)]
+        expected: dict[str, Any] = dict.fromkeys(_SELECTED_PARAMS)
+        expected |= {"epsilon": obj._epsilon, "column_bits": bits}
+
+        def fail(text: str) -> ParameterError:
+            return ParameterError(f"{_KIND}: {text}.")
+
+        obj._params = check_params(params, expected, fail)
+        obj._pairs = obj._singles = np.zeros(0, dtype=np.int64)
+        obj._pair_tables, obj._single_tables = [], []
+        obj._model = None
+        return obj
 
     @staticmethod
     def _box_bits(pairs: np.ndarray, singles: np.ndarray, d: int) -> tuple[int, int]:
@@ -308,15 +343,39 @@ class MarginalDistribution(Summary, ColumnBins):
 
     @property
     def mutual_information(self) -> np.ndarray:
-        """Mutual information (nats) of each fitted pair table, in :func:`pair_list` order."""
-        return self._fitted()["mi"].copy()
+        """Mutual information (nats) of each fitted pair table, in :func:`pair_list` order
+        (NaN for a pair a table release did not measure)."""
+        mi = self._fitted()["mi"]
+        if isinstance(mi, dict):
+            return np.array([mi.get(p, np.nan) for p in self._layout.pairs])
+        return mi.copy()
+
+    @property
+    def measured(self) -> list[tuple[int, int]]:
+        """The column pairs whose tables the release measured, in the order it measured them
+        (every pair, unless a table release chose them)."""
+        if self._selected is None:
+            return list(self._layout.pairs)
+        return [m[0] for m in self._selected.measured]
+
+    @property
+    def epsilon_parts(self) -> dict[str, float]:
+        """Budget spent on the one-way tables, the private selections and the pair tables."""
+        if self._selected is not None:
+            return self._selected.plan.parts()
+        P, d = len(self._layout.pairs), self._domain.d
+        return {"singles": d * self._single_epsilon, "select": 0.0, "pairs": P * self._pair_epsilon}
 
     @property
     def nbytes(self) -> int:
+        if self._selected is not None:
+            return self._selected.nbytes + 128
         return int(self._pairs.nbytes + self._singles.nbytes) + 128
 
     # ------------------------------------------------------------------ post-processing
     def _fitted(self) -> dict[str, Any]:
+        if self._model is None and self._selected is not None:
+            self._model = self._selected.fit()
         if self._model is None:
             self._model = fit_model(
                 self._layout,
@@ -373,7 +432,11 @@ class MarginalDistribution(Summary, ColumnBins):
         for start in range(0, m, chunk):
             part = out[start : start + chunk]
             bins = self._draw_bins(part.shape[0], model, src)
-            if rounds:
+            if rounds and self._selected is not None:
+                measured = [(p, *model["groups"][p], t) for p, t in model["fitted"].items()]
+                valid = [self._layout.valid_coarse(j) for j in range(d)]
+                refine_grouped(bins, measured, model["marg"], valid, rounds, src)
+            elif rounds:
                 pairs = self._layout.pairs
                 refine_rows(bins, model["tables"], pairs, rounds, src, marginals=model["marg"])
             self._values_into(part, bins, model, src)
@@ -490,6 +553,10 @@ class MarginalDistribution(Summary, ColumnBins):
         """A release is read-only already."""
 
     def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        if self._selected is not None:
+            meta = {"domain": self._domain.to_dict(), "epsilon": self._epsilon}
+            meta |= self._selected.meta() | {"params": self._params}
+            return meta, self._selected.arrays()
         meta = {
             "domain": self._domain.to_dict(),
             "epsilon": self._epsilon,
@@ -519,6 +586,18 @@ class MarginalDistribution(Summary, ColumnBins):
                 f"{MAX_COLUMNS} columns"
             )
         d = domain.d
+        if schema and fields.has("plan"):
+            unknown = fields.names() - _SELECTED_FIELDS
+            if unknown:
+                raise SerializationError(
+                    f"{_KIND} blob header has unknown fields {sorted(unknown)}"
+                )
+            epsilon = fields.epsilon("epsilon")
+            selected = SelectedTables.read(fields, arrays, domain, epsilon)
+            try:
+                return cls.from_selected(domain, epsilon, selected, fields.dict("params"))
+            except ParameterError as exc:
+                raise SerializationError(f"{_KIND} blob: {exc}") from exc
         unknown = fields.names() - _FIELDS - ({"exact_bits"} if schema else set())
         if unknown:
             raise SerializationError(f"{_KIND} blob header has unknown fields {sorted(unknown)}")

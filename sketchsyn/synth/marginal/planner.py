@@ -18,13 +18,16 @@ from typing import Any
 from ...domains import Schema
 from ...errors import ParameterError
 from ...privacy import accounting
-from .layout import EXACT_BITS, MAX_BITS, OVERHEAD, column_bits, table_cells
+from .layout import EXACT_BITS, MAX_BITS, MAX_FINE_BITS, OVERHEAD, column_bits, table_cells
 
-__all__ = ["DEFAULT_MEMORY", "plan", "state_bytes"]
+__all__ = ["DEFAULT_MEMORY", "ONE_WAY_NOISE", "plan", "plan_table", "state_bytes", "table_rule"]
 
 DEFAULT_MEMORY = 1 << 20
 _MAX_FINE_PLAN = 12  # finer single-column grids than 4096 bins buy nothing at W1 ≈ 10⁻³
 _OWNER = "MarginalSynthesizer"
+ONE_WAY_NOISE = 4.0  # a planned one-way bin holds this many noise scales at a uniform spread
+PAIR_NOISE = 1.0  # a pair-table cell of two ordered columns holds this many at a uniform spread
+_ORDERED_FINE = 12  # at most 4096 fine bins for an ordered column
 
 
 def state_bytes(d: int, bits: int, fine_bits: int) -> int:
@@ -139,3 +142,104 @@ def _refuse(domain: Any, d: int, least: int, memory_bytes: int, exact_bits: int)
         f"{least:,} for {d} columns (4 cells per pair, 2 per column). "
         f"Got {memory_bytes!r} instead."
     )
+
+
+def table_rule(n: int, single_scale: float, pair_scale: float) -> tuple[int, int]:
+    """``(fine, coarse)``: the most bits of an ordered column's one-way bins and pair-table bins
+    that ``n`` rows support, at a uniform spread over the column's public range:
+
+    * a one-way bin holds at least :data:`ONE_WAY_NOISE` noise scales of its table,
+      ``n / 2**fine ≥ 4·b₁``;
+    * a cell of a pair table of two ordered columns holds at least one noise scale of a
+      measured pair, ``n / 4**coarse ≥ b`` (the release groups these cells further, on the
+      noisy marginals, until each holds a few: :mod:`~sketchsyn.synth.marginal.groups`).
+
+    >>> table_rule(50_000, 50.0, 25.0)
+    (7, 5)
+    """
+    fine = int(math.floor(math.log2(max(n / (ONE_WAY_NOISE * single_scale), 2.0))))
+    coarse = int(math.floor(math.log2(max(n / (PAIR_NOISE * pair_scale), 4.0)) / 2))
+    return max(fine, 1), max(min(coarse, fine), 1)
+
+
+def plan_table(
+    schema: Schema,
+    memory_bytes: int,
+    expected_n: int | None,
+    single_scale: float,
+    pair_scale: float,
+    exact_bits: int | None = None,
+) -> tuple[tuple[int, ...], tuple[int, ...], str]:
+    """``(coarse, fine, why)``: each column's bits on a table, within ``memory_bytes``.
+
+    * An ordered column (numeric, datetime, integer, IPv4) gets the bits :func:`table_rule`
+      allows for ``expected_n`` rows (without ``expected_n``, up to 12 fine bits and as many
+      coarse bits as fit), never more than its code has.
+    * A categorical or boolean keeps one one-way bin per category (rare ones are merged at the
+      release, from their noisy counts) and up to ``EXACT_BITS`` bits of its code in its pair
+      tables (neighbouring categories of its list share a pair-table bin beyond that).
+    * ``exact_bits``: a categorical, integer or boolean column of at most that many code bits
+      keeps its exact values in both tables, whatever the rule says.
+    * Then, while the state is over ``memory_bytes``: the column with the most pair-table bits
+      (a categorical's counted two less; ordered columns, then the latest, first among equals)
+      loses one while the pair tables hold more than the one-way tables, else the widest
+      one-way table loses a bit. Every schema fits 256 KiB (one bit each).
+
+    >>> from sketchsyn.domains import Schema
+    >>> s = Schema([{"name": "c", "kind": "categorical", "categories": ["a", "b", "c"]},
+    ...             {"name": "x", "kind": "numeric", "low": 0, "high": 1}])
+    >>> plan_table(s, 1 << 20, 50_000, 50.0, 25.0)[:2]
+    ((2, 5), (2, 7))
+    """
+    coarse, fine = [], []
+    if expected_n is None:
+        rule_fine, rule_coarse = _ORDERED_FINE, MAX_BITS
+        why = f"one-way bins at most {2**_ORDERED_FINE:,} (no expected_n)"
+    else:
+        rule_fine, rule_coarse = table_rule(expected_n, single_scale, pair_scale)
+        why = (
+            f"one-way bins hold ≥ {ONE_WAY_NOISE:g} noise scales and pair cells ≥ 1 at a "
+            f"uniform spread of n={expected_n:,} (ordered columns)"
+        )
+    for col in schema._cols:
+        width = col.bits
+        exact = exact_bits is not None and col.kind != "numeric" and width <= exact_bits
+        exact = exact and col.kind in ("categorical", "integer", "boolean")
+        if exact:
+            c = f = width
+        elif col.kind in ("categorical", "boolean"):
+            f = min(width, MAX_FINE_BITS)
+            c = min(width, EXACT_BITS)
+        else:
+            f = max(1, min(width, rule_fine, _ORDERED_FINE))
+            c = max(1, min(f, rule_coarse))
+        coarse.append(c)
+        fine.append(f)
+    cut = _fit_memory(coarse, fine, memory_bytes, [c.kind == "categorical" for c in schema._cols])
+    if cut:
+        why += f"; {cut} bits cut to fit {memory_bytes:,} bytes"
+    return tuple(coarse), tuple(fine), why
+
+
+def _fit_memory(
+    coarse: list[int], fine: list[int], memory_bytes: int, categorical: list[bool]
+) -> int:
+    """Lower bits in place until the state fits (see :func:`plan_table`); bits removed. A
+    categorical's pair-table bits count two less when choosing which column loses one (its
+    neighbouring categories have nothing in common, an ordered column's neighbouring bins do)."""
+    cut = 0
+    d = len(coarse)
+    while 8 * table_cells(tuple(coarse), tuple(fine)) + OVERHEAD > memory_bytes:
+        pairs = table_cells(tuple(coarse), (0,) * d) - d
+        singles = sum(2**f for f in fine)
+        if pairs >= singles and max(coarse) > 1:
+            j = max(range(d), key=lambda k: (coarse[k] - 2 * categorical[k], -categorical[k], k))
+            coarse[j] -= 1
+        elif max(fine) > 1:
+            j = max(range(d), key=lambda k: (fine[k], k))
+            fine[j] -= 1
+            coarse[j] = min(coarse[j], fine[j])
+        else:
+            break  # one bit each: the smallest state there is
+        cut += 1
+    return cut

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ALPHA", "ROUNDS", "refine"]
+__all__ = ["ALPHA", "ROUNDS", "refine", "refine_grouped"]
 
 ROUNDS = 5  # rounds over every pair on a Schema (0: the tree's rows as drawn)
 ALPHA = 0.5  # share of a cell's surplus moved per step
@@ -94,3 +94,59 @@ def _step(
     if (~changed).any():
         donors = _pick((held / np.maximum(count, 1))[cell], rng.random(int((~changed).sum())))
     return moved, dest, donors
+
+
+class _WithinGroup:
+    """Draws a coarse bin inside a given group, in proportion to a column's marginal (a tiny
+    floor on the bins that name a value, so an empty group still has somewhere to go)."""
+
+    def __init__(self, marginal: np.ndarray, groups: np.ndarray, k: int, valid: np.ndarray):
+        p = np.asarray(marginal, dtype=np.float64) + 1e-12 * valid
+        self.order = np.argsort(groups, kind="stable")
+        self.cum = np.cumsum(p[self.order])
+        first = np.searchsorted(groups[self.order], np.arange(k), side="left")
+        self.start = np.concatenate([[0.0], self.cum])[first]
+        self.mass = np.bincount(groups, weights=p, minlength=k)
+
+    def draw(self, group: np.ndarray, u: np.ndarray) -> np.ndarray:
+        at = self.start[group] + u * self.mass[group]
+        idx = np.minimum(np.searchsorted(self.cum, at, side="right"), self.order.size - 1)
+        return self.order[idx]
+
+
+def refine_grouped(
+    bins: np.ndarray,
+    measured: list[tuple[tuple[int, int], np.ndarray, np.ndarray, np.ndarray]],
+    marginals: list[np.ndarray],
+    valid: list[np.ndarray],
+    rounds: int,
+    rng: Any,
+    alpha: float = ALPHA,
+) -> None:
+    """:func:`refine` toward tables measured on groups of coarse bins: ``measured`` lists
+    ``((i, j), gi, gj, table)`` with ``table[g, h]`` the share of rows whose column ``i`` bin is
+    in group ``g`` and column ``j`` bin in group ``h``. A row moved into a cell with no row to
+    copy takes a coarse bin inside each group in proportion to the column's ``marginals``."""
+    m = bins.shape[1]
+    if m == 0 or rounds <= 0:
+        return
+    inside = {}
+    for (i, j), gi, gj, table in measured:
+        for c, g, k in ((i, gi, table.shape[0]), (j, gj, table.shape[1])):
+            key = (c, g.tobytes())
+            if key not in inside:
+                inside[key] = _WithinGroup(marginals[c], g, k, valid[c])
+    for _ in range(rounds):
+        for idx in np.argsort(rng.random(len(measured)), kind="stable"):
+            (i, j), gi, gj, table = measured[idx]
+            width = table.shape[1]
+            cell = gi[bins[i]] * width + gj[bins[j]]
+            moved, dest, donors = _step(cell, table.ravel() * m, m, alpha, rng)
+            if dest.size:
+                to = moved[: dest.size]
+                bins[i, to] = inside[(i, gi.tobytes())].draw(dest // width, rng.random(dest.size))
+                bins[j, to] = inside[(j, gj.tobytes())].draw(dest % width, rng.random(dest.size))
+            bins[:, moved[dest.size :]] = bins[:, donors]
+        for j, marginal in enumerate(marginals):
+            moved, dest, _ = _step(bins[j], marginal * m, m, alpha, rng, copy=False)
+            bins[j, moved] = dest

@@ -87,8 +87,8 @@ On a table (a pandas DataFrame here; polars, pyarrow, dicts of columns and rows 
 ...                    "month": rng.integers(1, 13, 5000),
 ...                    "delay": rng.uniform(-60, 300, 5000)})
 >>> syn = MarginalSynthesizer(schema, 1.0, memory_bytes=100_000, expected_n=5000, rng=3)
->>> syn.column_bits  # (coarse, fine) bits: carrier and month exact, delay 2**bits bins
-[(2, 2), (4, 4), (3, 8)]
+>>> syn.column_bits  # (pair-table, one-way) bits: carrier and month exact, delay fitted to n, ε
+[(2, 2), (4, 4), (5, 7)]
 >>> syn.update_many(df)
 >>> out = syn.sample(1000, rng=4)
 >>> out.dtypes.astype(str).tolist(), bool(out["month"].between(1, 12).all())
@@ -113,24 +113,30 @@ from ...errors import (
     check_choice,
     check_epsilon,
     check_int,
-    check_positive,
 )
 from ...io.serial import Arrays, MetaReader
 from ...io.stream import one_row
 from ...privacy import accounting
 from ...privacy.rng import RNGLike
+from ...privacy.selection import selection_scale
 from ..offline.histogram import LevelCounts
 from . import layout
+from .budget import ReleasePlan
 from .checks import check_counts, check_room, check_size, exact_sum
-from .layout import ColumnBins, Layout, pair_spread
+from .layout import ColumnBins, Layout, column_bits, pair_grid, pair_spread, table_cells
 from .model import MarginalDistribution
 from .noise import exact_levels, noisy_levels, released_counts, table_scales
-from .planner import DEFAULT_MEMORY, layout_bytes, plan, state_bytes
+from .planner import DEFAULT_MEMORY, layout_bytes, plan, plan_table, state_bytes
+from .select import measure
+from .selected import SelectedTables
 
 __all__ = ["DEFAULT_MEMORY", "MarginalDistribution", "MarginalSynthesizer", "plan", "state_bytes"]
 
 _STATE_FIELDS = ("frozen", "lineage", "released", "diagnostics")
 _PARAM_FIELDS = {"domain", "epsilon", "bits", "fine_bits", "singles_share", "consistency"}
+_TABLE_FIELDS = {"domain", "epsilon", "column_bits", "singles_share", "select_share", "rounds"}
+SINGLES_SHARE = 0.35  # a table release's default share of ε for the one-way tables
+SELECT_SHARE = 0.1  # ... and for its private selections
 _DIAGNOSTICS = {"n_seen", "n_dropped", "adjusted"}
 _OWNER = "MarginalSynthesizer"
 
@@ -180,8 +186,8 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
     """
 
     STATE_PRIVACY = "trusted"
-    FORMAT_VERSION = 1
-    READS = (1,)
+    FORMAT_VERSION = 2  # 2: a table's per-column bits and its release plan (1 still loads)
+    READS = (1, 2)
     TAKES_RNG = True
 
     def __init__(
@@ -194,8 +200,11 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
         bits: int | None = None,
         fine_bits: int | None = None,
         exact_bits: int | None = None,
-        singles_share: float = 0.25,
+        singles_share: float | None = None,
         consistency: str = "uniform",
+        select_share: float | None = None,
+        rounds: int | None = None,
+        column_bits: Any = None,
         rng: RNGLike = None,
     ) -> None:
         owner = _OWNER
@@ -213,12 +222,6 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
             )
         exact = layout.EXACT_BITS if exact_bits is None else exact_bits
         exact = check_int(exact, "exact_bits", owner, minimum=1, maximum=layout.MAX_EXACT_BITS)
-        share = check_positive(singles_share, "singles_share", owner)
-        if not share < 1:
-            raise ParameterError(
-                f"The 'singles_share' parameter of {owner} must be in (0, 1). "
-                f"Got {singles_share!r} instead."
-            )
         self._consistency = check_choice(
             consistency, "consistency", owner, ("uniform", "proportional")
         )
@@ -227,39 +230,59 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
                 f"The 'consistency' parameter of {owner} is for a Box's PMM trees; a Schema's "
                 f"tables are flat histograms. Got {consistency!r} instead."
             )
-        d = domain.d
-        sized = domain if table else d
         memory = None
         if memory_bytes is not None:
             memory = check_int(memory_bytes, "memory_bytes", owner, minimum=1)
         n = None if expected_n is None else check_int(expected_n, "expected_n", owner, minimum=1)
-        if bits is None and fine_bits is None:
-            bits, fine_bits, why = plan(
-                sized, self._epsilon, memory or DEFAULT_MEMORY, n, share, exact
+        self._domain = domain
+        self._sensitivity = 1  # rows two neighbouring inputs differ by, in every table
+        self._adjusted: dict[str, int] = {}
+        if table:
+            self._init_table(
+                memory,
+                n,
+                (bits, fine_bits, exact_bits, column_bits),
+                (singles_share, select_share, rounds),
             )
         else:
-            if bits is None:
-                raise ParameterError(f"{owner} needs 'bits' when 'fine_bits' is given.")
-            bits = check_int(bits, "bits", owner, minimum=1, maximum=layout.MAX_BITS)
-            fine_bits = bits if fine_bits is None else fine_bits
-            fine_bits = check_int(
-                fine_bits, "fine_bits", owner, minimum=bits, maximum=layout.MAX_FINE_BITS
+            for name, value in (
+                ("select_share", select_share),
+                ("rounds", rounds),
+                ("column_bits", column_bits),
+            ):
+                if value is not None:
+                    raise ParameterError(
+                        f"The {name!r} parameter of {owner} is for a Schema (a Box's release "
+                        f"measures every pair). Got {value!r} instead."
+                    )
+            self._init_box(
+                memory, n, bits, fine_bits, 0.25 if singles_share is None else singles_share
             )
-            why = f"bits={bits}, fine_bits={fine_bits} as given"
-            need = layout_bytes(sized, bits, fine_bits, exact)
+        check_size(self._layout.cells)
+        self._pairs = self._layout.pairs
+        self._start(self._layout.cells, rng)
+
+    def _init_box(
+        self, memory: int | None, n: int | None, bits: Any, fine_bits: Any, singles_share: Any
+    ) -> None:
+        """Bins and the split over all pairs of a Box (PMM trees)."""
+        owner, d = _OWNER, self._domain.d
+        share = _share(singles_share, "singles_share", open_low=True)
+        if bits is None and fine_bits is None:
+            bits, fine_bits, why = plan(d, self._epsilon, memory or DEFAULT_MEMORY, n, share)
+        else:
+            bits, fine_bits, why = _given_bits(bits, fine_bits)
+            need = layout_bytes(d, bits, fine_bits)
             if memory is not None and need > memory:
                 raise ParameterError(
                     f"The 'memory_bytes' parameter of {owner} must be at least {need:,} for "
                     f"bits={bits}, fine_bits={fine_bits} and {d} columns. Got {memory!r} instead."
                 )
-        self._domain = domain
         self._bits, self._fine_bits, self._why = int(bits), int(fine_bits), why
-        self._exact_bits = exact if table else None
-        self._layout = lay = Layout(domain, self._bits, self._fine_bits, exact)
-        check_size(lay.cells)
+        self._exact_bits = None
+        self._layout = lay = Layout(self._domain, self._bits, self._fine_bits)
         self._share = share
-        self._pairs = lay.pairs
-        P = len(self._pairs)
+        P = len(lay.pairs)
         parts = accounting.fit_to_budget(
             [(1 - share) * self._epsilon / P] * P + [share * self._epsilon / d] * d,
             self._epsilon,
@@ -271,13 +294,69 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
             if not value >= low:  # a share so small or large that one table gets nothing
                 raise ParameterError(
                     f"The 'singles_share' parameter of {owner} leaves each {what} table "
-                    f"ε = {value:.3g}, below the smallest budget {low:.3g} (epsilon={epsilon!r}, "
-                    f"{d} columns). Got {singles_share!r} instead."
+                    f"ε = {value:.3g}, below the smallest budget {low:.3g} (epsilon="
+                    f"{self._epsilon!r}, {d} columns). Got {singles_share!r} instead."
                 )
         self._scales = table_scales(lay, self._pair_eps, self._single_eps)
-        self._level = max(lay.coarse[i] + lay.coarse[j] for i, j in self._pairs)
-        self._adjusted: dict[str, int] = {}
-        self._start(lay.cells, rng)
+        self._plan = None
+
+    def _init_table(self, memory: int | None, n: int | None, bins: tuple, shares: tuple) -> None:
+        """The release plan and each column's bins on a Schema."""
+        owner, schema = _OWNER, self._domain
+        d = schema.d
+        bits, fine_bits, exact_bits, given = bins
+        singles_share, select_share, rounds = shares
+        rule_share, rule_rounds = default_release(d, self._epsilon, n)
+        s1 = _share(
+            rule_share if singles_share is None else singles_share,
+            "singles_share",
+            open_low=True,
+        )
+        s2 = _share(
+            SELECT_SHARE if select_share is None else select_share, "select_share", open_low=False
+        )
+        if not s1 + s2 < 1:
+            raise ParameterError(
+                f"The 'singles_share' and 'select_share' parameters of {owner} must leave a "
+                f"share for the pair tables. Got {s1!r} and {s2!r} instead."
+            )
+        P = d * (d - 1) // 2
+        if rounds is None:
+            rounds = rule_rounds
+        rounds = check_int(rounds, "rounds", owner, minimum=0, maximum=P - (d - 1))
+        self._plan = ReleasePlan.make(d, self._epsilon, s1, s2, rounds, self._sensitivity)
+        self._share, self._select_share, self._rounds = s1, s2, rounds
+        if given is not None:
+            if bits is not None or fine_bits is not None or exact_bits is not None:
+                raise ParameterError(
+                    f"{owner} takes 'column_bits' or 'bits'/'fine_bits'/'exact_bits', not both."
+                )
+            coarse, fine = _check_column_bits(given, schema)
+            why = "column_bits as given"
+        elif bits is not None or fine_bits is not None:
+            bits, fine_bits, why = _given_bits(bits, fine_bits)
+            exact = layout.EXACT_BITS if exact_bits is None else exact_bits
+            coarse, fine = column_bits(schema, bits, fine_bits, exact)
+        else:
+            coarse, fine, why = plan_table(
+                schema,
+                memory or DEFAULT_MEMORY,
+                n,
+                self._plan.single_scale,
+                self._plan.pair_scale,
+                exact_bits,
+            )
+        need = 8 * table_cells(coarse, fine) + layout.OVERHEAD
+        if memory is not None and need > memory:
+            raise ParameterError(
+                f"The 'memory_bytes' parameter of {owner} must be at least {need:,} for these "
+                f"bins ({why}). Got {memory!r} instead."
+            )
+        self._layout = Layout(schema, columns=(coarse, fine))
+        self._bits, self._fine_bits = max(coarse), max(fine)
+        self._exact_bits = exact_bits
+        self._why = why
+        self._pair_eps, self._single_eps = self._plan.pair_epsilon, self._plan.singles_epsilon
 
     # ---------------------------------------------------------------- parameters
     epsilon = ReadOnly[float](
@@ -297,64 +376,113 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
 
     @property
     def epsilon_parts(self) -> dict[str, float]:
-        """Budget spent on all pair tables together and on all single-column tables together."""
+        """Budget spent on the one-way tables (``"singles"``), the private choices of pairs
+        (``"select"``, 0 on a Box: it measures every pair) and the pair tables (``"pairs"``)."""
+        if self._plan is not None:
+            return self._plan.parts()
         P, d = len(self._pairs), self._domain.d
-        return {"pairs": P * self._pair_eps, "singles": d * self._single_eps}
+        return {"pairs": P * self._pair_eps, "singles": d * self._single_eps, "select": 0.0}
+
+    @property
+    def plan(self) -> ReleasePlan | None:
+        """On a Schema: the release's budget for each one-way table, selection and measured
+        pair (:class:`~sketchsyn.synth.marginal.budget.ReleasePlan`); ``None`` on a Box."""
+        return self._plan
 
     @property
     def noise_scales(self) -> dict[str, Any]:
-        """Integer Laplace scale of each level of a pair tree and of a single-column tree; on a
-        Schema, whose tables differ in size, a list of them per pair and per column."""
+        """Integer Laplace scale of each level of a pair tree and of a single-column tree on a
+        Box; on a Schema the scale of every cell of a one-way table (``"single"``) and of a
+        measured pair table (``"pair"``), and the geometric scale of a selection's noise
+        (``"select"``, 0 when every pair is measured)."""
         P = len(self._pairs)
-        if isinstance(self._domain, Box):
+        if self._plan is None:
             return {"pair": self._scales[0].copy(), "single": self._scales[P].copy()}
-        return {
-            "pair": [s.copy() for s in self._scales[:P]],
-            "single": [s.copy() for s in self._scales[P:]],
-        }
+        plan = self._plan
+        select = 0.0
+        if plan.selections:
+            select = selection_scale(plan.select_epsilon, plan.sensitivity)
+        return {"single": plan.single_scale, "pair": plan.pair_scale, "select": select}
 
     def explain(self) -> str:
         """What was chosen and why: bins, state bytes and the budget split."""
         P, d = len(self._pairs), self._domain.d
-        kind = "trees" if isinstance(self._domain, Box) else "histograms"
-        bins = ""
-        if isinstance(self._domain, Schema):
-            bins = "; bins (coarse/fine) " + ", ".join(
-                f"{name} {2**c}/{2**f}"
-                for name, (c, f) in zip(self._domain.names, self.column_bits, strict=True)
+        if self._plan is None:
+            return (
+                f"MarginalSynthesizer: d={d} columns, {P} pairs; {self._why}; state "
+                f"{self.nbytes:,} bytes; ε={self._epsilon:g} split as {P} pair trees × "
+                f"{self._pair_eps:.4g} + {d} column trees × {self._single_eps:.4g} "
+                f"(singles_share={self._share:g})"
+            )
+        plan = self._plan
+        bins = ", ".join(
+            f"{name} {2**c}/{2**f}"
+            for name, (c, f) in zip(self._domain.names, self.column_bits, strict=True)
+        )
+        if plan.selections:
+            how = (
+                f"{d} one-way tables × {plan.singles_epsilon:.4g}, {plan.selections} private "
+                f"choices of a pair × {plan.select_epsilon:.4g} (a spanning tree of {d - 1}, "
+                f"then {plan.rounds} adaptive rounds), {plan.measured} of the {P} pair tables "
+                f"measured × {plan.pair_epsilon:.4g}"
+            )
+        else:
+            how = (
+                f"{d} one-way tables × {plan.singles_epsilon:.4g} and all {P} pair tables × "
+                f"{plan.pair_epsilon:.4g}"
             )
         return (
-            f"MarginalSynthesizer: d={d} columns, {P} pairs; {self._why}{bins}; state "
-            f"{self.nbytes:,} bytes; ε={self._epsilon:g} split as {P} pair {kind} × "
-            f"{self._pair_eps:.4g} + {d} column {kind} × {self._single_eps:.4g} "
-            f"(singles_share={self._share:g})"
+            f"MarginalSynthesizer: d={d} columns; bins (pair-table/one-way) {bins} ({self._why}); "
+            f"state {self.nbytes:,} bytes; ε={self._epsilon:g} split as {how}; "
+            f"{self._privacy_unit()}"
         )
 
+    def _privacy_unit(self) -> str:
+        """The neighbouring relation the budget protects."""
+        return "event-level: one row added or removed"
+
     def _params(self) -> dict[str, Any]:
-        params = {
+        if self._plan is None:
+            return {
+                "domain": self._domain.to_dict(),
+                "epsilon": self._epsilon,
+                "bits": self._bits,
+                "fine_bits": self._fine_bits,
+                "singles_share": self._share,
+                "consistency": self._consistency,
+            }
+        return {
             "domain": self._domain.to_dict(),
             "epsilon": self._epsilon,
-            "bits": self._bits,
-            "fine_bits": self._fine_bits,
+            "column_bits": [list(cf) for cf in self.column_bits],
             "singles_share": self._share,
-            "consistency": self._consistency,
+            "select_share": self._select_share,
+            "rounds": self._rounds,
         }
-        if self._exact_bits is not None:
-            params["exact_bits"] = self._exact_bits
-        return params
-
-    @classmethod
-    def _param_fields(cls) -> set[str]:
-        return set(_PARAM_FIELDS)
 
     @classmethod
     def _from_params(cls, fields: MetaReader, rng: RNGLike) -> MarginalSynthesizer:
         domain = _read_domain(fields, cls.kind)
-        bits = fields.int("bits", minimum=1, maximum=layout.MAX_BITS)
-        more = {}
-        if isinstance(domain, Schema):
-            more["exact_bits"] = fields.int("exact_bits", minimum=1, maximum=layout.MAX_EXACT_BITS)
         try:
+            if isinstance(domain, Schema) and fields.has("column_bits"):
+                pairs = domain.d * (domain.d - 1) // 2
+                return cls(
+                    domain,
+                    fields.epsilon("epsilon"),
+                    column_bits=fields.as_dict()["column_bits"],
+                    singles_share=fields.float("singles_share", minimum=0.0, maximum=1.0),
+                    select_share=fields.float("select_share", minimum=0.0, maximum=1.0),
+                    rounds=fields.int("rounds", minimum=0, maximum=pairs - (domain.d - 1)),
+                    rng=rng,
+                )
+            bits = fields.int("bits", minimum=1, maximum=layout.MAX_BITS)
+            more = {}
+            if isinstance(domain, Schema):  # version 1: bits, fine_bits and exact_bits
+                more["exact_bits"] = fields.int(
+                    "exact_bits", minimum=1, maximum=layout.MAX_EXACT_BITS
+                )
+            else:
+                more["consistency"] = fields.str("consistency", ("uniform", "proportional"))
             return cls(
                 domain,
                 fields.epsilon("epsilon"),
@@ -363,12 +491,11 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
                 singles_share=fields.float(
                     "singles_share", positive=True, minimum=0.0, maximum=1.0
                 ),
-                consistency=fields.str("consistency", ("uniform", "proportional")),
                 rng=rng,
                 **more,
             )
         except ParameterError as exc:
-            raise SerializationError(f"{cls.kind} blob header: {exc}") from exc
+            raise SerializationError(f"{cls.kind} blob header field: {exc}") from exc
 
     # ---------------------------------------------------------------- updates
     def update(self, x: Any) -> None:
@@ -467,8 +594,23 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
         return noisy_levels(self._exact_levels(), self._scales, source)
 
     def _release_now(self) -> tuple[MarginalDistribution, dict[str, np.ndarray]]:
-        """Draw the noise once and post-process it into the private release."""
-        return self._release_from(self._noisy_levels(self._source)), {}
+        """Draw the noise once and post-process it into the private release (on a Schema:
+        measure what the plan chooses, :func:`~sketchsyn.synth.marginal.select.measure`)."""
+        if self._plan is None:
+            return self._release_from(self._noisy_levels(self._source)), {}
+        lay = self._layout
+        pairs = {
+            p: t[pair_grid(lay.coarse[p[0]], lay.coarse[p[1]])]
+            for p, t in zip(lay.pairs, self._pair_tables(), strict=True)
+        }
+        measurements = measure(lay, pairs, self._single_tables(), self._plan, self._source)
+        selected = SelectedTables(lay, self._plan, measurements)
+        return (
+            MarginalDistribution.from_selected(
+                self._domain, self._epsilon, selected, self._release_params()
+            ),
+            {},
+        )
 
     def _release_from(self, noisy: list[list[np.ndarray]]) -> MarginalDistribution:
         """The release of these noisy levels (post-processing only)."""
@@ -521,16 +663,14 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
         domain = _read_domain(fields, cls.kind)
         known = set(_STATE_FIELDS) | _PARAM_FIELDS
         if isinstance(domain, Schema):
-            known.add("exact_bits")
+            known = set(_STATE_FIELDS) | (
+                _TABLE_FIELDS if fields.has("column_bits") else _PARAM_FIELDS | {"exact_bits"}
+            )
         unknown = fields.names() - known
         if unknown:
             raise SerializationError(f"{cls.kind} blob header has unknown fields {sorted(unknown)}")
-        bits = fields.int("bits", minimum=1, maximum=layout.MAX_BITS)
-        fine = fields.int("fine_bits", minimum=bits, maximum=layout.MAX_FINE_BITS)
-        exact = layout.EXACT_BITS
-        if isinstance(domain, Schema):
-            exact = fields.int("exact_bits", minimum=1, maximum=layout.MAX_EXACT_BITS)
-        lay = Layout(domain, bits, fine, exact)
+        obj = cls._from_params(fields, rng)  # every parameter checked, the size refused if huge
+        lay = obj._layout
         counts = fields.array(arrays, "counts", np.int64, (lay.cells,))
         for name in arrays:
             if name not in ("counts", "release"):
@@ -550,7 +690,6 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
             lambda text: SerializationError(f"{cls.kind} blob array 'counts': {text}"),
         )
         copy = cls._read_copy(fields, arrays, MarginalDistribution)
-        obj = cls._from_params(fields, rng)
         obj._load_copy(counts, copy, {})
         obj._adjusted = adjusted
         return obj
@@ -571,3 +710,73 @@ def _read_domain(fields: MetaReader, kind: str) -> Box | Schema:
             f"{layout.MAX_COLUMNS} columns"
         )
     return domain
+
+
+SCARCE = 1000.0  # rows × ε per column below which a release keeps to the spanning tree
+
+
+def default_release(d: int, epsilon: float, n: int | None) -> tuple[float, int]:
+    """``(singles_share, rounds)`` of a table release, a public rule of ``d``, ``ε`` and
+    ``expected_n``: with ``n·ε/d`` below :data:`SCARCE` rows (budget scarce for every column),
+    half of ε for the one-way tables and only the spanning tree's pairs; otherwise
+    :data:`SINGLES_SHARE` and as many adaptive rounds as the tree has pairs (every pair when
+    there are no more). Without ``expected_n``, the second.
+
+    >>> default_release(12, 0.1, 25_000), default_release(12, 1.0, 25_000)
+    ((0.5, 0), (0.35, 11))
+    """
+    pairs = d * (d - 1) // 2
+    if n is not None and n * epsilon / d < SCARCE:
+        return 0.5, 0
+    return SINGLES_SHARE, min(d - 1, pairs - (d - 1))
+
+
+def _share(value: Any, name: str, open_low: bool) -> float:
+    """A share of ε in (0, 1) (``open_low``) or [0, 1)."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    ok = ok and (0 < value < 1 if open_low else 0 <= value < 1)
+    if not ok:
+        interval = "(0, 1)" if open_low else "[0, 1)"
+        raise ParameterError(
+            f"The {name!r} parameter of {_OWNER} must be a number in {interval}. "
+            f"Got {value!r} instead."
+        )
+    return float(value)
+
+
+def _given_bits(bits: Any, fine_bits: Any) -> tuple[int, int, str]:
+    if bits is None:
+        raise ParameterError(f"{_OWNER} needs 'bits' when 'fine_bits' is given.")
+    bits = check_int(bits, "bits", _OWNER, minimum=1, maximum=layout.MAX_BITS)
+    fine_bits = bits if fine_bits is None else fine_bits
+    fine_bits = check_int(
+        fine_bits, "fine_bits", _OWNER, minimum=bits, maximum=layout.MAX_FINE_BITS
+    )
+    return bits, fine_bits, f"bits={bits}, fine_bits={fine_bits} as given"
+
+
+def _check_column_bits(value: Any, schema: Schema) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``[(coarse, fine), …]``, one per column: ints with ``1 ≤ coarse ≤ fine ≤`` the column's
+    code bits (and ``coarse ≤ 12``, ``fine ≤ 24``)."""
+    items = list(value) if isinstance(value, (list, tuple)) else None
+    if items is None or len(items) != schema.d:
+        raise ParameterError(
+            f"The 'column_bits' parameter of {_OWNER} must list {schema.d} (coarse, fine) "
+            f"pairs. Got {value!r} instead."
+        )
+    coarse, fine = [], []
+    for col, item in zip(schema._cols, items, strict=True):
+        pair = list(item) if isinstance(item, (list, tuple)) else []
+        top = min(col.bits, layout.MAX_FINE_BITS)
+        ints = len(pair) == 2 and all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in pair
+        )
+        if not ints or not 1 <= pair[0] <= min(pair[1], layout.MAX_BITS) or pair[1] > top:
+            raise ParameterError(
+                f"The 'column_bits' parameter of {_OWNER}: column {col.name!r} needs "
+                f"(coarse, fine) ints with 1 <= coarse <= fine <= {top} and coarse <= "
+                f"{layout.MAX_BITS}. Got {item!r} instead."
+            )
+        coarse.append(int(pair[0]))
+        fine.append(int(pair[1]))
+    return tuple(coarse), tuple(fine)

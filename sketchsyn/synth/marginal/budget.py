@@ -1,0 +1,137 @@
+"""How a table release spends its budget: :class:`ReleasePlan`.
+
+A release of :class:`~sketchsyn.synth.marginal.MarginalSynthesizer` on a table measures, in this
+order (the method of McKenna, Miklau and Sheldon's MST and of McKenna, Mullins, Sheldon and
+Miklau's AIM, "AIM: An Adaptive and Iterative Mechanism for Differentially Private Synthetic
+Data", in pure ε-DP):
+
+1. every column's one-way table: ``d`` flat histograms of ``singles_epsilon`` each;
+2. ``d − 1`` pairs forming a spanning tree, each picked by a private selection of
+   ``select_epsilon`` (:func:`~sketchsyn.privacy.selection.report_noisy_max`) and measured with
+   ``pair_epsilon``;
+3. ``rounds`` more pairs, each picked by a private selection of ``select_epsilon`` and measured
+   with ``pair_epsilon``.
+
+When those ``d − 1 + rounds`` pairs are all ``P = d(d − 1)/2`` pairs, every pair is measured and
+nothing is selected. The parts add up to at most ``ε`` as exact rationals. Every noise scale and
+selection scale is multiplied by ``sensitivity``: how many rows two neighbouring inputs can
+differ by in each table (1 for one row added or removed).
+
+>>> plan = ReleasePlan.make(d=4, epsilon=1.0, singles_share=0.4, select_share=0.1, rounds=1)
+>>> plan.measured, plan.selections, round(plan.single_scale, 6), round(plan.pair_scale, 6)
+(4, 4, 10.0, 8.0)
+>>> plan.total_fraction() <= 1
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ...errors import EPSILON_RANGE, ParameterError
+from ...privacy import accounting
+
+__all__ = ["ReleasePlan"]
+
+_OWNER = "MarginalSynthesizer"
+
+
+@dataclass(frozen=True)
+class ReleasePlan:
+    """The budget of each measurement and selection of a table release (module docstring)."""
+
+    epsilon: float
+    d: int
+    singles_epsilon: float  # each column's one-way table
+    select_epsilon: float  # each selection (0.0 when every pair is measured)
+    pair_epsilon: float  # each measured pair table
+    rounds: int  # selections after the spanning tree
+    sensitivity: int = 1
+
+    @classmethod
+    def make(
+        cls,
+        d: int,
+        epsilon: float,
+        singles_share: float,
+        select_share: float,
+        rounds: int,
+        sensitivity: int = 1,
+    ) -> ReleasePlan:
+        """Split ``epsilon``: ``singles_share`` over the ``d`` one-way tables,
+        ``select_share`` over the selections, the rest over the measured pairs; each part
+        nudged down a few ulps where needed so that the exact sum is at most ``epsilon``."""
+        pairs = d * (d - 1) // 2
+        rounds = max(0, min(int(rounds), pairs - (d - 1)))
+        measured = d - 1 + rounds
+        selections = 0 if measured >= pairs else measured
+        if selections == 0:
+            select_share = 0.0
+        singles = singles_share * epsilon / d
+        select = select_share * epsilon / selections if selections else 0.0
+        pair = (1.0 - singles_share - select_share) * epsilon / measured
+        parts = [singles] * d + [pair] * measured + ([select] * selections if selections else [])
+        fitted = accounting.fit_to_budget(parts, epsilon)
+        singles = float(fitted[:d].min())
+        pair = float(fitted[d : d + measured].min())
+        select = float(fitted[d + measured :].min()) if selections else 0.0
+        low = EPSILON_RANGE[0]
+        checks = [
+            ("singles_share", "column", singles, singles_share),
+            ("epsilon", "pair", pair, epsilon),
+        ]
+        if selections:
+            checks.append(("select_share", "selection", select, select_share))
+        for name, what, value, given in checks:
+            if not value >= low:
+                raise ParameterError(
+                    f"The {name!r} parameter of {_OWNER} leaves each {what} ε = {value:.3g}, "
+                    f"below the smallest budget {low:.3g} (epsilon={epsilon!r}, {d} columns). "
+                    f"Got {given!r} instead."
+                )
+        return cls(float(epsilon), int(d), singles, select, pair, rounds, int(sensitivity))
+
+    # ------------------------------------------------------------------ counts
+    @property
+    def pairs(self) -> int:
+        """``P``: every pair of columns."""
+        return self.d * (self.d - 1) // 2
+
+    @property
+    def measured(self) -> int:
+        """Pairs measured: the spanning tree's ``d − 1`` and the rounds'."""
+        return self.d - 1 + self.rounds
+
+    @property
+    def selections(self) -> int:
+        """Private selections (0 when every pair is measured)."""
+        return 0 if self.measured >= self.pairs else self.measured
+
+    # ------------------------------------------------------------------ scales
+    @property
+    def single_scale(self) -> float:
+        """Integer Laplace scale of every cell of a one-way table."""
+        return accounting.laplace_scale(self.sensitivity, self.singles_epsilon, _OWNER)
+
+    @property
+    def pair_scale(self) -> float:
+        """Integer Laplace scale of every cell of a measured pair table."""
+        return accounting.laplace_scale(self.sensitivity, self.pair_epsilon, _OWNER)
+
+    def total_fraction(self) -> Fraction:
+        """``Σ parts / ε`` as an exact rational (at most 1)."""
+        total = (
+            self.d * Fraction(self.singles_epsilon)
+            + self.measured * Fraction(self.pair_epsilon)
+            + self.selections * Fraction(self.select_epsilon)
+        )
+        return total / Fraction(self.epsilon)
+
+    def parts(self) -> dict[str, float]:
+        """Budget spent on the one-way tables, the selections and the pair tables together."""
+        return {
+            "singles": self.d * self.singles_epsilon,
+            "select": self.selections * self.select_epsilon,
+            "pairs": self.measured * self.pair_epsilon,
+        }

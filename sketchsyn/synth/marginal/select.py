@@ -1,0 +1,192 @@
+"""What a table release measures, chosen privately from the exact tables of the state.
+
+:func:`measure` runs the plan of a :class:`~sketchsyn.synth.marginal.budget.ReleasePlan`:
+
+1. **One-way tables.** Every column's fine bins get integer Laplace noise (``single_scale``).
+   Their post-processed counts give each column's coarse marginal, from which each pair's
+   groups are cut (:mod:`~sketchsyn.synth.marginal.groups`): about ``n̂ / (CELL_NOISE · b)``
+   cells, ``b`` the pair tables' noise scale and ``n̂`` the noisy row count.
+2. **A spanning tree of pairs**, as MST picks it (McKenna, Miklau and Sheldon, "Winning the
+   NIST Contest"): ``d − 1`` rounds; each round scores every pair that joins two parts of the
+   forest so far by the L1 distance between its exact grouped table and the table independence
+   predicts from the noisy one-way marginals, ``‖M_ij − n̂·p_i p_jᵀ‖₁``, picks one with
+   :func:`~sketchsyn.privacy.selection.report_noisy_max` and measures it (integer Laplace noise
+   on every grouped cell).
+3. **Adaptive rounds**, as AIM picks its marginals (McKenna, Mullins, Sheldon and Miklau, "AIM:
+   An Adaptive and Iterative Mechanism for Differentially Private Synthetic Data"): the model of
+   what was measured so far (:mod:`~sketchsyn.synth.marginal.estimate`) predicts every pair not
+   yet measured; each round scores them by ``‖M_ij − n̂·P̂_ij‖₁ − b·cells``, the model's error
+   minus the noise a measurement would add, picks one the same way and measures it.
+
+**Privacy.** A row added or removed moves one cell of every exact table by one (by
+``sensitivity`` rows under a contribution bound), so every score above, a real number computed
+from one exact table and released values only, moves by at most ``sensitivity``; floored to an
+integer it still does. Every grouping, prediction and candidate list is a function of released
+noisy counts and public parameters. Each selection is ``select_epsilon``-DP and each measured
+table ``pair_epsilon``-DP (a row is in one cell), each one-way table ``singles_epsilon``-DP; by
+adaptive sequential composition the release is ``ε``-DP with the plan's parts summing to at most
+``ε`` (:meth:`~sketchsyn.synth.marginal.budget.ReleasePlan.total_fraction`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...privacy.noise import discrete_laplace
+from ...privacy.selection import report_noisy_max
+from .budget import ReleasePlan
+from .estimate import Measured, fit_release, tree_joints
+from .groups import (
+    CELL_NOISE,
+    categorical_groups,
+    group_sums,
+    group_table,
+    ordered_groups,
+    pair_shape,
+)
+from .layout import Layout
+from .marginals import as_ordered, consensus, one_way
+
+__all__ = ["Measurements", "independence_scores", "measure", "model_scores", "pair_groups"]
+
+
+@dataclass
+class Measurements:
+    """Everything a table release read about the data: noisy counts, and the private choices."""
+
+    singles: list[np.ndarray]  # each column's noisy one-way table (fine bins, int64)
+    measured: list[Measured] = field(default_factory=list)  # in the order measured
+    tree: list[tuple[int, int]] = field(default_factory=list)  # the pairs picked as the tree
+
+
+def _coarse_marginals(layout: Layout, singles: list[np.ndarray], scale: float) -> list[np.ndarray]:
+    """Each column's coarse marginal from its noisy one-way table alone (post-processing)."""
+    out = []
+    for j in range(layout.d):
+        col = layout.schema._cols[j]
+        fine = one_way(singles[j], layout.valid_fine(j), scale, as_ordered(col.kind))
+        out.append(fine.reshape(2 ** layout.coarse[j], -1).sum(axis=1))
+    return out
+
+
+def pair_groups(
+    layout: Layout, marg: list[np.ndarray], pair: tuple[int, int], cells: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The groups of a pair's two columns for about ``cells`` cells (noisy marginals ``marg``)."""
+    out = []
+    shape = pair_shape(*(max(int((marg[c] > 0).sum()), 1) for c in pair), cells)
+    for c, k in zip(pair, shape, strict=True):
+        if as_ordered(layout.schema._cols[c].kind):
+            out.append(ordered_groups(marg[c], k))
+        else:
+            out.append(categorical_groups(marg[c], k))
+    return out[0], out[1]
+
+
+def _noisy(exact: np.ndarray, scale: float, source: Any) -> np.ndarray:
+    return exact.astype(np.int64) + discrete_laplace(scale, exact.shape, rng=source)
+
+
+def measure(
+    layout: Layout,
+    pair_tables: dict[tuple[int, int], np.ndarray],
+    single_tables: list[np.ndarray],
+    plan: ReleasePlan,
+    source: Any,
+) -> Measurements:
+    """Noisy one-way tables, then the pairs of the plan chosen and measured (module
+    docstring). ``pair_tables[(i, j)][a, c]``: the exact counts of coarse bins ``a, c``."""
+    b1, b = plan.single_scale, plan.pair_scale
+    streams = source.spawn(2)
+    singles = [
+        _noisy(t, b1, s) for t, s in zip(single_tables, streams[0].spawn(layout.d), strict=True)
+    ]
+    out = Measurements(singles)
+    marg = _coarse_marginals(layout, singles, b1)
+    _, n_hat = consensus(
+        singles, [layout.valid_fine(j) for j in range(layout.d)], layout.coarse, b1, [], b
+    )
+    cells = n_hat / (CELL_NOISE * b)
+    groups = {p: pair_groups(layout, marg, p, cells) for p in layout.pairs}
+    grouped = {
+        p: group_table(pair_tables[p], gi, gj, int(gi.max()) + 1, int(gj.max()) + 1)
+        for p, (gi, gj) in groups.items()
+    }
+    rng = streams[1]
+
+    def take(pair: tuple[int, int]) -> None:
+        gi, gj = groups[pair]
+        out.measured.append((pair, gi, gj, _noisy(grouped[pair], b, rng)))
+
+    if plan.selections == 0:
+        for pair in layout.pairs:
+            take(pair)
+        return out
+    # 2. a spanning tree, MST's way
+    part = list(range(layout.d))
+
+    def root(x: int) -> int:
+        while part[x] != x:
+            x = part[x]
+        return x
+
+    indep = independence_scores(grouped, groups, marg, n_hat)
+    for _ in range(layout.d - 1):
+        cands = [p for p in layout.pairs if root(p[0]) != root(p[1])]
+        scores = np.array([indep[p] for p in cands], dtype=np.int64)
+        pick = cands[report_noisy_max(scores, plan.select_epsilon, plan.sensitivity, rng)]
+        part[root(pick[0])] = root(pick[1])
+        out.tree.append(pick)
+        take(pick)
+    # 3. adaptive rounds, AIM's way
+    for _ in range(plan.rounds):
+        model = fit_release(layout, singles, out.measured, b1, b)
+        done = {m[0] for m in out.measured}
+        cands = [p for p in layout.pairs if p not in done]
+        scores = model_scores(cands, grouped, groups, model, b)
+        pick = cands[report_noisy_max(scores, plan.select_epsilon, plan.sensitivity, rng)]
+        take(pick)
+    return out
+
+
+def independence_scores(
+    grouped: dict[tuple[int, int], np.ndarray],
+    groups: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]],
+    marg: list[np.ndarray],
+    n_hat: float,
+) -> dict[tuple[int, int], int]:
+    """Each pair's distance from independence: ``floor(‖M_ij − n̂·p_i p_jᵀ‖₁)`` on its groups,
+    ``M_ij`` exact, ``p`` and ``n̂`` released (sensitivity: one per row, as ``M_ij``'s)."""
+    out = {}
+    for p, table in grouped.items():
+        (gi, gj), (i, j) = groups[p], p
+        rows = group_sums(marg[i], gi, table.shape[0])
+        cols = group_sums(marg[j], gj, table.shape[1])
+        out[p] = math.floor(float(np.abs(table - n_hat * np.outer(rows, cols)).sum()))
+    return out
+
+
+def model_scores(
+    cands: list[tuple[int, int]],
+    grouped: dict[tuple[int, int], np.ndarray],
+    groups: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]],
+    model: dict[str, Any],
+    scale: float,
+) -> np.ndarray:
+    """Each candidate's model error minus the noise a measurement adds:
+    ``floor(‖M_ij − n̂·P̂_ij‖₁ − b·cells)``, ``P̂_ij`` the table the model of the released values
+    implies (:func:`~sketchsyn.synth.marginal.estimate.tree_joints`)."""
+    joints: dict[int, dict[int, np.ndarray]] = {}
+    scores = []
+    for i, j in cands:
+        if i not in joints:
+            joints[i] = tree_joints(model, i)
+        gi, gj = groups[(i, j)]
+        table = grouped[(i, j)]
+        guess = model["total"] * group_table(joints[i][j], gi, gj, *table.shape)
+        scores.append(math.floor(float(np.abs(table - guess).sum()) - scale * table.size))
+    return np.array(scores, dtype=np.int64)
