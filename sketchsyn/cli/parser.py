@@ -385,6 +385,12 @@ def _parser() -> argparse.ArgumentParser:
         help="rows sampled per file (default 2000; 20000 for an access log or a table)",
     )
     ev.add_argument("--seed", type=int, default=0, help="seed of the evaluation samples")
+    ev.add_argument(
+        "--epsilon",
+        type=float,
+        help="a table's budget for the independent-columns baseline (default: the epsilon of "
+        "the release given as --schema)",
+    )
     _common_input(ev)
     ev.set_defaults(func=_command("compare", "_evaluate"))
 
