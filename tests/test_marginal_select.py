@@ -129,7 +129,7 @@ def test_one_row_moves_every_score_by_at_most_one(seed, n, extra) -> None:
     plan = ReleasePlan.make(4, 2.0, 0.35, 0.1, 1)
     released = select.measure(lay, _tables(syn), syn._single_tables(), plan, as_source(seed[0]))
     singles = released.singles  # the released one-way tables, the same for both
-    marg = select._coarse_marginals(lay, singles, plan.single_scale)
+    marg = select._coarse_marginals(lay, select.fine_probabilities(lay, singles, plan.single_scale))
     n_hat = float(sum(s[lay.valid_fine(j)].sum() for j, s in enumerate(singles)) / 4)
     cells = n_hat / (select.CELL_NOISE * plan.pair_scale)
     groups = {p: select.pair_groups(lay, marg, p, cells) for p in lay.pairs}

@@ -35,13 +35,31 @@ from .groups import group_sums
 from .layout import Layout
 from .marginals import as_ordered, consensus, fine_given_coarse, one_way
 
-__all__ = ["Measured", "fit_release", "mutual_information", "simplex_projection", "tree_joints"]
+__all__ = [
+    "Measured",
+    "fine_probabilities",
+    "fit_release",
+    "mutual_information",
+    "simplex_projection",
+    "tree_joints",
+]
 
 _IPF_ROUNDS = 40
 _PRIOR = 1e-6  # share of an independent table mixed in before fitting (fills emptied rows)
 
 # One measured pair: ((i, j), groups of i's coarse bins, groups of j's, noisy table K_i × K_j).
 Measured = tuple[tuple[int, int], np.ndarray, np.ndarray, np.ndarray]
+
+
+def fine_probabilities(
+    layout: Layout, singles: list[np.ndarray], scale: float
+) -> list[np.ndarray]:
+    """Each column's fine-bin probabilities from its noisy one-way table
+    (:func:`~sketchsyn.synth.marginal.marginals.one_way`)."""
+    return [
+        one_way(s, layout.valid_fine(j), scale, as_ordered(layout.schema._cols[j].kind))
+        for j, s in enumerate(singles)
+    ]
 
 
 def mutual_information(table: np.ndarray) -> float:
@@ -124,21 +142,17 @@ def fit_release(
     measured: list[Measured],
     single_scale: float,
     pair_scale: float,
+    one_ways: list[np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """The model (module docstring): ``total``, coarse ``marg`` per column, ``fine`` (fine bins
     given coarse, per column), ``fitted`` and ``mi`` per measured pair, tree ``edges`` with
-    their coarse-bin ``conds``, and ``measured`` (the pairs with their groups) for refinement."""
+    their coarse-bin ``conds``, and ``measured`` (the pairs with their groups) for refinement.
+    ``one_ways``: each column's fine probabilities (:func:`fine_probabilities`), when known."""
     d = layout.d
     valid = [layout.valid_fine(j) for j in range(d)]
-    kinds = [layout.schema._cols[j].kind for j in range(d)]
-    fine = [
-        fine_given_coarse(
-            one_way(singles[j], valid[j], single_scale, as_ordered(kinds[j])),
-            valid[j],
-            layout.coarse[j],
-        )
-        for j in range(d)
-    ]
+    if one_ways is None:
+        one_ways = fine_probabilities(layout, singles, single_scale)
+    fine = [fine_given_coarse(one_ways[j], valid[j], layout.coarse[j]) for j in range(d)]
     marg, total = consensus(singles, valid, layout.coarse, single_scale, measured, pair_scale)
     fitted: dict[tuple[int, int], np.ndarray] = {}
     groups: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}

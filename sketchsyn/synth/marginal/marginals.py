@@ -22,7 +22,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -38,36 +37,40 @@ _STEPS = 300  # projected gradient steps of the least squares
 def haar(values: np.ndarray, units: np.ndarray, scale: float, t: float = HAAR_T) -> np.ndarray:
     """Counts ``values`` denoised top down (module docstring); ``units[k]`` is the number of
     noisy cells bin ``k`` sums (0: a bin that names no value, which gets nothing). The total
-    is the clamped noisy total; each split keeps the noisy shares only when significant.
+    is the clamped noisy total; each split keeps the noisy shares only when significant. The
+    bins are padded to a power of two; the splits run a level at a time.
 
     >>> haar(np.array([10.0, 12.0, 9.0, 11.0]), np.ones(4), scale=2.0).tolist()
     [10.5, 10.5, 10.5, 10.5]
     """
     units = np.asarray(units, dtype=np.float64)
-    v = np.where(units > 0, values, 0.0).astype(np.float64)
-    out = np.zeros_like(v)
-    cum = np.concatenate([[0.0], np.cumsum(v)])
-    cnt = np.concatenate([[0.0], np.cumsum(units)])
-    stack = [(0, v.size, max(float(cum[-1]), 0.0))]
-    while stack:
-        a, b, total = stack.pop()
-        if b - a == 1:
-            out[a] = total if units[a] > 0 else 0.0
-            continue
-        mid = (a + b) // 2
-        n_left, n_right = cnt[mid] - cnt[a], cnt[b] - cnt[mid]
-        if n_left == 0 or n_right == 0:
-            stack.append((mid, b, total) if n_left == 0 else (a, mid, total))
-            continue
-        s_left, s_right = cum[mid] - cum[a], cum[b] - cum[mid]
-        excess = (s_left * n_right - s_right * n_left) / (n_left + n_right)
-        sd = scale * math.sqrt(2.0 * n_left * n_right / (n_left + n_right))
-        if abs(excess) < t * sd:
-            excess = 0.0
-        left = min(max(total * n_left / (n_left + n_right) + excess, 0.0), total)
-        stack.append((a, mid, left))
-        stack.append((mid, b, total - left))
-    return out
+    size = units.size
+    width = 1 << max(size - 1, 0).bit_length()
+    u = np.zeros(width)
+    u[:size] = units
+    v = np.zeros(width)
+    v[:size] = np.where(units > 0, values, 0.0)
+    # sums and noise units of every block, level by level (level 0: the whole range)
+    sums, counts = [v], [u]
+    while sums[-1].size > 1:
+        sums.append(sums[-1].reshape(-1, 2).sum(axis=1))
+        counts.append(counts[-1].reshape(-1, 2).sum(axis=1))
+    sums, counts = sums[::-1], counts[::-1]
+    total = np.array([max(float(sums[0][0]), 0.0)])
+    for level in range(1, len(sums)):
+        s, n = sums[level], counts[level]
+        s_left, s_right, n_left, n_right = s[0::2], s[1::2], n[0::2], n[1::2]
+        both = (n_left > 0) & (n_right > 0)
+        n_all = np.where(both, n_left + n_right, 1.0)
+        excess = np.where(both, (s_left * n_right - s_right * n_left) / n_all, 0.0)
+        sd = scale * np.sqrt(np.where(both, 2.0 * n_left * n_right / n_all, 0.0))
+        excess = np.where(np.abs(excess) < t * sd, 0.0, excess)
+        share = np.where(both, n_left / n_all, (n_left > 0).astype(np.float64))
+        parent = total
+        left = np.minimum(np.maximum(parent * share + excess, 0.0), parent)
+        total = np.empty(s.size)
+        total[0::2], total[1::2] = left, parent - left
+    return np.where(u > 0, total, 0.0)[:size]
 
 
 def _pooled(values: np.ndarray, valid: np.ndarray, scale: float, t: float) -> np.ndarray:
@@ -151,7 +154,11 @@ def consensus(
             grad = w0 * (x - y0)
             for g, y, wm in observed:
                 grad += wm * (np.bincount(g, weights=x, minlength=y.size) - y)[g]
-            x = np.maximum(x - step * grad, 0.0) * held
+            new = np.maximum(x - step * grad, 0.0) * held
+            moved = float(np.abs(new - x).sum())
+            x = new
+            if moved <= 1e-9 * max(float(x.sum()), 1.0):  # converged
+                break
         if not x.sum() > 0:
             x = held.astype(np.float64)
         marginals.append(x / x.sum())

@@ -26,7 +26,7 @@ DEFAULT_MEMORY = 1 << 20
 _MAX_FINE_PLAN = 12  # finer single-column grids than 4096 bins buy nothing at W1 ≈ 10⁻³
 _OWNER = "MarginalSynthesizer"
 ONE_WAY_NOISE = 4.0  # a planned one-way bin holds this many noise scales at a uniform spread
-PAIR_NOISE = 1.0  # a pair-table cell of two ordered columns holds this many at a uniform spread
+PAIR_NOISE = 0.25  # a pair-table cell of two ordered columns holds this many at a uniform spread
 _ORDERED_FINE = 12  # at most 4096 fine bins for an ordered column
 
 
@@ -150,12 +150,14 @@ def table_rule(n: int, single_scale: float, pair_scale: float) -> tuple[int, int
 
     * a one-way bin holds at least :data:`ONE_WAY_NOISE` noise scales of its table,
       ``n / 2**fine ≥ 4·b₁``;
-    * a cell of a pair table of two ordered columns holds at least one noise scale of a
-      measured pair, ``n / 4**coarse ≥ b`` (the release groups these cells further, on the
-      noisy marginals, until each holds a few: :mod:`~sketchsyn.synth.marginal.groups`).
+    * a cell of a pair table of two ordered columns holds at least :data:`PAIR_NOISE` (a
+      quarter) of a noise scale of a measured pair, ``n / 4**coarse ≥ b/4``: the release
+      groups these cells further, on the noisy marginals, until each holds a few
+      (:mod:`~sketchsyn.synth.marginal.groups`), so the state keeps finer bins for columns
+      whose data fill a small part of their public range.
 
     >>> table_rule(50_000, 50.0, 25.0)
-    (7, 5)
+    (7, 6)
     """
     fine = int(math.floor(math.log2(max(n / (ONE_WAY_NOISE * single_scale), 2.0))))
     coarse = int(math.floor(math.log2(max(n / (PAIR_NOISE * pair_scale), 4.0)) / 2))
@@ -189,7 +191,7 @@ def plan_table(
     >>> s = Schema([{"name": "c", "kind": "categorical", "categories": ["a", "b", "c"]},
     ...             {"name": "x", "kind": "numeric", "low": 0, "high": 1}])
     >>> plan_table(s, 1 << 20, 50_000, 50.0, 25.0)[:2]
-    ((2, 5), (2, 7))
+    ((2, 6), (2, 7))
     """
     coarse, fine = [], []
     if expected_n is None:

@@ -39,7 +39,7 @@ import numpy as np
 from ...privacy.noise import discrete_laplace
 from ...privacy.selection import report_noisy_max
 from .budget import ReleasePlan
-from .estimate import Measured, fit_release, tree_joints
+from .estimate import Measured, fine_probabilities, fit_release, tree_joints
 from .groups import (
     CELL_NOISE,
     categorical_groups,
@@ -49,7 +49,7 @@ from .groups import (
     pair_shape,
 )
 from .layout import Layout
-from .marginals import as_ordered, consensus, one_way
+from .marginals import as_ordered, consensus
 
 __all__ = ["Measurements", "independence_scores", "measure", "model_scores", "pair_groups"]
 
@@ -63,14 +63,9 @@ class Measurements:
     tree: list[tuple[int, int]] = field(default_factory=list)  # the pairs picked as the tree
 
 
-def _coarse_marginals(layout: Layout, singles: list[np.ndarray], scale: float) -> list[np.ndarray]:
-    """Each column's coarse marginal from its noisy one-way table alone (post-processing)."""
-    out = []
-    for j in range(layout.d):
-        col = layout.schema._cols[j]
-        fine = one_way(singles[j], layout.valid_fine(j), scale, as_ordered(col.kind))
-        out.append(fine.reshape(2 ** layout.coarse[j], -1).sum(axis=1))
-    return out
+def _coarse_marginals(layout: Layout, fine: list[np.ndarray]) -> list[np.ndarray]:
+    """Each column's coarse marginal from its fine probabilities (post-processing)."""
+    return [f.reshape(2 ** layout.coarse[j], -1).sum(axis=1) for j, f in enumerate(fine)]
 
 
 def pair_groups(
@@ -106,7 +101,8 @@ def measure(
         _noisy(t, b1, s) for t, s in zip(single_tables, streams[0].spawn(layout.d), strict=True)
     ]
     out = Measurements(singles)
-    marg = _coarse_marginals(layout, singles, b1)
+    fine = fine_probabilities(layout, singles, b1)
+    marg = _coarse_marginals(layout, fine)
     _, n_hat = consensus(
         singles, [layout.valid_fine(j) for j in range(layout.d)], layout.coarse, b1, [], b
     )
@@ -144,7 +140,7 @@ def measure(
         take(pick)
     # 3. adaptive rounds, AIM's way
     for _ in range(plan.rounds):
-        model = fit_release(layout, singles, out.measured, b1, b)
+        model = fit_release(layout, singles, out.measured, b1, b, fine)
         done = {m[0] for m in out.measured}
         cands = [p for p in layout.pairs if p not in done]
         scores = model_scores(cands, grouped, groups, model, b)

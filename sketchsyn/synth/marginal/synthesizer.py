@@ -88,7 +88,7 @@ On a table (a pandas DataFrame here; polars, pyarrow, dicts of columns and rows 
 ...                    "delay": rng.uniform(-60, 300, 5000)})
 >>> syn = MarginalSynthesizer(schema, 1.0, memory_bytes=100_000, expected_n=5000, rng=3)
 >>> syn.column_bits  # (pair-table, one-way) bits: carrier and month exact, delay fitted to n, ε
-[(2, 2), (4, 4), (5, 7)]
+[(2, 2), (4, 4), (6, 7)]
 >>> syn.update_many(df)
 >>> out = syn.sample(1000, rng=4)
 >>> out.dtypes.astype(str).tolist(), bool(out["month"].between(1, 12).all())
@@ -99,6 +99,7 @@ True
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -717,18 +718,29 @@ SCARCE = 1000.0  # rows × ε per column below which a release keeps to the span
 
 def default_release(d: int, epsilon: float, n: int | None) -> tuple[float, int]:
     """``(singles_share, rounds)`` of a table release, a public rule of ``d``, ``ε`` and
-    ``expected_n``: with ``n·ε/d`` below :data:`SCARCE` rows (budget scarce for every column),
-    half of ε for the one-way tables and only the spanning tree's pairs; otherwise
-    :data:`SINGLES_SHARE` and as many adaptive rounds as the tree has pairs (every pair when
-    there are no more). Without ``expected_n``, the second.
+    ``expected_n`` through the rows per unit of budget and column, ``u = n·ε/d``:
 
-    >>> default_release(12, 0.1, 25_000), default_release(12, 1.0, 25_000)
-    ((0.5, 0), (0.35, 11))
+    * ``u`` below :data:`SCARCE` (1,000): the budget is scarce for every column: half of ε for
+      the one-way tables and only the spanning tree's pairs;
+    * else :data:`SINGLES_SHARE` and ``(d − 1)·k`` adaptive rounds, ``k`` = 1 below 10⁴, 2
+      below 10⁵, 3 above (every pair when there are no more);
+    * without ``expected_n``: as for ``u`` between 10³ and 10⁴.
+
+    (Chosen on four public tables at ε = 0.1, 1 and 10, ``benchmarks/bench_tables.py``: more
+    rounds spread the budget over more pair tables, which pays when each keeps enough rows
+    per unit of noise.)
+
+    >>> [default_release(12, e, 25_000) for e in (0.1, 1.0, 10.0)]
+    [(0.5, 0), (0.35, 11), (0.35, 22)]
     """
     pairs = d * (d - 1) // 2
-    if n is not None and n * epsilon / d < SCARCE:
+    if n is None:
+        return SINGLES_SHARE, min(d - 1, pairs - (d - 1))
+    u = n * epsilon / d
+    if u < SCARCE:
         return 0.5, 0
-    return SINGLES_SHARE, min(d - 1, pairs - (d - 1))
+    k = min(3, int(math.log10(u / 100.0)))
+    return SINGLES_SHARE, min(k * (d - 1), pairs - (d - 1))
 
 
 def _share(value: Any, name: str, open_low: bool) -> float:
