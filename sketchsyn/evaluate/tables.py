@@ -66,6 +66,7 @@ __all__ = [
     "independent_sample",
     "marginal_tvd",
     "mean_scores",
+    "noisy_histograms",
     "table_scores",
     "w1",
 ]
@@ -244,7 +245,9 @@ def _values(col: dict[str, Any], code: np.ndarray, u: np.ndarray) -> np.ndarray:
         if high - low + 1 <= BINS:
             return low + code
         width = (high + 1.0 - low) / BINS
-        return np.minimum(np.floor(low + (code + u) * width), high).astype(np.int64)
+        first = np.ceil(low + code * width)  # the integers whose bin is ``code``
+        last = np.minimum(np.ceil(low + (code + 1) * width) - 1, high)
+        return (first + np.floor(u * (last - first + 1))).astype(np.int64)
     if kind == "numeric":
         low, high = float(col["low"]), float(col["high"])
         if col.get("scale", "linear") == "log":
@@ -258,6 +261,27 @@ def _values(col: dict[str, Any], code: np.ndarray, u: np.ndarray) -> np.ndarray:
     if kind == "ipv4":
         return np.minimum((code + u) * 2.0**32 / BINS, 2.0**32 - 1).astype(np.int64)
     raise ValueError(f"column {col['name']!r}: kind {kind!r} has no bins here")
+
+
+def noisy_histograms(
+    got: Mapping[str, np.ndarray], sizes: Mapping[str, int], epsilon: float, rng: Any = None
+) -> dict[str, np.ndarray]:
+    """Each column's histogram of bins ``got`` plus integer Laplace noise of scale ``d/ε`` per
+    bin (one row is in one bin of each of the ``d`` histograms: ε-DP together).
+
+    >>> h = noisy_histograms({"a": np.array([0, 1, 1])}, {"a": 2}, epsilon=1e6, rng=0)
+    >>> h["a"].tolist()
+    [1, 2]
+    """
+    from ..privacy.noise import discrete_laplace
+    from ..privacy.rng import as_source
+
+    src = as_source(rng)
+    scale = len(sizes) / float(epsilon)
+    return {
+        name: np.bincount(got[name], minlength=k) + discrete_laplace(scale, k, rng=src)
+        for name, k in sizes.items()
+    }
 
 
 def independent_sample(
@@ -277,7 +301,6 @@ def independent_sample(
     >>> sorted(fake), len(fake["c"]), bool(0.85 < np.mean(fake["c"] == "a") < 0.95)
     (['c', 'x'], 1000, True)
     """
-    from ..privacy.noise import discrete_laplace
     from ..privacy.rng import as_source
 
     cols = _columns(schema)
@@ -285,12 +308,11 @@ def independent_sample(
     n = len(next(iter(got.values()))) if got else 0
     m = n if m is None else int(m)
     src = as_source(rng)
-    scale = len(cols) / float(epsilon)
+    noisy = noisy_histograms(got, sizes, epsilon, src)
     out: dict[str, np.ndarray] = {}
     for col in cols:
         name, k = col["name"], sizes[col["name"]]
-        counts = np.bincount(got[name], minlength=k) + discrete_laplace(scale, k, rng=src)
-        counts = np.maximum(counts, 0).astype(np.float64)
+        counts = np.maximum(noisy[name], 0).astype(np.float64)
         p = counts / counts.sum() if counts.sum() > 0 else np.full(k, 1.0 / k)
         cum = np.cumsum(p)
         code = np.minimum(np.searchsorted(cum, src.random(m) * cum[-1], side="right"), k - 1)
