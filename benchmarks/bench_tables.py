@@ -111,7 +111,9 @@ def _make_sketchsyn(method, schema_dict, eps, n, seed, opts):
     from sketchsyn import MarginalSynthesizer, PrivHP, Schema
 
     schema = Schema.from_dict(schema_dict)
-    expected = None if opts.expected_n == "none" else n
+    expected = {"none": None, "true": n}.get(opts.expected_n)
+    if opts.expected_n not in ("none", "true"):
+        expected = int(opts.expected_n)
     if method == "sketchsyn-marginal":
         return MarginalSynthesizer(
             schema, epsilon=eps, memory_bytes=opts.memory, expected_n=expected, rng=seed
@@ -257,9 +259,9 @@ def _options(argv):
     ap.add_argument("--memory", type=int, default=MEMORY, help="sketchsyn state bytes (1 MiB)")
     ap.add_argument(
         "--expected-n",
-        choices=("true", "none"),
         default="true",
-        help="sketchsyn's expected_n: the table's row count (default) or none given",
+        help="sketchsyn's expected_n: 'true' (the table's row count, default), 'none' (not "
+        "given) or a number (1000000: the command line's default)",
     )
     ap.add_argument("--peer-bins", type=int, default=table_metrics.BINS, help="bins (16)")
     ap.add_argument("--aim-rounds", type=int, default=None, help="AIM rounds (default 16·d)")
@@ -274,6 +276,8 @@ def _options(argv):
         "rows as one report, without running anything",
     )
     opts = ap.parse_args(argv)
+    if opts.expected_n not in ("true", "none") and not opts.expected_n.isdigit():
+        ap.error(f"--expected-n must be 'true', 'none' or a number; got {opts.expected_n!r}")
     name = "tables_quick.csv" if opts.quick else "tables.csv"
     opts.out = opts.out or str(ROOT / "benchmarks" / "results" / name)
     opts.eps_list = [1.0] if opts.quick else [0.1, 1.0, 10.0]
@@ -393,6 +397,8 @@ def _config(method: str, opts) -> str:
         parts.append(f"{_size(opts.memory)}")
     if method in SKETCHSYN and opts.expected_n == "none":
         parts.append("no expected_n")
+    elif method in SKETCHSYN and opts.expected_n != "true":
+        parts.append(f"expected_n {int(opts.expected_n):,}")
     if method in PEERS and opts.peer_bins != table_metrics.BINS:
         parts.append(f"{opts.peer_bins} bins")
     if method == "aim" and opts.aim_rounds is not None:
@@ -516,7 +522,16 @@ def _excess(ours: dict, theirs: dict, top: int = 3) -> str:
 def _goals(rows: list[dict]) -> list[str]:
     lines = []
     for eps in sorted({r["epsilon"] for r in rows}):
-        at = {r["method"]: r for r in rows if r["epsilon"] == eps and r["status"] == "ok"}
+        done = [r for r in rows if r["epsilon"] == eps and r["seeds"] and r["method"] != "floor"]
+        # one row per method: its default settings first (a peer's, whatever it ran with)
+        at = {}
+        for r in sorted(done, key=lambda r: r.get("config") != ""):
+            at.setdefault(r["method"], r)
+        others = [
+            r
+            for r in done
+            if r["method"] == "sketchsyn-marginal" and r is not at.get("sketchsyn-marginal")
+        ]
         ours = at.get("sketchsyn-marginal")
         if ours is None:
             lines.append(f"- ε = {eps:g}: no sketchsyn-marginal row finished.")
@@ -548,6 +563,10 @@ def _goals(rows: list[dict]) -> list[str]:
         mem = "met" if ours["state_bytes"] <= 2**20 else "NOT met"
         parts.append(f"state {ours['state_bytes']:,} bytes (≤ 1 MiB: {mem})")
         lines.append(f"- ε = {eps:g}: marginal 2-way TVD {ours['tvd2']:.4f}: " + "; ".join(parts))
+        ind = at.get("independent")
+        for r in others:
+            rel = f", {r['tvd2'] / ind['tvd2']:.2f}× independent" if ind else ""
+            lines.append(f"  - {_label(r)}: 2-way TVD {r['tvd2']:.4f}{rel}")
     return lines
 
 
