@@ -190,23 +190,55 @@ static inline uint64_t ss_spread3(uint64_t x) {
 
 /* One axis' cell indices (col: every row's value of the axis, step apart) into q; returns the
  * rows outside the box (or not finite). The test of Box.encode: inside when
- * 0 <= x - lower <= span and not (x - lower == span < x - upper). Branch-free. */
+ * 0 <= x - lower <= span and not (x - lower == span < x - upper). Branch-free, one loop per
+ * form of the index (t / divide, or (t / span) * scale: the domain's arithmetic) and for
+ * contiguous columns (vectorised) or strided ones. */
+#define SS_QUANTISE_LOOP(QT, X, V)                                                               \
+    for (ptrdiff_t r = 0; r < n; r++) {                                                          \
+        double x = X, t = x - lower, v = V;                                                      \
+        bad += (ptrdiff_t)(((t >= 0.0) & (t <= span)) ^ 1) + (ptrdiff_t)((t == span) & (x > upper)); \
+        v = v < top ? v : top;                                                                   \
+        q[r] = (QT##_t)(v > 0.0 ? v : 0.0);                                                      \
+    }
 #define SS_QUANTISE(QT)                                                                          \
-    static ptrdiff_t ss_quantise_##QT(const double *col, ptrdiff_t step, ptrdiff_t n,          \
-                                      double lower, double upper, double span, double divide,  \
-                                      double scale, double top, QT##_t *q) {                    \
+    SS_CLONES static ptrdiff_t ss_quantise_##QT(const double *col, ptrdiff_t step, ptrdiff_t n, \
+                                                double lower, double upper, double span,        \
+                                                double divide, double scale, double top,        \
+                                                QT##_t *q) {                                     \
         ptrdiff_t bad = 0;                                                                       \
-        for (ptrdiff_t r = 0; r < n; r++) {                                                      \
-            double x = col[r * step];                                                            \
-            double t = x - lower;                                                                \
-            bad += !(t >= 0.0 && t <= span);                                                     \
-            bad += (t == span && x > upper);                                                     \
-            double v = divide != 0.0 ? t / divide : (t / span) * scale;                          \
-            q[r] = (QT##_t)(v < top ? v : top);                                                  \
+        if (step == 1 && divide != 0.0) {                                                        \
+            SS_QUANTISE_LOOP(QT, col[r], t / divide)                                             \
+        } else if (step == 1) {                                                                  \
+            SS_QUANTISE_LOOP(QT, col[r], (t / span) * scale)                                     \
+        } else if (divide != 0.0) {                                                              \
+            SS_QUANTISE_LOOP(QT, col[r * step], t / divide)                                      \
+        } else {                                                                                 \
+            SS_QUANTISE_LOOP(QT, col[r * step], (t / span) * scale)                              \
         }                                                                                        \
         return bad;                                                                              \
     }
 SS_QUANTISE(int32)
 SS_QUANTISE(int64)
+
+/* codes[r] = OR over the d <= 3 axes of spread(q[i][r]) << shift[i] (q: d rows of n, row
+ * stride qs elements): the Morton code of Box.encode. */
+#define SS_MORTON(QT)                                                                            \
+    SS_CLONES static void ss_morton_##QT(const QT##_t *q, ptrdiff_t qs, int d, ptrdiff_t n,     \
+                                         const uint64_t *shift, uint64_t *codes) {              \
+        const QT##_t *a = q, *b = q + qs, *c = q + 2 * qs;                                       \
+        uint64_t s0 = shift[0], s1 = d > 1 ? shift[1] : 0, s2 = d > 2 ? shift[2] : 0;           \
+        if (d == 1) {                                                                            \
+            for (ptrdiff_t r = 0; r < n; r++) codes[r] = (uint64_t)a[r];                          \
+        } else if (d == 2) {                                                                     \
+            for (ptrdiff_t r = 0; r < n; r++)                                                    \
+                codes[r] = (ss_spread2((uint64_t)a[r]) << s0) | (ss_spread2((uint64_t)b[r]) << s1); \
+        } else {                                                                                 \
+            for (ptrdiff_t r = 0; r < n; r++)                                                    \
+                codes[r] = (ss_spread3((uint64_t)a[r]) << s0) |                                  \
+                           (ss_spread3((uint64_t)b[r]) << s1) | (ss_spread3((uint64_t)c[r]) << s2); \
+        }                                                                                        \
+    }
+SS_MORTON(int32)
+SS_MORTON(int64)
 
 #endif

@@ -37,6 +37,10 @@ cdef extern from "_privhp.h" nogil:
     Py_ssize_t ss_quantise_int64(const double *col, Py_ssize_t step, Py_ssize_t n, double lower,
                                  double upper, double span, double divide, double scale,
                                  double top, int64_t *q)
+    void ss_morton_int32(const int32_t *q, Py_ssize_t qs, int d, Py_ssize_t n,
+                         const uint64_t *shift, uint64_t *codes)
+    void ss_morton_int64(const int64_t *q, Py_ssize_t qs, int d, Py_ssize_t n,
+                         const uint64_t *shift, uint64_t *codes)
 
 
 #: Keys hashed per block (their keys, weights and buckets stay in the L1 cache).
@@ -273,7 +277,6 @@ def morton(q not None, const uint64_t[::1] shift not None, uint64_t[::1] codes n
     cdef const int32_t[:, ::1] q32
     cdef const int64_t[:, ::1] q64
     cdef Py_ssize_t d, n, r
-    cdef uint64_t a, b, c
     cdef bint wide = q.dtype != np.int32
     if wide:
         q64 = q
@@ -287,29 +290,10 @@ def morton(q not None, const uint64_t[::1] shift not None, uint64_t[::1] codes n
     for r in range(d):
         if shift[r] > 63:
             raise ValueError(f"shift[{r}] = {shift[r]} is past 63")
+    if n == 0:
+        return
     with nogil:
         if wide:
-            for r in range(n):
-                if d == 1:
-                    codes[r] = <uint64_t>q64[0, r]
-                elif d == 2:
-                    codes[r] = (ss_spread2(<uint64_t>q64[0, r]) << shift[0]) | (
-                        ss_spread2(<uint64_t>q64[1, r]) << shift[1])
-                else:
-                    codes[r] = (ss_spread3(<uint64_t>q64[0, r]) << shift[0]) | (
-                        ss_spread3(<uint64_t>q64[1, r]) << shift[1]) | (
-                        ss_spread3(<uint64_t>q64[2, r]) << shift[2])
-        elif d == 1:
-            for r in range(n):
-                codes[r] = <uint64_t>q32[0, r]
-        elif d == 2:
-            for r in range(n):
-                a = ss_spread2(<uint64_t>q32[0, r])
-                b = ss_spread2(<uint64_t>q32[1, r])
-                codes[r] = (a << shift[0]) | (b << shift[1])
+            ss_morton_int64(&q64[0, 0], q64.shape[1], <int>d, n, &shift[0], &codes[0])
         else:
-            for r in range(n):
-                a = ss_spread3(<uint64_t>q32[0, r])
-                b = ss_spread3(<uint64_t>q32[1, r])
-                c = ss_spread3(<uint64_t>q32[2, r])
-                codes[r] = (a << shift[0]) | (b << shift[1]) | (c << shift[2])
+            ss_morton_int32(&q32[0, 0], q32.shape[1], <int>d, n, &shift[0], &codes[0])
