@@ -101,8 +101,12 @@ def test_noise_kernels_refuse_wrong_calls():
     assert n.table_sample(guide, padded, words, 20, out) == 0
     bad = guide.copy()
     bad[7] = 2  # past padded's last index: a lookup would read out of bounds
+    assert n.table_sample(bad, padded, words, 20, out) == 0  # (no word's top bits are 7)
     with pytest.raises(ValueError, match="outside padded"):
-        n.table_sample(bad, padded, words, 20, out)
+        n.table_sample(bad, padded, np.array([0, 7 << 20, 0], np.uint32), 20, out)
+    bad[8] = -1
+    with pytest.raises(ValueError, match="outside padded"):
+        n.table_sample(bad, padded, np.array([8 << 20], np.uint32), 20, out[:1])
     with pytest.raises(ValueError, match="end with 2"):
         n.table_sample(guide, np.array([5, 6], np.int64), words, 20, out)
     with pytest.raises(ValueError, match="fewer than"):
@@ -128,6 +132,9 @@ def test_noise_kernels_refuse_wrong_calls():
     broken = (plan[0], plan[1][:-1], *plan[2:])
     with pytest.raises(ValueError, match="end with 2"):
         n.lap_draw(bits, 8, broken, 20, np.empty(16, np.uint32), z, scratch)
+    past = np.full_like(plan[0], plan[1].size)  # every guide entry past the thresholds
+    with pytest.raises(ValueError, match="outside its thresholds"):
+        n.lap_draw(bits, 8, (past, *plan[1:]), 20, np.empty(16, np.uint32), z, scratch)
     with pytest.raises(ValueError, match="4 rows"):
         n.lap_draw(bits, 8, plan, 20, np.empty(16, np.uint32), z, scratch[:3])
 

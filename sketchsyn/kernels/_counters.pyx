@@ -16,7 +16,7 @@ from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 
 import numpy as np
 
-from ._noise cimport c_lap_draw, plan_of, plan_t
+from ._noise cimport BAD_TABLE, c_lap_draw, plan_of, plan_t
 from ._words cimport words_of, words_t
 
 ctypedef const int64_t[::1] ci64
@@ -717,6 +717,8 @@ def rounds(int64_t stage, int64_t[::1] info not None, ci64 cells not None, ci64 
                 with nogil:
                     got = c_lap_draw(&sub_w, opened, &sub_p, shift, wp, words.shape[0], zp, sp,
                                      scratch.shape[1])
+                if got == BAD_TABLE:
+                    raise ValueError("rounds: a table's guide points outside its thresholds")
                 if got < 0:
                     info[_I_WORDS] = -got - 1
                     return _BAIL_SUB
@@ -728,6 +730,8 @@ def rounds(int64_t stage, int64_t[::1] info not None, ci64 cells not None, ci64 
             with nogil:
                 got = c_lap_draw(&theta_w, k, &theta_p, shift, wp, words.shape[0], zp, sp,
                                  scratch.shape[1])
+            if got == BAD_TABLE:
+                raise ValueError("rounds: a table's guide points outside its thresholds")
             if got < 0:
                 info[_I_WORDS] = -got - 1
                 return _BAIL_THETA

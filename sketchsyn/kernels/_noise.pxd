@@ -6,13 +6,23 @@ from ._words cimport words_t
 ctypedef struct plan_t:
     const int32_t *guide
     const int64_t *padded
+    Py_ssize_t n
     int64_t m
     int64_t kind
     const int32_t *guide_a
     const int64_t *padded_a
+    Py_ssize_t n_a
     const int32_t *guide_b
     const int64_t *padded_b
+    Py_ssize_t n_b
     int64_t m_b
+
+# c_lap_draw's result when a table's guide points outside its thresholds (a wrong plan).
+cdef extern from *:
+    """
+    #define SS_BAD_TABLE (-((Py_ssize_t)1 << 62))
+    """
+    Py_ssize_t BAD_TABLE "SS_BAD_TABLE"
 
 cdef int plan_of(object plan, int shift, plan_t *out) except -1
 

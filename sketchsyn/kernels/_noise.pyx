@@ -33,27 +33,27 @@ cdef int64_t _TWO32 = 4294967296
 
 cdef int _check_table(const int32_t[::1] guide, const int64_t[::1] padded, int shift,
                       str name) except -1:
-    """A table's lookup arrays are safe to walk: ``guide`` covers every word's top bits and
-    points inside ``padded``, whose last entry (``2**32``) stops every word."""
-    cdef Py_ssize_t b, last = padded.shape[0] - 1
+    """A table's lookup arrays are safe to walk: ``guide`` covers every word's top bits, and
+    ``padded`` ends with ``2**32``, which stops every word. (Each guide entry is checked where
+    a lookup reads it: one comparison a word, not a pass over the guide a call.)"""
     if not 0 <= shift <= 31:
         raise ValueError(f"shift must be in [0, 31], got {shift}")
-    if last < 0 or padded[last] != _TWO32:
+    if padded.shape[0] < 1 or padded[padded.shape[0] - 1] != _TWO32:
         raise ValueError(f"{name}: padded must end with 2**32")
     if guide.shape[0] <= (0xFFFFFFFF >> shift):
         raise ValueError(f"{name}: guide has {guide.shape[0]} entries, fewer than the "
                          f"{(0xFFFFFFFF >> shift) + 1} of shift {shift}")
-    for b in range(guide.shape[0]):
-        if guide[b] < 0 or guide[b] > last:
-            raise ValueError(f"{name}: guide[{b}] = {guide[b]} is outside padded")
     return 0
 
 
-cdef inline Py_ssize_t _lookup(const int32_t *guide, const int64_t *padded, int shift,
-                               int64_t w) noexcept nogil:
-    """``#{T_v < w}`` of a threshold table's lookup arrays (``ThresholdTable.lookup``)."""
+cdef inline Py_ssize_t _lookup(const int32_t *guide, const int64_t *padded, Py_ssize_t n,
+                               int shift, int64_t w) noexcept nogil:
+    """``#{T_v < w}`` of a threshold table's lookup arrays (``ThresholdTable.lookup``; ``n``
+    thresholds and ``2**32``), or -1 when the guide points outside them."""
     cdef Py_ssize_t idx = guide[w >> shift]
-    while padded[idx] < w:
+    if <size_t>idx >= <size_t>n:
+        return -1
+    while padded[idx] < w:  # padded[n - 1] = 2**32 stops every word
         idx += 1
     return idx
 
@@ -66,14 +66,18 @@ def table_sample(const int32_t[::1] guide not None, const int64_t[::1] padded no
     _check_table(guide, padded, shift, "table_sample")
     if out.shape[0] != words.shape[0]:
         raise ValueError(f"out has {out.shape[0]} entries for {words.shape[0]} words")
-    cdef Py_ssize_t i, idx, ties = 0
+    cdef Py_ssize_t i = 0, idx = 0, ties = 0, n = padded.shape[0]
     cdef int64_t w
     with nogil:
         for i in range(words.shape[0]):
             w = words[i]
-            idx = _lookup(&guide[0], &padded[0], shift, w)
+            idx = _lookup(&guide[0], &padded[0], n, shift, w)
+            if idx < 0:
+                break
             out[i] = idx
             ties += padded[idx] == w
+    if idx < 0:
+        raise ValueError(f"table_sample: guide[{words[i] >> shift}] is outside padded")
     return ties
 
 
@@ -206,14 +210,15 @@ cdef int plan_of(object plan, int shift, plan_t *out) except -1:
         _check_table(gb, pb, shift, "plan's table b")
         if m_b < 1:
             raise ValueError(f"plan: m_b {m_b} out of range")
-    out.guide, out.padded, out.m, out.kind = &g[0], &p[0], m, kind
-    out.guide_a, out.padded_a = &ga[0], &pa[0]
-    out.guide_b, out.padded_b, out.m_b = &gb[0], &pb[0], m_b
+    out.guide, out.padded, out.n, out.m, out.kind = &g[0], &p[0], p.shape[0], m, kind
+    out.guide_a, out.padded_a, out.n_a = &ga[0], &pa[0], pa.shape[0]
+    out.guide_b, out.padded_b, out.n_b, out.m_b = &gb[0], &pb[0], pb.shape[0], m_b
     return 0
 
 
 cdef Py_ssize_t _geo_plain(words_t *src, Py_ssize_t k, const int32_t *guide,
-                           const int64_t *padded, int64_t mg, int shift, uint32_t *words,
+                           const int64_t *padded, Py_ssize_t n, int64_t mg, int shift,
+                           uint32_t *words,
                            Py_ssize_t nwords, Py_ssize_t drawn, int64_t *todo,
                            int64_t *out) noexcept nogil:
     """``k`` geometric draws into ``out`` from a table of ``mg`` values (an outcome ``mg``
@@ -236,7 +241,9 @@ cdef Py_ssize_t _geo_plain(words_t *src, Py_ssize_t k, const int32_t *guide,
             w = src.next32(src.state)
             words[drawn] = <uint32_t>w
             drawn += 1
-            o = _lookup(guide, padded, shift, w)
+            o = _lookup(guide, padded, n, shift, w)
+            if o < 0:
+                return BAD_TABLE
             if padded[o] == w:
                 tie = True
             j = todo[i]
@@ -267,7 +274,9 @@ cdef Py_ssize_t c_lap_draw(words_t *src, Py_ssize_t count, const plan_t *plan, i
         w = src.next32(src.state)
         words[drawn] = <uint32_t>w
         drawn += 1
-        z[i] = _lookup(plan.guide, plan.padded, shift, w)
+        z[i] = _lookup(plan.guide, plan.padded, plan.n, shift, w)
+        if z[i] < 0:
+            return BAD_TABLE
         if plan.padded[z[i]] == w:
             tie = True
     if tie:
@@ -281,8 +290,8 @@ cdef Py_ssize_t c_lap_draw(words_t *src, Py_ssize_t count, const plan_t *plan, i
         if k > scols:
             return -(drawn + 1)  # more than the scratch rows hold: handed back
         if plan.kind == 1:  # PLAN_PLAIN
-            drawn = _geo_plain(src, k, plan.guide_a, plan.padded_a, m, shift, words, nwords,
-                               drawn, s3, s2)
+            drawn = _geo_plain(src, k, plan.guide_a, plan.padded_a, plan.n_a, m, shift, words,
+                               nwords, drawn, s3, s2)
             if drawn < 0:
                 return drawn
             for j in range(k):
@@ -294,14 +303,16 @@ cdef Py_ssize_t c_lap_draw(words_t *src, Py_ssize_t count, const plan_t *plan, i
                 w = src.next32(src.state)
                 words[drawn] = <uint32_t>w
                 drawn += 1
-                low = _lookup(plan.guide_a, plan.padded_a, shift, w)
+                low = _lookup(plan.guide_a, plan.padded_a, plan.n_a, shift, w)
+                if low < 0:
+                    return BAD_TABLE
                 s1[j] = low
                 if plan.padded_a[low] == w:
                     tie = True
             if tie:
                 return -(drawn + 1)
-            drawn = _geo_plain(src, k, plan.guide_b, plan.padded_b, plan.m_b, shift, words,
-                               nwords, drawn, s3, s2)
+            drawn = _geo_plain(src, k, plan.guide_b, plan.padded_b, plan.n_b, plan.m_b, shift,
+                               words, nwords, drawn, s3, s2)
             if drawn < 0:
                 return drawn
             for j in range(k):
@@ -341,4 +352,6 @@ def lap_draw(source, Py_ssize_t count, plan, int shift, uint32_t[::1] words not 
         got = c_lap_draw(&src, count, &p, shift, &words[0] if words.shape[0] else NULL, 
                          words.shape[0], &z[0] if z.shape[0] else NULL,
                          &scratch[0, 0] if scratch.shape[1] else NULL, scratch.shape[1])
+    if got == BAD_TABLE:
+        raise ValueError("lap_draw: a table's guide points outside its thresholds")
     return got
