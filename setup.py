@@ -45,7 +45,10 @@ def extensions() -> list[Extension]:
         )
         for name in MODULES
     ]
-    return cythonize(exts, compiler_directives={"language_level": 3}, quiet=True)
+    built = cythonize(exts, compiler_directives={"language_level": 3}, quiet=True)
+    for ext in built:  # (cythonize makes new Extensions, without the flag)
+        ext.optional = True
+    return built
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExt})
