@@ -1,96 +1,62 @@
-"""What the compiled kernels (the ``fast`` extra) add to a process's resident memory.
+"""What the compiled kernels (``sketchsyn.kernels``) add to a process's resident memory and
+start-up.
 
     python benchmarks/bench_kernel_memory.py
 
-In a fresh Python process, prints the resident set (``/proc/self/statm``, MB) after each step
-that ``sketchsyn fit`` on a Parquet file takes before its first row: numpy, pyarrow's Parquet
-reader, sketchsyn's kernel modules, then (when numba is installed) the kernels ready, in two
-processes: one with ``fit``'s kernel sets (PrivHP's and the noise tables'), which loads them
-compiled ahead of time (``sketchsyn.aot``: numba is not imported), and one that also imports
-the sparse counters' kernels (numba's just-in-time kernels only), which prints what numba's
-start loads in order: scipy (numba imports it when it is installed), llvmlite, numba, and the
-kernels loaded from numba's cache. ``accel.ready(wait=True)`` waits for them; a first run
-compiles them, so run twice. Then the time ``python -m sketchsyn.aot_build`` takes to build
-every set ahead of time into an empty cache. Linux only (``/proc``).
+In a fresh Python process per path (the compiled extension, and the numpy path with
+``SKETCHSYN_KERNELS=numpy``), prints the resident set (``/proc/self/statm``, MB) and the CPU
+seconds after each step that ``sketchsyn fit`` on a Parquet file takes before its first row
+(numpy, pyarrow's Parquet reader, sketchsyn with its kernels and the modules that call them),
+then after PrivHP's first batch of 262,144 rows and after an online synthesizer's first
+65,536 records: nothing is compiled or loaded at run time, so the first batch costs what a
+later one does. Linux only (``/proc``).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 
 CHILD = r"""
-import importlib.util, time
+import os, time
 
 def rss():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
-import os
-print(f"{'python':32}{rss():8.0f}")
-import numpy
-print(f"{'numpy':32}{rss():8.0f}")
+def row(what):
+    print(f"{what:40}{rss():8.0f}{time.process_time():10.3f}", flush=True)
+
+row("python")
+import numpy as np
+row("numpy")
 import pyarrow.parquet
-print(f"{'pyarrow.parquet':32}{rss():8.0f}")
+row("pyarrow.parquet")
 import sys
-import sketchsyn.privacy.kernels, sketchsyn.synth.privhp.kernels
-if sys.argv[1] == "jit":
-    import sketchsyn.counters.sparsebank
-from sketchsyn import accel
-print(f"{'sketchsyn and its kernel modules':32}{rss():8.0f}")
-if accel.AVAILABLE and sys.argv[1] == "aot":
-    c = time.process_time()
-    accel.ready(wait=True)
-    c = time.process_time() - c
-    print(f"{'kernels ready':32}{rss():8.0f}   ({c:.2f} CPU-s, {accel.compiled_by()}, "
-          f"numba imported: {'numba' in sys.modules})")
-elif accel.AVAILABLE:
-    if importlib.util.find_spec("scipy") is not None:
-        import scipy.linalg
-        print(f"{'scipy.linalg':32}{rss():8.0f}")
-    import llvmlite.binding
-    print(f"{'llvmlite':32}{rss():8.0f}")
-    import numba
-    print(f"{'numba':32}{rss():8.0f}")
-    c = time.process_time()
-    accel.ready(wait=True)
-    c = time.process_time() - c
-    print(f"{'kernels ready':32}{rss():8.0f}   ({c:.2f} CPU-s, {accel.compiled_by()})")
+from sketchsyn import Box, OnlineSynthesizer, PrivHP, kernels
+import sketchsyn.counters.sparsebank, sketchsyn.privacy.noise, sketchsyn.synth.privhp.bank
+row(f"sketchsyn, kernels: {kernels.active()}")
+X = np.random.default_rng(0).random((262_144, 2))
+php = PrivHP.for_memory(Box.unit(2), 1.0, 256 * 1024, 10**8, rng=1)
+php.update_many(X)
+row("PrivHP's first batch")
+php.update_many(X)
+row("PrivHP's second batch")
+online = OnlineSynthesizer(Box.unit(2), 1.0)
+online.update_many(X[:65_536])
+row("OnlineSynthesizer's first 65,536")
+print("numba imported:", "numba" in sys.modules, "; llvmlite imported:", "llvmlite" in sys.modules)
 """
-
-
-def build_time() -> None:
-    """``python -m sketchsyn.aot_build`` into an empty cache: what a machine's first large job
-    spends, once, building the kernels ahead of time (in processes of their own)."""
-    import resource
-    import tempfile
-    import time
-
-    with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, SKETCHSYN_CACHE_DIR=cache)
-        r0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-        subprocess.run([sys.executable, "-m", "sketchsyn.aot_build"], check=True, env=env,
-                       stdout=subprocess.DEVNULL)  # fmt: skip
-        wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-    print(
-        f"\nbuilding every set ahead of time, into an empty cache: wall {wall:.1f} s, "
-        f"CPU {cpu:.1f} s (once per machine and source)"
-    )
 
 
 def main() -> None:
     if not os.path.exists("/proc/self/statm"):
         sys.exit("needs Linux (/proc/self/statm)")
-    for mode, what in (("aot", "fit's kernel sets"), ("jit", "with the sparse counters' too")):
-        print(f"\n{what}:\n{'after':32}{'RSS MB':>8}", flush=True)
-        subprocess.run([sys.executable, "-c", CHILD, mode], check=True)
-    if importlib.util.find_spec("numba") is None:
-        print("(numba is not installed: no kernels)")
-    else:
-        build_time()
+    for switch in ("extension", "numpy"):
+        env = dict(os.environ, SKETCHSYN_KERNELS=switch)
+        print(f"\nSKETCHSYN_KERNELS={switch}:\n{'after':40}{'RSS MB':>8}{'CPU s':>10}", flush=True)
+        subprocess.run([sys.executable, "-c", CHILD], check=True, env=env)
 
 
 if __name__ == "__main__":

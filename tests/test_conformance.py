@@ -498,7 +498,7 @@ NBYTES_ALLOWANCE = 64 * 1024
 def _held(make: Callable[[], Any], trials: int = 3) -> tuple[int, int]:
     """(nbytes, bytes freed when the object is dropped) of ``make()``: the least of ``trials``
     measurements. tracemalloc counts every thread, so a thread an earlier test left working
-    (numba compiling PrivHP's kernels, a reader thread ending) can free its own memory inside
+    (a reader thread ending) can free its own memory inside
     one window; it cannot make every window larger, and the object holds the same each time."""
     import gc
     import tracemalloc

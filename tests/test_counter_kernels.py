@@ -1,8 +1,8 @@
-"""The sparse counters' compiled scan and the noise tables' compiled lookup (the ``fast`` extra)
-make the numpy references' decisions, draw for draw.
+"""The sparse counters' compiled scan and the noise tables' compiled lookup
+(:mod:`sketchsyn.kernels`) make the numpy references' decisions, draw for draw.
 
 Each test runs one computation on both paths (the kernels, and the numpy reference inside
-``accel.numpy_only()``) from the same seed and compares every array of the state. The law of
+``kernels.numpy_only()``) from the same seed and compares every array of the state. The law of
 the batched checks is tested in ``tests/test_sparsebank.py`` on both paths.
 """
 
@@ -14,27 +14,20 @@ import numpy as np
 import pytest
 
 import sketchsyn.counters.sparse as sparse
-from sketchsyn import Box, OnlineSynthesizer, accel
+from sketchsyn import Box, OnlineSynthesizer, kernels
 from sketchsyn.counters import InhomogeneousSparseBank, checks, online_budgets
 from sketchsyn.privacy import exactexp
 from sketchsyn.privacy.noise import discrete_laplace
 
-pytestmark = pytest.mark.skipif(not accel.AVAILABLE, reason="numba (the fast extra) missing")
+pytestmark = pytest.mark.skipif(not kernels.enabled(), reason=kernels.why())
 
 _ARRAYS = ("base", "open", "n", "theta", "pos", "segs", "sub", "row", "acc", "done")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _compiled():
-    from sketchsyn.counters import sparsebank  # noqa: F401 - registers the counters' kernels
-
-    assert accel.ready(wait=True), accel._FAILED
 
 
 def _feed(bank, batches, numpy):
     for until, cells, times, values in batches:
         if numpy:
-            with accel.numpy_only():
+            with kernels.numpy_only():
                 bank.update_events(until, cells, times, values)
         else:
             bank.update_events(until, cells, times, values)
@@ -90,12 +83,13 @@ def test_compiled_scan_gives_the_numpy_state(monkeypatch, eps, budget, window, b
     bound fails, the numpy sums by rows of a matrix, open checks settled given the round's
     earlier checks."""
     import sketchsyn.counters.sparsebank as sb
-    from sketchsyn.counters import bankloop, kernels
+    from sketchsyn.counters import bankloop
+    from sketchsyn.kernels import checks as kernel_checks
 
     monkeypatch.setattr(sb, "_SHARED_SEEDED", loop.startswith("shared"))
     if loop.endswith("rounds"):
-        monkeypatch.setattr(bankloop, "word_functions", lambda bank: None)
-        real_run = kernels.run
+        monkeypatch.setattr(bankloop, "word_sources", lambda bank: None)
+        real_run = kernel_checks.run
 
         def checked_run(ev, active, *args, **kwargs):
             status, at, step, nb = real_run(ev, active, *args, **kwargs)
@@ -103,7 +97,7 @@ def test_compiled_scan_gives_the_numpy_state(monkeypatch, eps, budget, window, b
             assert ((at >= 0) & (at < ev.cells.size)).all(), at
             return status, at, step, nb
 
-        monkeypatch.setattr(kernels, "run", checked_run)
+        monkeypatch.setattr(kernel_checks, "run", checked_run)
     monkeypatch.setattr(sb, "_WINDOW", window)
     budgets = online_budgets(eps, 2, 0) if budget is None else (lambda r: budget)
     batches = _batches(1, 40, 500, 2000)
@@ -148,9 +142,9 @@ def test_online_synthesizer_releases_the_same_on_both_paths():
     ref = OnlineSynthesizer(Box.unit(2), 1.0, rng=4)
     for part in np.array_split(X, 3):
         fast.update_many(part)
-        with accel.numpy_only():
+        with kernels.numpy_only():
             ref.update_many(part)
-    with accel.numpy_only():
+    with kernels.numpy_only():
         want = ref.noisy_levels()
     got = fast.noisy_levels()
     assert len(got) == len(want) > 10
@@ -161,7 +155,7 @@ def test_online_synthesizer_releases_the_same_on_both_paths():
 @pytest.mark.parametrize("scale", [Fraction(1, 3), Fraction(2), Fraction(100), Fraction(5000)])
 def test_compiled_table_lookup_and_signs_give_the_numpy_draws(scale):
     fast = discrete_laplace(scale, 200_000, rng=11)
-    with accel.numpy_only():
+    with kernels.numpy_only():
         ref = discrete_laplace(scale, 200_000, rng=11)
     np.testing.assert_array_equal(fast, ref)
 
@@ -175,7 +169,7 @@ def test_compiled_table_lookup_leaves_ties_to_the_exact_routine():
     words = np.concatenate([t, t - 1, t + 1, [0, 2**32 - 1]]).clip(0, 2**32 - 1)
     words = words.astype(np.uint32)
     fast = table.sample(words, as_source(1))
-    with accel.numpy_only():
+    with kernels.numpy_only():
         ref = table.sample(words, as_source(1))
     np.testing.assert_array_equal(fast, ref)
     # The lookup itself: #{T_v < word}, whatever path.
@@ -197,7 +191,7 @@ def test_compiled_table_floors_give_the_numpy_floors():
             if kind == "truncated" and m < 2:
                 continue
             fast = exactexp._fast_thresholds(kind, x, m)
-            with accel.numpy_only():
+            with kernels.numpy_only():
                 ref = exactexp._fast_thresholds(kind, x, m)
             np.testing.assert_array_equal(fast, ref, err_msg=f"{kind} {x}")
             if x.denominator < 10**6:
@@ -225,27 +219,15 @@ def test_compiled_table_guide_gives_the_numpy_arrays():
             if repeated and n:
                 t[: n // 2] = t[n // 2]
             fast = exactexp.ThresholdTable(t, None)
-            with accel.numpy_only():
+            with kernels.numpy_only():
                 ref = exactexp.ThresholdTable(t, None)
             np.testing.assert_array_equal(fast._guide, ref._guide)
             np.testing.assert_array_equal(fast._padded, ref._padded)
     unsorted = np.array([7, 3], dtype=np.uint32)
     with pytest.raises(ValueError, match="sorted"):
         exactexp.ThresholdTable(unsorted, None)
-    with accel.numpy_only(), pytest.raises(ValueError, match="sorted"):
+    with kernels.numpy_only(), pytest.raises(ValueError, match="sorted"):
         exactexp.ThresholdTable(unsorted, None)
-
-
-def test_unseeded_draws_take_the_warmed_up_kernels():
-    """The OS CSPRNG's words and bytes are writable arrays, as the warm-up's are: an unseeded
-    draw compiles no new specialisation (a read-only array would, on the hot path)."""
-    from sketchsyn.privacy import kernels
-
-    discrete_laplace(Fraction(7, 3), 5_000, rng=1)
-    before = {name: len(getattr(kernels, name).signatures) for name in kernels.KERNELS}
-    discrete_laplace(Fraction(7, 3), 5_000)  # rng=None: os.urandom
-    after = {name: len(getattr(kernels, name).signatures) for name in kernels.KERNELS}
-    assert after == before
 
 
 _SCALES = [Fraction(3), Fraction(77, 5), Fraction(300), Fraction(5000), Fraction(10**6)]
@@ -258,7 +240,6 @@ def test_compiled_laplace_draws_take_the_python_draws_words(scale, geometric):
     itself) gives the values of ``_laplace_core`` and leaves the generator where it does; a draw
     it hands back is finished by ``laplace_replay`` from its words. Scales: plain, wide (the
     truncated table and a second geometric), deeper (handed back) beyond the table."""
-    from sketchsyn.privacy import kernels
     from sketchsyn.privacy.noise import PLAN_DEEP, _laplace_core, laplace_plan, laplace_replay
     from sketchsyn.privacy.rng import as_source
 
@@ -267,9 +248,9 @@ def test_compiled_laplace_draws_take_the_python_draws_words(scale, geometric):
     for seed, n in enumerate([1, 2, 3, 5, 64, 1000] * 4):
         ref, src = as_source(seed), as_source(seed)
         want = _laplace_core(scale, n, ref)
-        state, next_u32, _ = src.word_functions()
         words, z = np.empty(4 * n + 64, np.uint32), np.empty(n, np.int64)
-        got = kernels.lap_draw(next_u32, state, n, plan, 20, words, z, np.empty((4, n), np.int64))
+        scratch = np.empty((4, n), np.int64)
+        got = kernels.noise.lap_draw(src.word_source(), n, plan, 20, words, z, scratch)
         if got < 0:
             handed_back += 1
             z = laplace_replay(scale, n, words[: -got - 1], src)
@@ -289,27 +270,24 @@ def test_compiled_laplace_draws_take_the_python_draws_words(scale, geometric):
 @pytest.mark.parametrize(
     ("scale", "stage"), [(Fraction(3), 1), (Fraction(3), 5), (Fraction(300), 5), (Fraction(300), 7)]
 )
-def test_compiled_laplace_draw_hands_a_tie_back(monkeypatch, scale, stage):
+def test_compiled_laplace_draw_hands_a_tie_back(scale, stage):
     """A word equal to a threshold (probability about 2**-32 a word) of the magnitude table
     (``stage`` 1: the plan's padded array), of the geometric's (5) or of the second geometric's
     (7) stops the compiled draw after its call's words; the replay settles it with the exact
     routine, as numpy's path does."""
-    from sketchsyn.privacy import kernels
     from sketchsyn.privacy.noise import _laplace_core, _Replay, laplace_plan, laplace_replay
     from sketchsyn.privacy.rng import as_source
 
-    for name in ("_lookup", "_geo_plain"):
-        monkeypatch.setattr(kernels, name, getattr(kernels, name).py_func)
     plan = laplace_plan(scale, True)
     tie = int(plan[stage][2])  # the third threshold of that table
     top = 2**32 - 1  # beyond the magnitude table (and the truncated table's words: any)
     words = {1: [tie], 5: [top, tie], 7: [top, 5, tie]}[stage]
-    given = iter(words)
+    given = kernels.words.GivenWords(words)
     drawn = np.empty(64, np.uint32)
-    got = kernels.lap_draw.py_func(
-        lambda _: next(given), 0, 1, plan, 20, drawn, np.empty(1, np.int64),
-        np.empty((4, 1), np.int64),
-    )  # fmt: skip
+    got = kernels.noise.lap_draw(
+        given, 1, plan, 20, drawn, np.empty(1, np.int64), np.empty((4, 1), np.int64)
+    )
+    assert given.taken() == len(words)
     assert got == -(len(words) + 1)  # handed back after the call with the tie
     drawn = drawn[: len(words)].copy()
     want = _laplace_core(scale, 1, _Replay(as_source(4), drawn))
@@ -341,15 +319,12 @@ class _Words:
 
 
 @pytest.mark.parametrize("scale", [Fraction(3), Fraction(300)])
-def test_compiled_laplace_draw_redraws_beyond_the_geometric_table(monkeypatch, scale):
+def test_compiled_laplace_draw_redraws_beyond_the_geometric_table(scale):
     """Words chosen to go beyond the magnitude table and then beyond the geometric's (a redraw,
-    rare with random words): the compiled draw's loop (run as Python, to take the given words)
-    reads the words the Python draw reads, in the same order, and gives the same values."""
-    from sketchsyn.privacy import kernels
+    rare with random words): the compiled draw's loop
+    reads the words the Python draw reads, in the same order, and gives the same values
+    (``GivenWords``: the loop's source of the given words)."""
     from sketchsyn.privacy.noise import _laplace_core, laplace_plan
-
-    for name in ("_lookup", "_geo_plain"):
-        monkeypatch.setattr(kernels, name, getattr(kernels, name).py_func)
 
     top, low = 2**32 - 1, 3
     plan = laplace_plan(scale, True)
@@ -360,13 +335,13 @@ def test_compiled_laplace_draw_redraws_beyond_the_geometric_table(monkeypatch, s
         for n in (1, 2):
             ref = _Words(words)
             want = _laplace_core(scale, n, ref)
-            fake = _Words(words)
+            fake = kernels.words.GivenWords(words)
             out = np.empty(n, np.int64)
-            got = kernels.lap_draw.py_func(fake.next, 0, n, plan, 20, np.empty(64, np.uint32),
-                                           out, np.empty((4, n), np.int64))  # fmt: skip
+            got = kernels.noise.lap_draw(fake, n, plan, 20, np.empty(64, np.uint32), out,
+                                         np.empty((4, n), np.int64))  # fmt: skip
             assert got >= 0
             np.testing.assert_array_equal(out, want, err_msg=f"{words} n={n}")
-            assert fake.at == ref.at, (words, n)
+            assert fake.taken() == ref.at, (words, n)
             redraws += int(np.abs(want).max() >= 2 * plan[2])
     assert redraws >= 3  # beyond the magnitude table and a redraw of the geometric
 
@@ -404,7 +379,7 @@ def test_compiled_draws_are_numpys_whatever_the_bit_generator(bits):
     fast, ref = source(), source()
     for scale, n in [(Fraction(3), 100), (Fraction(300), 300), (Fraction(5, 2), 1500)] * 3:
         got = _laplace_core(scale, n, fast)
-        with accel.numpy_only():
+        with kernels.numpy_only():
             want = _laplace_core(scale, n, ref)
         np.testing.assert_array_equal(got, want)
         ref.uint32(1)  # an odd number of words between draws: numpy's half-word buffer

@@ -12,7 +12,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "sketchsyn"
 
 # Lowest first: a package may import from its own layer and the ones above it in this list.
 LAYERS = [
-    {"errors", "attributes", "accel", "aot", "aot_build"},
+    {"errors", "attributes", "kernels"},
     {"privacy"},
     {"domains"},
     {"io"},

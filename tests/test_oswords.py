@@ -1,4 +1,4 @@
-"""The OS CSPRNG's words for compiled loops (sketchsyn.privacy.oswords): uniform, each read
+"""The OS CSPRNG's words for compiled loops (sketchsyn.kernels.oswords): uniform, each read
 once, a buffer per thread, none of a parent's words in a forked child."""
 
 from __future__ import annotations
@@ -10,28 +10,26 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sketchsyn import accel
-from sketchsyn.counters import InhomogeneousSparseBank  # (its kernels registered before ready)
-from sketchsyn.privacy import oswords
+from sketchsyn import kernels
+from sketchsyn.counters import InhomogeneousSparseBank
+from sketchsyn.kernels import oswords
 
 
 @pytest.fixture
 def words():
-    if not accel.AVAILABLE:
-        pytest.skip("numba (the fast extra) missing")
-    assert accel.ready(wait=True), accel._FAILED
-    fns = oswords.word_functions()
-    if fns is None:
-        pytest.skip("no getrandom")
-    return fns
+    if not kernels.enabled():
+        pytest.skip(kernels.why())
+    src = oswords.word_source()
+    if src is None:
+        pytest.skip("no OS CSPRNG the compiled loops can call")
+    return src
 
 
 def test_words_are_uniform_bytes_and_bits(words):
     """2**16 words of each function: their bytes are uniform (chi-square over 256 values) and
     every bit is fair (binomial, each position); a constant or a biased source fails."""
-    state, u32, u64 = words
-    w32 = np.array([u32(state) for _ in range(1 << 16)], dtype=np.uint32)
-    w64 = np.array([u64(state) for _ in range(1 << 16)], dtype=np.uint64)
+    w32 = words.draw(1 << 16)
+    w64 = words.draw64(1 << 16)
     for w, nbits in ((w32, 32), (w64, 64)):
         counts = np.bincount(w.view(np.uint8), minlength=256)
         assert stats.chisquare(counts).pvalue > 1e-6
@@ -47,9 +45,8 @@ def test_words_are_uniform_bytes_and_bits(words):
 def test_each_word_is_read_once_across_refills(words):
     """Three buffers' worth of 64-bit words, refills included, hold no repeat (a repeat among
     6,000 uniform 64-bit words has probability about 1e-12)."""
-    state, _, u64 = words
     before = oswords.words_taken()
-    got = [u64(state) for _ in range(3 * oswords.WORDS // 2 + 7)]
+    got = words.draw64(3 * oswords.WORDS // 2 + 7).tolist()
     assert len(set(got)) == len(got)
     taken = oswords.words_taken() - before
     assert 2 * len(got) <= taken <= 2 * len(got) + 4  # (a 64-bit call may skip a buffer's last)
@@ -58,32 +55,41 @@ def test_each_word_is_read_once_across_refills(words):
 def test_threads_have_buffers_of_their_own(words):
     """Another thread's state is another buffer (the loops run without the GIL)."""
     other = []
-    t = threading.Thread(target=lambda: other.append(oswords.word_functions()))
+    t = threading.Thread(target=lambda: other.append(oswords.word_source()))
     t.start()
     t.join()
-    assert other[0] is not None and other[0][0] != words[0]
-    assert oswords.word_functions()[0] == words[0]  # the same thread: the same buffer
+    assert other[0] is not None and other[0] is not words
+    assert oswords.word_source() is words  # the same thread: the same buffer
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
 def test_a_forked_child_does_not_read_its_parents_words(words):
     """After a fork, the parent and the child each read their next word: a child that went on
     with the parent's buffer would read the very word the parent reads."""
-    state, _, u64 = words
-    u64(state)  # the buffer is filled and partly read
+    words.draw64(1)  # the buffer is filled and partly read
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child
         try:
-            st, _, fn = oswords.word_functions()
-            os.write(write, int(fn(st)).to_bytes(8, "little"))
+            os.write(write, int(oswords.word_source().draw64(1)[0]).to_bytes(8, "little"))
         finally:
             os._exit(0)
     os.close(write)
     child = int.from_bytes(os.read(read, 8), "little")
     os.close(read)
     os.waitpid(pid, 0)
-    assert child != int(u64(state))
+    assert child != int(words.draw64(1)[0])
+
+
+def test_a_buffer_is_not_copied(words):
+    """A buffer's words are read once: pickling (or copying) one is refused."""
+    import copy
+    import pickle
+
+    with pytest.raises(TypeError, match="read once"):
+        pickle.dumps(words)
+    with pytest.raises(TypeError, match="read once"):
+        copy.copy(words)
 
 
 def test_private_banks_on_two_threads_each_read_their_own_buffer(words):

@@ -16,9 +16,9 @@ import signal
 import numpy as np
 import pytest
 
-from sketchsyn import Box, PrivHP
+from sketchsyn import Box, PrivHP, kernels
 from sketchsyn.sketches.hashing import HashFamily
-from sketchsyn.synth.privhp import buckets, kernels
+from sketchsyn.synth.privhp import buckets
 
 
 def _make(sketch: str, width: int) -> PrivHP:

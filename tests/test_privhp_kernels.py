@@ -1,40 +1,28 @@
-"""PrivHP's compiled kernels (the ``fast`` extra) give the numpy path's state bit for bit.
+"""PrivHP's compiled kernels (:mod:`sketchsyn.kernels`) give the numpy path's state bit for bit.
 
 Every test here compares the two paths of one computation: the counts of ``update_many`` and
 ``remove_many`` (``_level_counts`` by the kernels, or by the numpy reference inside
-``kernels.numpy_only()``) and the Morton codes of a Box (``kernels.encode_box`` against
-``Box.encode``). They are skipped where numba is not installed; CI installs the ``fast`` extra
-with the test dependencies, so they run there.
+``kernels.numpy_only()``) and the Morton codes of a Box (``encode_box`` against
+``Box.encode``), and both against digests of the numpy path's states recorded when the
+kernels were numba's (so that the tests mean something with the extension hidden too:
+``tests/test_kernels_safety.py`` runs this module again in a process that cannot import it).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
-from sketchsyn import BitDomain, Box, PrivHP, accel
+from sketchsyn import BitDomain, Box, PrivHP, kernels
+from sketchsyn.kernels.morton import MIN_ROWS, encode_box
 from sketchsyn.synth.privhp import bank as bank_mod
-from sketchsyn.synth.privhp import kernels
 
-needs_numba = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba (the fast extra) missing")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _compiled():
-    """The kernels compiled before the tests (PrivHP uses the numpy path until they are)."""
-    if kernels.AVAILABLE:
-        assert kernels.ready(wait=True), accel._FAILED
-        # tests/test_aot.py runs this module in a process of its own, on the kernels compiled
-        # ahead of time, and says so here.
-        expected = os.environ.get("SKETCHSYN_TEST_KERNELS")
-        assert expected in (None, accel.compiled_by()), (accel.compiled_by(), accel._AOT_FAILED)
-        yield
-        # No call fell back to the other kind.
-        assert expected in (None, accel.compiled_by()), accel._AOT_MISSES
-    else:
-        yield
+needs_ext = pytest.mark.skipif(not kernels.enabled(), reason=kernels.why())
 
 
 def _pair(domain, **kw) -> tuple[PrivHP, PrivHP]:
@@ -68,139 +56,33 @@ def _same(fast: PrivHP, ref: PrivHP) -> None:
 
 
 def test_numpy_only_switches_the_kernels_off():
+    on = kernels.enabled()
     with kernels.numpy_only():
-        assert not kernels.enabled() and not kernels.ready()
+        assert not kernels.enabled()
         with kernels.numpy_only():
             assert not kernels.enabled()
         assert not kernels.enabled()
-    assert kernels.enabled() == kernels.ready() == kernels.AVAILABLE
+    assert kernels.enabled() == on == (kernels.active() == "extension")
 
 
 def test_sketchsyn_does_not_import_numba():
-    """numba is imported only when a large batch first asks for the kernels."""
-    import subprocess
-    import sys
-
-    code = "import sys, sketchsyn; print('numba' in sys.modules)"
+    code = "import sys, sketchsyn; print('numba' in sys.modules, 'llvmlite' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert out.stdout.strip() == "False False"
 
 
-@needs_numba
-@pytest.mark.parametrize(
-    ("switch", "expected"), [("jit", "False False True"), ("eager,jit", "True")]
-)
-def test_the_jit_kernels_start_only_after_start_rows(switch, expected):
-    """A fresh process starts numba's kernels (imports numba) once it has counted START_ROWS
-    rows, not at its first large batch: a short job never pays numba's import; ``eager`` starts
-    them at the first large batch. (Kernels already compiled ahead of time start at the first
-    large batch: tests/test_aot.py.)"""
-    import os
-    import subprocess
-    import sys
-
-    code = """
-import sys
-import numpy as np
-from sketchsyn import Box, PrivHP
-from sketchsyn.synth.privhp import kernels
-from sketchsyn import accel
-accel.START_ROWS = 100_000
-X = np.random.default_rng(1).random((60_000, 2))
-a = PrivHP(Box.unit(2), 1.0, k=8, width=300, depth=20, rng=3)
-a.update_many(X)
-if accel._STARTED:
-    print(True)
-    raise SystemExit
-started, imported = accel._STARTED, "numba" in sys.modules
-a.update_many(X)  # 120,000 rows counted: past START_ROWS
-print(started, imported, accel._STARTED)
-"""
-    env = dict(os.environ, SKETCHSYN_KERNELS=switch)
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
-    )
-    assert out.stdout.split() == expected.split()
+def test_the_switch_forces_the_numpy_path():
+    """``SKETCHSYN_KERNELS=numpy`` (read at import) switches the extension off; ``active``
+    and ``why`` say so."""
+    code = "from sketchsyn import kernels as k; print(k.active(), k.enabled(), k.why())"
+    env = {**os.environ, "SKETCHSYN_KERNELS": "numpy"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[:2] == ["numpy", "False"]
+    assert len(out.stdout.split()) > 2  # why: switched off, or not installed
 
 
-def test_a_process_counts_with_numpy_until_the_kernels_are_ready():
-    """In a fresh process the first large batch starts the compile and is counted by the numpy
-    path; a later one by the kernels; the state is the one of the numpy path throughout."""
-    import subprocess
-    import sys
-
-    code = """
-import numpy as np
-from sketchsyn import Box, PrivHP
-from sketchsyn import accel
-from sketchsyn.synth.privhp import kernels
-X = np.random.default_rng(1).random((50_000, 2))
-a = PrivHP(Box.unit(2), 1.0, k=8, width=300, depth=20, rng=3)
-b = PrivHP(Box.unit(2), 1.0, k=8, width=300, depth=20, rng=3)
-b._lineage = a._lineage
-a.update_many(X)
-first = accel._READY.is_set()
-kernels.ready(wait=True)
-a.update_many(X[::-1])
-with kernels.numpy_only():
-    b.update_many(X)
-    b.update_many(X[::-1])
-print(first, kernels.ready(), a.to_bytes() == b.to_bytes())
-"""
-    env = dict(os.environ, SKETCHSYN_KERNELS="jit")  # numba's start rule (START_ROWS rows)
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
-    )
-    assert out.stdout.split() == ["False", "True", "True"]
-
-
-@needs_numba
-def test_an_announced_large_job_starts_the_kernels_at_its_first_batch():
-    """``accel.expect`` of EXPECT_ROWS rows or more starts the kernels at the first large batch
-    (which waits for them a bounded time); a smaller announcement leaves the START_ROWS rule;
-    the state is the numpy path's either way."""
-    import subprocess
-    import sys
-
-    code = """
-import sys, time
-import numpy as np
-from sketchsyn import Box, PrivHP, accel
-from sketchsyn.synth.privhp import kernels
-rows = int(sys.argv[1])
-accel.expect(rows)
-X = np.random.default_rng(1).random((50_000, 2))
-a = PrivHP(Box.unit(2), 1.0, k=8, width=300, depth=20, rng=3)
-b = PrivHP(Box.unit(2), 1.0, k=8, width=300, depth=20, rng=3)
-b._lineage = a._lineage
-a.update_many(X[:1000])  # a small batch starts nothing
-small = accel._STARTED
-t0 = time.perf_counter()
-a.update_many(X)
-waited = time.perf_counter() - t0
-started = accel._STARTED
-with kernels.numpy_only():
-    b.update_many(X[:1000])
-    b.update_many(X)
-print(small, started, waited <= accel.EXPECT_WAIT + 2, a.to_bytes() == b.to_bytes())
-"""
-
-    def run(rows):
-        env = dict(os.environ, SKETCHSYN_KERNELS="jit")  # numba's start rule (START_ROWS rows)
-        out = subprocess.run([sys.executable, "-c", code, str(rows)], capture_output=True,
-                             text=True, check=True, env=env)  # fmt: skip
-        return out.stdout.split()
-
-    assert run(accel.EXPECT_ROWS) == ["False", "True", "True", "True"]
-    assert run(accel.EXPECT_ROWS - 1) == ["False", "False", "True", "True"]
-
-
-def test_environment_switch(monkeypatch):
-    monkeypatch.setattr(accel, "_SWITCH", "numpy")
-    assert not kernels.enabled()
-
-
-@needs_numba
+@needs_ext
 @pytest.mark.parametrize("sketch", ["count-min", "count-sketch"])
 @pytest.mark.parametrize(
     ("depth", "width", "counter_depth"),
@@ -212,13 +94,13 @@ def test_update_and_remove_give_the_numpy_state(sketch, depth, width, counter_de
         Box.unit(2), width=width, depth=depth, counter_depth=counter_depth, sketch=sketch
     )
     rng = np.random.default_rng(depth * 31 + width)
-    sizes = (1, kernels.MIN_ROWS - 1, kernels.MIN_ROWS, 20_000, 262_144)
+    sizes = (1, MIN_ROWS - 1, MIN_ROWS, 20_000, 262_144)
     batches = [_batch(rng, n) for n in sizes]
     _feed_both(fast, ref, batches, removals=[batches[-1][:70_000], batches[2]])
     _same(fast, ref)
 
 
-@needs_numba
+@needs_ext
 @pytest.mark.parametrize("sketch", ["count-min", "count-sketch"])
 def test_keys_of_two_words_give_the_numpy_state(sketch):
     """Sketch levels deeper than 32 hash 8-byte prefixes whose high word is not zero."""
@@ -230,7 +112,7 @@ def test_keys_of_two_words_give_the_numpy_state(sketch):
     _same(fast, ref)
 
 
-@needs_numba
+@needs_ext
 @pytest.mark.parametrize("threads", [True, False])
 def test_per_cell_reach_and_threads_do_not_change_the_state(threads, monkeypatch):
     X = _batch(np.random.default_rng(3), 60_000)
@@ -241,16 +123,16 @@ def test_per_cell_reach_and_threads_do_not_change_the_state(threads, monkeypatch
         monkeypatch.setattr(bank_mod, "_KERNEL_MAX_LEVEL", max_level)
         php, _ = _pair(Box.unit(2), width=1000, depth=22, counter_depth=5, sketch="count-sketch")
         php.update_many(X)
-        php.remove_many(X[: kernels.MIN_ROWS])
+        php.remove_many(X[:MIN_ROWS])
         states.append(php._tree.tobytes() + php._bank.tobytes())
     with kernels.numpy_only():
         ref, _ = _pair(Box.unit(2), width=1000, depth=22, counter_depth=5, sketch="count-sketch")
         ref.update_many(X)
-        ref.remove_many(X[: kernels.MIN_ROWS])
+        ref.remove_many(X[:MIN_ROWS])
     assert all(s == ref._tree.tobytes() + ref._bank.tobytes() for s in states)
 
 
-@needs_numba
+@needs_ext
 @pytest.mark.parametrize("d", [1, 2, 3])
 def test_encode_box_equals_the_domain_encoding(d):
     rng = np.random.default_rng(d)
@@ -262,7 +144,7 @@ def test_encode_box_equals_the_domain_encoding(d):
     X[6:9] = np.nextafter(hi, -np.inf)
     for depth in [*range(1, 3 * 11), 40, 52, 53, 63, 64]:
         for arr in (X, np.asfortranarray(X)):
-            got = kernels.encode_box(box, arr, depth)
+            got = encode_box(box, arr, depth)
             bits = max(-(-depth // d), 1)
             if (d == 1 and bits > 53) or (d == 3 and bits > 21):
                 assert got is None  # not handled: the domain encodes
@@ -270,17 +152,17 @@ def test_encode_box_equals_the_domain_encoding(d):
             assert got is not None and np.array_equal(got, box.encode(arr, depth)), depth
 
 
-@needs_numba
+@needs_ext
 def test_encode_box_leaves_rows_outside_to_the_domain():
     box = Box([0.0, -1.0], [1.0, 1.0])
     X = np.random.default_rng(0).random((100, 2))
     for bad in (np.nextafter(1.0, 2.0), -1e-300, np.nan, np.inf):
         Y = X.copy()
         Y[57, 0] = bad
-        assert kernels.encode_box(box, Y, 20) is None
+        assert encode_box(box, Y, 20) is None
 
 
-@needs_numba
+@needs_ext
 @pytest.mark.parametrize("policy", ["clip", "drop"])
 def test_out_of_bounds_policies_give_the_numpy_state(policy):
     fast, ref = _pair(Box([0, 0], [1, 1], out_of_bounds=policy), width=256, depth=16)
@@ -292,7 +174,7 @@ def test_out_of_bounds_policies_give_the_numpy_state(policy):
     assert fast.n_dropped == ref.n_dropped == (30 if policy == "drop" else 0)
 
 
-@needs_numba
+@needs_ext
 def test_a_refused_batch_is_refused_by_both_paths():
     fast, _ = _pair(Box.unit(2), width=256, depth=16)
     X = _batch(np.random.default_rng(4), 10_000)
@@ -315,3 +197,45 @@ def test_scratch_zeros_stay_zeros():
     b[2] = 0
     scratch.cleared("c")
     assert not scratch.zeros("c", 8).any()  # the part past the smaller request too
+
+
+def _digest_run(case: str) -> str:
+    """The SHA-256 of a PrivHP's counters and sketch bank after a fixed stream (batches below
+    the kernels' size, at it and large; a removal)."""
+    if case == "bits":
+        php, _ = _pair(BitDomain(60), width=512, depth=60, counter_depth=4, sketch="count-sketch")
+        rng = np.random.default_rng(11)
+        keys = rng.integers(0, 2**60, size=50_000, dtype=np.uint64)
+        keys[:20_000] = keys[:20_000] >> np.uint64(30) << np.uint64(30)
+        batches, removal = [keys, keys[:9000]], keys[:5000]
+    else:
+        php, _ = _pair(Box.unit(2), width=1000, depth=22, counter_depth=6, sketch=case)
+        rng = np.random.default_rng(5)
+        batches = [_batch(rng, n) for n in (1, MIN_ROWS, 20_000, 140_000)]
+        removal = batches[-1][:30_000]
+    for X in batches:
+        php.update_many(X)
+    php.remove_many(removal)
+    return hashlib.sha256(php._tree.tobytes() + php._bank.tobytes()).hexdigest()[:16]
+
+
+# The numpy path's states of _digest_run (little-endian machines).
+_DIGESTS = {
+    "count-min": "ba2371593680346a",
+    "count-sketch": "0ca4de102f067131",
+    "bits": "95399ba18d119b08",
+}
+
+
+@pytest.mark.parametrize("case", sorted(_DIGESTS))
+@pytest.mark.parametrize("path", ["active", "numpy"])
+def test_states_equal_the_recorded_digests(case, path):
+    """The state of a fixed stream on either path (the extension, or the numpy path forced or
+    with the extension hidden) is the one recorded: both paths are checked against one fixed
+    reference, not only against each other."""
+    if path == "numpy":
+        with kernels.numpy_only():
+            got = _digest_run(case)
+    else:
+        got = _digest_run(case)
+    assert got == _DIGESTS[case]

@@ -16,7 +16,7 @@ from scipy import stats
 import sketchsyn.counters.base as counters
 import sketchsyn.counters.sparse as sparse
 import sketchsyn.counters.sparsebank as sb
-from sketchsyn import accel
+from sketchsyn import kernels
 from sketchsyn.counters import InhomogeneousSparseCounter, checks, online_budgets, settle
 from sketchsyn.counters.sparsebank import InhomogeneousSparseBank, first_trips
 from sketchsyn.errors import InputError, ParameterError, SerializationError
@@ -89,7 +89,7 @@ def test_settled_checks_know_how_many_bits_their_word_holds(monkeypatch, bits, o
 
     monkeypatch.setattr(settle, "exact_trip", recording)
     bank = InhomogeneousSparseBank(3, 4.0, lambda r: 3.0, rng=1)
-    with accel.numpy_only():
+    with kernels.numpy_only():
         bank.update_events(50, [0, 1, 2, 0], [3, 9, 20, 40])
     assert seen and set(seen) <= {bits, own_bits, 64}
     assert seen.count(own_bits) >= 2 and seen.count(bits) >= 2  # own checks' and gaps' words
@@ -170,14 +170,13 @@ def _scalar_reference(eps, runs):
 
 @pytest.fixture(params=["numpy", "compiled"])
 def path(request):
-    """The bank's checks by the numpy reference, or by the compiled kernels (the fast extra)."""
+    """The bank's checks by the numpy reference, or by the compiled kernels (the extension)."""
     if request.param == "numpy":
-        with accel.numpy_only():
+        with kernels.numpy_only():
             yield request.param
         return
-    if not accel.AVAILABLE:
-        pytest.skip("numba (the fast extra) missing")
-    assert accel.ready(wait=True), accel._FAILED
+    if not kernels.enabled():
+        pytest.skip(kernels.why())
     yield request.param
 
 
@@ -224,31 +223,29 @@ def test_bank_has_the_law_of_scalar_counters(monkeypatch, window, bits, shared, 
 @pytest.mark.parametrize(("window", "bits"), [(4096, 32), (7, 8)])
 def test_a_private_bank_in_one_compiled_loop_has_the_law_of_a_seeded_one(monkeypatch, window, bits):
     """A private bank (the OS CSPRNG) makes its rounds in the compiled loop, drawing its
-    words from this thread's buffer of the OS CSPRNG's words (:mod:`sketchsyn.privacy.oswords`):
+    words from this thread's buffer of the OS CSPRNG's words (:mod:`sketchsyn.kernels.oswords`):
     counter by counter (6,000 of them) it has the law of a seeded bank whose rounds share
     uniforms in the same loop (checked against scalar counters above), on the stream of the
     test above, read inside a level and after level ends. ``bits`` = 8 (each round's uniform
     of 8 bits) leaves about one check in 256 to the exact routine, given the round's earlier
     checks; ``window`` = 7 makes many rounds. A loop whose sub-mechanism noise had half its
     scale fails here (p about 1e-17)."""
-    from sketchsyn.counters import kernels
-    from sketchsyn.privacy import oswords
+    from sketchsyn.kernels import oswords
 
-    if not accel.AVAILABLE:
-        pytest.skip("numba (the fast extra) missing")
-    assert accel.ready(wait=True), accel._FAILED
-    if oswords.word_functions() is None:
-        pytest.skip("no getrandom: a private bank keeps its Python rounds")
+    if not kernels.enabled():
+        pytest.skip(kernels.why())
+    if oswords.word_source() is None:
+        pytest.skip("no OS CSPRNG the loops can call: a private bank keeps its Python rounds")
     monkeypatch.setattr(sb, "_WINDOW", window)
     monkeypatch.setattr(checks, "SECURE_BITS", bits)
     calls = []
-    real = kernels.rounds
+    real = kernels.counters.rounds
 
     def counted(*args):
         calls.append(args[0])
         return real(*args)
 
-    monkeypatch.setattr(kernels, "rounds", counted)
+    monkeypatch.setattr(kernels.counters, "rounds", counted)
     eps, budgets, runs = 4.0, (lambda r: 3.0), 6000
     xs = _stream(300, 1)
 
@@ -261,7 +258,7 @@ def test_a_private_bank_in_one_compiled_loop_has_the_law_of_a_seeded_one(monkeyp
         return np.array(got, float)
 
     got = feed(InhomogeneousSparseBank(runs, eps, budgets))
-    assert calls and (bits == 32 or kernels.SCAN in calls)  # (8 bits: checks were settled)
+    assert calls and (bits == 32 or kernels.counters.SCAN in calls)  # (8 bits: checks were settled)
     monkeypatch.setattr(sb, "_SHARED_SEEDED", True)
     want = feed(InhomogeneousSparseBank(runs, eps, budgets, rng=2))
     # Unseeded, so the margins make a false alarm rare (p 1e-6 a statistic; a mean's variance
@@ -804,30 +801,6 @@ def test_t0_near_an_integer_goes_to_the_decimal_brackets(monkeypatch):
     assert sparse._floor_t0.__wrapped__(horizon, epsilon, 1) == target - 1
     monkeypatch.setattr(sparse, "_T0_MARGIN", 0.0)
     assert sparse._floor_t0.__wrapped__(horizon, epsilon, 1) == target  # floats alone: wrong
-
-
-@pytest.mark.skipif(not accel.AVAILABLE, reason="numba (the fast extra) missing")
-def test_a_bank_s_events_count_toward_the_kernels_start():
-    """A fresh process starts the compiled kernels once its sparse banks have counted
-    START_ROWS / EVENT_ROWS events (each costs the numpy path several PrivHP rows): 9,000
-    events of 6 rows stay below 60,000, 2,000 more pass it."""
-    import subprocess
-    import sys
-
-    code = """
-import numpy as np
-from sketchsyn import accel
-from sketchsyn.counters import online_budgets, sparsebank
-accel.START_ROWS = 60_000
-assert sparsebank.EVENT_ROWS == 6
-bank = sparsebank.InhomogeneousSparseBank(9_000, 1.0, online_budgets(1.0, 2, 9), start_level=9)
-bank.update_events(600, np.arange(9_000), np.full(9_000, 600))
-before = accel._STARTED
-bank.update_events(700, np.arange(2_000), np.full(2_000, 700))
-print(before, accel._STARTED)
-"""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "True"]
 
 
 def test_a_level_total_is_noised_when_the_level_closes_and_version_1_blobs_still_load():

@@ -15,10 +15,9 @@ import mmh3
 import numpy as np
 import pytest
 
-from sketchsyn import Box, PrivHP
+from sketchsyn import Box, PrivHP, kernels
 from sketchsyn.sketches.hashing import murmur3_32
 from sketchsyn.synth import bank as bank_mod
-from sketchsyn.synth.privhp import kernels
 
 _U32 = np.uint32
 
@@ -128,8 +127,8 @@ def test_reference_murmur_matches_mmh3():
     ("depth", "width", "counter_depth"), [(18, 1364, 6), (24, 1024, 8), (40, 100, 3)]
 )
 def test_state_bytes_equal_reference(path, sketch, depth, width, counter_depth):
-    if path == "kernels" and not kernels.ready(wait=True):
-        pytest.skip("numba (the fast extra) missing")
+    if path == "kernels" and not kernels.enabled():
+        pytest.skip(kernels.why())
     new, ref = _pair(sketch, depth, width, counter_depth)
     rng = np.random.default_rng(depth * 7 + width)
     for n in (1, 3, 1000, 40_000, 70_001):

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from .. import __version__
+from .. import __version__, kernels
 
 _DESCRIPTION = "The ``sketchsyn`` command: fit, sample, evaluate, plot, info, schema and demo."
 
@@ -252,7 +252,13 @@ def _parser() -> argparse.ArgumentParser:
         description=_DESCRIPTION,
         epilog="Run 'sketchsyn COMMAND --help' for each command's options and an example.",
     )
-    parser.add_argument("--version", action="version", version=f"sketchsyn {__version__}")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"sketchsyn {__version__} (kernels: {kernels.active()})",
+        help="show the version and which kernels run: the compiled extension, or the numpy "
+        "path (without the extension, or with SKETCHSYN_KERNELS=numpy)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     fit = _sub(

@@ -1,22 +1,22 @@
 """An :class:`~sketchsyn.counters.sparsebank.InhomogeneousSparseBank`'s rounds in one compiled
-loop (the ``fast`` extra): the driver of :func:`sketchsyn.counters.kernels.rounds`.
+loop: the driver of :func:`sketchsyn.kernels._counters.rounds`.
 
 The loop draws the noise of the closing segments and the words of the checks itself: a seeded
-bank's from its bit generators (:meth:`~sketchsyn.privacy.rng.RandomSource.word_functions`),
-the words the Python rounds would draw, in their order, so the bank's state is the same on
-both paths; a private bank's from this thread's buffer of the OS CSPRNG's words
-(:func:`sketchsyn.privacy.oswords.word_functions`), with the law of its Python rounds (one
+bank's from its bit generators (:meth:`~sketchsyn.privacy.rng.RandomSource.word_source`), the
+words the Python rounds would draw, in their order, so the bank's state is the same on both
+paths; a private bank's from this thread's buffer of the OS CSPRNG's words
+(:func:`sketchsyn.kernels.oswords.word_source`), with the law of its Python rounds (one
 uniform per counter and round, ``Events.shared``). It returns to Python for what it does not
 do: a check the float margin leaves (settled exactly by the bank, given the round's earlier
 checks when they share a uniform), tree rows to grow, and a draw it cannot finish (a tie with
 a threshold, a geometric beyond a table it was not given), finished from the words already
-drawn by :func:`~sketchsyn.privacy.noise.laplace_replay`. Without ``getrandom`` a private bank
-keeps the Python rounds. The bank's sources are its own (spawned from the caller's when it is
-made), so the loop takes no generator lock.
+drawn by :func:`~sketchsyn.privacy.noise.laplace_replay`. Without an OS CSPRNG the loop can
+call, a private bank keeps the Python rounds. The bank's sources are its own (spawned from the
+caller's when it is made), so the loop takes no generator lock.
 
 >>> from sketchsyn.counters import InhomogeneousSparseBank, online_budgets
 >>> mt = np.random.Generator(np.random.MT19937(1))   # its words are 32-bit: Python rounds
->>> word_functions(InhomogeneousSparseBank(2, 1.0, online_budgets(1.0, 2, 0), rng=mt)) is None
+>>> word_sources(InhomogeneousSparseBank(2, 1.0, online_budgets(1.0, 2, 0), rng=mt)) is None
 True
 """
 
@@ -26,48 +26,49 @@ from typing import Any
 
 import numpy as np
 
-from ..privacy import oswords
+from ..kernels import counters as kernels
+from ..kernels import oswords
 from ..privacy.noise import LOOKUP_SHIFT, PLAN_NONE, laplace_plan, laplace_replay
-from . import checks, kernels
+from . import checks
 from .levels import _Level
 from .settle import settle
 
-__all__ = ["run_rounds", "word_functions"]
+__all__ = ["run_rounds", "word_sources"]
 
 
-def word_functions(bank: Any) -> tuple[tuple[Any, ...], ...] | None:
-    """The word functions of a bank's (an ``InhomogeneousSparseBank``'s, which imports this
-    module) check, sub-mechanism and threshold sources: their seeded generators'
-    (:meth:`~sketchsyn.privacy.rng.RandomSource.word_functions`), or, when all three are the
-    OS CSPRNG, this thread's buffer of its words (:func:`sketchsyn.privacy.oswords.word_functions`);
-    None when there are none (a generator without them, or no ``getrandom``)."""
+def word_sources(bank: Any) -> tuple[Any, Any, Any] | None:
+    """The word sources of a bank's (an ``InhomogeneousSparseBank``'s, which imports this
+    module) check, sub-mechanism and threshold sources: their seeded bit generators
+    (:meth:`~sketchsyn.privacy.rng.RandomSource.word_source`), or, when all three are the OS
+    CSPRNG, this thread's buffer of its words (:func:`sketchsyn.kernels.oswords.word_source`);
+    None when there are none (a generator without them, or no OS CSPRNG the loop can call)."""
     srcs = (bank._check_src, bank._sub_src, bank._theta_src)
     if all(s.secure for s in srcs):
-        words = oswords.word_functions()
+        words = oswords.word_source()
         return None if words is None else (words, words, words)
-    fns = tuple(s.word_functions() for s in srcs)
-    return None if any(f is None for f in fns) else fns  # type: ignore[return-value]
+    found = tuple(s.word_source() for s in srcs)
+    return None if any(f is None for f in found) else found
 
 
 def run_rounds(
     bank: Any,
     ev: checks.Events,
     lv: _Level,
-    fns: tuple[tuple[Any, ...], ...],
+    sources: tuple[Any, Any, Any],
     extra: np.ndarray,
     forced_extra: np.ndarray,
     xf: float,
     window: int,
 ) -> None:
-    """The rounds of ``bank``'s ``_records`` by :func:`sketchsyn.counters.kernels.rounds`,
-    which draws from the sources' word functions ``fns`` itself (a seeded bank's: the same
+    """The rounds of ``bank``'s ``_records`` by :func:`sketchsyn.kernels._counters.rounds`,
+    which draws from the word ``sources`` itself (a seeded bank's: the same
     words in the same order as the Python rounds, the same state), and what it hands back:
     the checks the float margin left (:func:`~sketchsyn.counters.settle.settle`), tree rows to
     grow, and draws it could not finish (finished by
     :func:`~sketchsyn.privacy.noise.laplace_replay` from the words it drew). A scale whose
     draw once needed the geometric beyond its table gets that table's arrays from then on
     (``_geometric``; the draws are the same either way)."""
-    (check_state, check_u32, check_u64), (sub_state, sub_u32, _), (theta_state, theta_u32, _) = fns
+    check_words, sub_words, theta_words = sources
     if bank._plans[0] is not lv:  # the level's two noise plans, made once per level
         bank._plans = (
             lv,
@@ -84,18 +85,18 @@ def run_rounds(
     sub_noise = np.empty(width, dtype=np.int64)
     thresholds = np.empty(groups, dtype=np.int64)
     info = np.zeros(7, dtype=np.int64)
+    rest = ev.rest.view(np.uint8)
     info[kernels.I_ROWS] = bank._rows
     stage = kernels.START
     uniforms: dict = {}  # with shared uniforms: those settled in the round (info[I_ROUND])
     settled_round = 0
     while True:
         code = kernels.rounds(
-            stage, info, ev.cells, ev.times, ev.values, ev.ends, ev.cursor, ev.rest,
+            stage, info, ev.cells, ev.times, ev.values, ev.ends, ev.cursor, rest,
             ev.gap_row, ev.gap_words, ev.own_words, ev.forced_gap, ev.forced_own,
             ev.group_cell, extra, forced_extra, bank._n, bank._theta, bank._pos, bank._row,
             bank._segs, bank._acc, bank._done, bank._sub, xf, ev.span, ev.own_span, window,
-            lv.t0, check_state, check_u32, check_u64, ev.shared, ev.bits, sub_state, sub_u32,
-            plans[0], theta_state, theta_u32, plans[1],
+            lv.t0, check_words, ev.shared, ev.bits, sub_words, plans[0], theta_words, plans[1],
             LOOKUP_SHIFT, slots, res, tripped, words, scratch, sub_noise, thresholds,
         )  # fmt: skip
         if code == kernels.DONE:

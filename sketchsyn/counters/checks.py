@@ -42,7 +42,7 @@ interval leaves open is settled given the round's earlier checks
 of one per check: a private run's bytes fell sevenfold.
 
 Two implementations make the same decisions: :func:`scan` in numpy (the reference) and the
-compiled loop of :mod:`sketchsyn.counters.kernels` (the ``fast`` extra). Both return, per
+compiled loop of :mod:`sketchsyn.kernels._counters` (built at install). Both return, per
 active counter, how its round ended (:data:`CALM`, :data:`GAP_TRIP`, :data:`OWN_TRIP`, or a
 check the float margin cannot decide: :data:`GAP_UNSURE`, :data:`OWN_UNSURE`); the bank
 settles an undecided check with the exact routine and the same words, records the outcome
@@ -140,7 +140,7 @@ def by_cell(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The events sorted by cell (``cells`` in ``[0, size)``), each cell's in their order
     (steps ascending when ``times`` is): :func:`stable_order`, or ``counting_sort``
-    (:func:`sketchsyn.counters.kernels.by_cell`, the same order in one pass) when the cells
+    (:func:`sketchsyn.kernels._counters.by_cell`, the same order in one pass) when the cells
     are few enough for its table of counts.
 
     >>> c, t, v = by_cell(np.array([2, 0, 2]), np.array([1, 2, 3]), np.ones(3, int), 3)
@@ -213,7 +213,7 @@ class Events:
     ) -> Events:
         """The batch's runs and gaps, and its uniforms: the gaps' words first (events in order),
         then the own checks'. ``layout``: the compiled pass of
-        :func:`sketchsyn.counters.kernels.layout` (the same arrays). ``shared``: no word per
+        :func:`sketchsyn.kernels._counters.layout` (the same arrays). ``shared``: no word per
         event; each round's checks of a counter share one uniform, drawn by the bank when the
         round starts (:func:`scan`), of ``bits`` bits."""
         cells = np.asarray(cells, dtype=np.int64)
@@ -371,7 +371,7 @@ def _round_sums(
     terms ``gap_terms``), and before each own check (terms ``own_terms``, one per event).
 
     The terms are summed in check order from zero, as the compiled loop adds them
-    (:func:`sketchsyn.counters.kernels.scan`): per counter, not by one running sum of the
+    (:func:`sketchsyn.kernels._counters.scan`): per counter, not by one running sum of the
     batch minus a start (whose rounding would grow with the counters before it). Counters
     with about as many events share a zero-padded matrix whose rows ``np.cumsum`` adds in
     order.

@@ -299,7 +299,7 @@ def trip_decisions(
     Decisions are made on ``ln U`` against ``base + g·ln(1 − p)`` in float64, accepted only
     when they clear a margin (relative ``2^-30``, absolute ``2^-50``) far wider than the float
     error (a few ulps a term, summed: below ``2^-38`` relative for up to ``2^14`` terms). The
-    compiled kernels of :mod:`sketchsyn.counters.kernels` make the same decisions, one check at a
+    compiled kernels of :mod:`sketchsyn.kernels._counters` make the same decisions, one check at a
     time.
 
     >>> k = np.array([7], dtype=np.uint64)

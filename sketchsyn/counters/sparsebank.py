@@ -51,14 +51,15 @@ from typing import Any
 
 import numpy as np
 
-from .. import accel
+from .. import kernels
 from ..attributes import ReadOnly
 from ..errors import InputError, check_int, check_memory
 from ..io.serial import Arrays, MetaReader
+from ..kernels import checks as kernel_checks
 from ..privacy.lineage import Lineage
 from ..privacy.noise import laplace_sum
 from ..privacy.rng import RNGLike, as_source
-from . import bankloop, bankstate, checks, kernels
+from . import bankloop, bankstate, checks
 from . import base as core
 from .base import (
     _LIMIT,
@@ -73,7 +74,7 @@ from .settle import settle
 from .sparse import first_trips
 from .thresholdpool import ThresholdPool
 
-__all__ = ["EVENT_ROWS", "InhomogeneousSparseBank", "first_trips"]
+__all__ = ["InhomogeneousSparseBank", "first_trips"]
 
 # Events of one counter considered per round of the batched sparse checks (a segment lasts about
 # T0 ones on a dense stream; a round costs O(events), so a window bounds the redone work).
@@ -82,28 +83,17 @@ _WINDOW = 4096
 # state does not depend on how the stream is batched; tests set this to run them lazily too.
 _LAZY_SEEDED = False
 # A private bank's compiled rounds share one uniform per counter (checks.Events.shared); its
-# numpy rounds (no fast extra, or before the kernels start) keep a word per check, cheaper for
+# numpy rounds (without the compiled extension) keep a word per check, cheaper for
 # a scan that decides a whole window in array passes; a seeded bank keeps a word per check (its
 # outputs those of earlier versions). Both have one law; tests set this to share on both paths.
 _SHARED_SEEDED = False
 
 
-#: Rows each event of a batch counts for toward the start of the compiled kernels
-#: (:func:`sketchsyn.accel.ready`, whose ``START_ROWS`` is set for PrivHP's rows, on which the
-#: numpy path costs about 30–40 ns more than the kernels): the numpy path costs a sparse bank
-#: 230–300 ns more per event (``python benchmarks/bench_online_stages.py --paths``, the flights
-#: stream at ε = 1 and 4, seeded and private), so an online synthesizer starts the kernels
-#: after about 2.8 million events (some 170,000 records) rather than 16.8 million, when the
-#: numpy path has cost it about what loading the kernels does.
-EVENT_ROWS = 6
-
-
-def _scanner(events: int) -> Callable[..., Any]:
-    """The round's scan for a batch of ``events``: the compiled loop of
-    :mod:`sketchsyn.counters.kernels` once the kernels are ready (the events count toward their
-    start, :data:`EVENT_ROWS` rows each: :func:`sketchsyn.accel.ready`), else
-    :func:`sketchsyn.counters.checks.scan`. Both make the same decisions."""
-    return kernels.run if accel.ready(rows=events * EVENT_ROWS) else checks.scan
+def _scanner() -> Callable[..., Any]:
+    """The round's scan: the compiled loop (:func:`sketchsyn.kernels.checks.run`) where the
+    extension runs, else :func:`sketchsyn.counters.checks.scan`. Both make the same
+    decisions."""
+    return kernel_checks.run if kernels.enabled() else checks.scan
 
 
 class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
@@ -373,14 +363,15 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         k = cells.size
         if k == 0:
             return
-        if accel.ready():  # the same draws, then one compiled loop (sketchsyn.counters.kernels)
-            new, opened = kernels.tally(cells, self._row, self._segs, lv.sub_levels)
+        if kernels.enabled():  # the same draws, then one compiled loop (kernels._counters)
+            new, opened = kernels.counters.tally(cells, self._row, self._segs, lv.sub_levels)
             self._grow(new)
             noise = core._draw("laplace", lv.sub_param, opened, self._sub_src)
             thresholds = core._draw("laplace", lv.xs, k, self._theta_src)
-            kernels.close(cells, values, steps, self._row, self._rows, self._segs, self._acc,
-                          self._done, self._sub, self._n, self._theta, self._pos, noise,
-                          thresholds, lv.t0)  # fmt: skip
+            kernels.counters.close(
+                cells, values, steps, self._row, self._rows, self._segs, self._acc, self._done,
+                self._sub, self._n, self._theta, self._pos, noise, thresholds, lv.t0,
+            )  # fmt: skip
             self._rows += new
             return
         new = cells[self._row[cells] < 0]
@@ -433,12 +424,12 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         explains why this is each counter's law)."""
         lv = self._lv
         assert lv is not None
-        run = _scanner(cells.size)
+        run = _scanner()
         compiled = run is not checks.scan
         shared = self._shared and (compiled or _SHARED_SEEDED)  # (see _SHARED_SEEDED)
         ev = checks.Events.of(
             cells, times, values, self._pos, self._check_src,
-            kernels.layout if compiled else None, shared=shared,
+            kernels.counters.layout if compiled else None, shared=shared,
         )  # fmt: skip
         self._thresholds(ev.group_cell)
         if ev.starts.size:  # the level's count (its noise is already in), counter by counter
@@ -452,17 +443,19 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         extra = np.zeros(groups, dtype=np.uint64)
         forced_extra = np.full(groups, -1, dtype=np.int64)
         uniforms: dict = {}
-        fns = bankloop.word_functions(self) if compiled else None
-        if fns is not None:  # the rounds and their draws in one compiled loop
-            bankloop.run_rounds(self, ev, lv, fns, extra, forced_extra, xf, _WINDOW)
+        sources = bankloop.word_sources(self) if compiled else None
+        if sources is not None:  # the rounds and their draws in one compiled loop
+            bankloop.run_rounds(self, ev, lv, sources, extra, forced_extra, xf, _WINDOW)
             return
         if compiled:  # the rounds' bookkeeping in compiled loops, into these buffers
             slots = np.empty((2, groups), dtype=np.int64)
             tripped = np.empty((3, groups), dtype=np.int64)
         while True:
             if compiled:
-                na, nf = kernels.next_round(ev.cursor, ev.ends, ev.group_cell, ev.times,
-                                            self._pos, ev.rest, slots[0], slots[1])  # fmt: skip
+                na, nf = kernels.counters.next_round(
+                    ev.cursor, ev.ends, ev.group_cell, ev.times, self._pos, ev.rest.view(np.uint8),
+                    slots[0], slots[1],
+                )  # fmt: skip
                 if not na:
                     return
                 active, fresh = slots[0, :na], slots[1, :nf]
@@ -493,8 +486,10 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
                 settle(ev, active, unsure, status, at, nb, extra, forced_extra, uniforms, lv.x,
                        self._theta, self._n, self._pos, self._check_src)  # fmt: skip
             if compiled:
-                k = kernels.finish(ev.cells, ev.times, ev.values, ev.cursor, ev.rest, active,
-                                   status, at, step, nb, self._n, self._pos, *tripped)  # fmt: skip
+                k = kernels.counters.finish(
+                    ev.cells, ev.times, ev.values, ev.cursor, ev.rest.view(np.uint8), active,
+                    status, at, step, nb, self._n, self._pos, *tripped,
+                )  # fmt: skip
                 self._close_segments(*tripped[:, :k])
             else:
                 self._end_round(ev, active, status, at, step, nb)
@@ -628,7 +623,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         if c.size:
             first, last = (int(tm[0]), int(tm[-1])) if sorted_times else (tm.min(), tm.max())
             if sorted_times:
-                sort = kernels.by_cell if accel.ready() else None
+                sort = kernels.counters.by_cell if kernels.enabled() else None
                 c, tm, v = checks.by_cell(c, tm, v, self._size, sort)
             else:
                 order = np.lexsort((tm, c))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import math
+import sys
 from typing import Any, ClassVar
 
 import numpy as np
@@ -38,8 +39,9 @@ def _plain_array(X: Any, what: str) -> Any:
     A masked array with masked entries is refused (its mask would hide NaN or out-of-bounds
     values from the checks); ``np.matrix`` and other subclasses become plain arrays.
     """
-    if isinstance(X, np.ma.MaskedArray):
-        mask = np.ma.getmaskarray(X)
+    ma = sys.modules.get("numpy.ma")  # (no masked array exists before numpy.ma is imported,
+    if ma is not None and isinstance(X, ma.MaskedArray):  # and its import costs 25 ms)
+        mask = ma.getmaskarray(X)
         if mask.any():
             row = int(np.flatnonzero(mask.reshape(mask.shape[0], -1).any(axis=1))[0])
             raise InputError(

@@ -42,8 +42,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .. import accel
-from . import kernels
+from .. import kernels
 from .rng import RandomSource
 
 __all__ = ["Real", "ThresholdTable", "exp_neg_bracket", "resolve_ties"]
@@ -211,8 +210,8 @@ class ThresholdTable:
         # guide[b] = #{T_v < b·2**20}: counts of the top 12 bits, accumulated.
         self._guide = np.empty(2**self._GUIDE_BITS + 1, dtype=np.int32)
         self._padded = np.empty(t.size + 1, dtype=np.int64)
-        if accel.ready():  # the same arrays in one pass (sketchsyn.privacy.kernels)
-            if not kernels.table_guide(t, 32 - self._GUIDE_BITS, self._guide, self._padded):
+        if kernels.enabled():  # the same arrays in one pass (sketchsyn.kernels._noise)
+            if not kernels.noise.table_guide(t, 32 - self._GUIDE_BITS, self._guide, self._padded):
                 raise ValueError("thresholds must be sorted")
             return
         if t.size and np.any(t[1:] < t[:-1]):
@@ -253,10 +252,11 @@ class ThresholdTable:
     def sample(self, words: np.ndarray, src: RandomSource) -> np.ndarray:
         """``#{v : c_v ≤ U}`` (int64) for uniform ``U`` with first words ``words`` (uint32)."""
         t = self._padded
-        if accel.ready():  # the same lookup in one compiled loop (sketchsyn.privacy.kernels)
+        if kernels.enabled():  # the same lookup in one compiled loop (sketchsyn.kernels._noise)
             idx = np.empty(words.size, dtype=np.int64)
             shift = 32 - self._GUIDE_BITS
-            if not kernels.table_sample(self._guide, t, words, shift, idx):
+            words = np.ascontiguousarray(words, dtype=np.uint32)
+            if not kernels.noise.table_sample(self._guide, t, words, shift, idx):
                 return idx
             w = words.astype(np.int64)  # a tie to settle (probability about 2**-32 a word)
         else:
@@ -316,11 +316,7 @@ def _laplace_magnitude_real(x: Fraction, o: int) -> Real:
 # The three kinds of table: c_o = 1 − e^{−x·o} (o = 1 … m), the same truncated to [0, m)
 # (o = 1 … m − 1), and the Laplace magnitude 1 − 2e^{−x·o}/(1 + e^{−x}) (o = 1 … m).
 _GEOMETRIC, _TRUNCATED, _LAPLACE = "geometric", "truncated", "laplace"
-_KERNEL_KINDS = {
-    _GEOMETRIC: kernels.GEOMETRIC,
-    _TRUNCATED: kernels.TRUNCATED,
-    _LAPLACE: kernels.LAPLACE,
-}
+_KERNEL_KINDS = {_GEOMETRIC: 0, _TRUNCATED: 1, _LAPLACE: 2}  # kernels.noise.table_floors' codes
 
 
 def _real(kind: str, x: Fraction, m: int, o: int) -> Real:
@@ -475,10 +471,10 @@ def _fast_thresholds(kind: str, x: Fraction, m: int) -> np.ndarray:
     """
     if not _X_MIN <= x <= _X_MAX:
         return _exact_thresholds(kind, x, m)
-    if accel.ready():  # the same float stage, one entry at a time (sketchsyn.privacy.kernels)
+    if kernels.enabled():  # the same float stage, one entry at a time (sketchsyn.kernels._noise)
         out = np.empty(m - 1 if kind == _TRUNCATED else m, dtype=np.int64)
         code = _KERNEL_KINDS[kind]
-        left = kernels.table_floors(code, float(x), m, _REL_MARGIN, _ABS_MARGIN, _Y_MAX, out)
+        left = kernels.noise.table_floors(code, float(x), m, _REL_MARGIN, _ABS_MARGIN, _Y_MAX, out)
         undecided = np.flatnonzero(out < 0).tolist() if left else []
     else:
         v, tail, y = _float_estimates(kind, float(x), m)

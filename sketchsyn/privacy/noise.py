@@ -41,9 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import accel
+from .. import kernels
 from ..errors import ParameterError
-from . import kernels
 from .exactexp import (
     Real,
     ThresholdTable,
@@ -230,15 +229,15 @@ def _laplace_core(scale: Fraction, n: int, src: RandomSource) -> np.ndarray:
             one += _geometric_one_q(den, num, src)
         return np.array([-one if src.bits(1)[0] else one], dtype=np.int64)
     wide = den * m < _TAIL * num  # x·m < 8: magnitudes often beyond the table
-    if _COMPILED_DRAWS[0] <= n < _COMPILED_DRAWS[2 if wide else 1] and accel.ready():
-        fns = src.word_functions()
-        if fns is not None:  # a seeded source: the same words, drawn in one compiled loop
-            return _laplace_compiled(scale, n, src, fns, wide)
+    if _COMPILED_DRAWS[0] <= n < _COMPILED_DRAWS[2 if wide else 1] and kernels.enabled():
+        bits = src.word_source()
+        if bits is not None:  # a seeded source: the same words, drawn in one compiled loop
+            return _laplace_compiled(scale, n, src, bits, wide)
     return _laplace_rest(table, m, den, num, src.uint32(n), src)
 
 
 # Seeded draws of at least [0] and fewer than [1] values ([2] for a wide table) take the
-# compiled loop (kernels.lap_draw; with the geometric's tables when the magnitude table is
+# compiled loop (kernels.noise.lap_draw; with the geometric's tables when the magnitude table is
 # wide): it calls the generator once a word, which costs less than numpy's calls for a few
 # thousand values, and more beyond (`python benchmarks/bench_noise.py --compiled-draws`).
 _COMPILED_DRAWS = (64, 2048, 512)
@@ -248,18 +247,17 @@ LOOKUP_SHIFT = 32 - ThresholdTable._GUIDE_BITS
 
 
 def _laplace_compiled(
-    scale: Fraction, n: int, src: RandomSource, fns: tuple[Any, ...], geometric: bool
+    scale: Fraction, n: int, src: RandomSource, bits: Any, geometric: bool
 ) -> np.ndarray:
-    """:func:`_laplace_core`'s draws by :func:`sketchsyn.privacy.kernels.lap_draw`, which draws
-    the same words from ``src``'s generator (``fns``: its word functions) in the same order;
-    a draw it hands back is finished from its words by :func:`laplace_replay`."""
-    state, next_u32, _ = fns
+    """:func:`_laplace_core`'s draws by :func:`sketchsyn.kernels._noise.lap_draw`, which draws
+    the same words from ``src``'s bit generator ``bits`` in the same order; a draw it hands
+    back is finished from its words by :func:`laplace_replay`."""
     words = np.empty(n + n // 2 + 64, dtype=np.uint32)
     z = np.empty(n, dtype=np.int64)
     scratch = np.empty((4, n // 4 + 64), dtype=np.int64)
     plan = laplace_plan(scale, geometric)
     with src.lock:  # a caller's generator may be shared between threads, as numpy allows
-        got = kernels.lap_draw(next_u32, state, n, plan, LOOKUP_SHIFT, words, z, scratch)
+        got = kernels.noise.lap_draw(bits, n, plan, LOOKUP_SHIFT, words, z, scratch)
     if got >= 0:
         return z
     return laplace_replay(scale, n, words[: -got - 1], src)
@@ -276,8 +274,8 @@ def _laplace_rest(
     if over.size:
         z[over] += _geometric_q(x_num, x_den, over.size, src)
     raw = src.coins(n)  # the signs: their low bits (RandomSource.bits)
-    if accel.ready():
-        kernels.table_signs(z, raw)
+    if kernels.enabled():
+        kernels.noise.table_signs(z, raw)
     else:
         np.negative(z, out=z, where=low_bits(raw))
     return z
@@ -292,7 +290,7 @@ _NO_PADDED = np.full(1, 2**32, dtype=np.int64)
 
 def laplace_plan(scale: Fraction, geometric: bool = False) -> tuple[Any, ...]:
     """The lookup arrays of ``Lap_Z(scale)``'s exact sampler, for a compiled loop that draws the
-    words itself (:func:`sketchsyn.privacy.kernels.lap_draw`): ``(guide, padded, m, kind,
+    words itself (:func:`sketchsyn.kernels._noise.lap_draw`): ``(guide, padded, m, kind,
     guide_a, padded_a, guide_b, padded_b, m_b)``. The magnitude table's arrays
     (:meth:`~sketchsyn.privacy.exactexp.ThresholdTable.lookup`, the same ``shift`` for every
     table); with ``geometric``, those of the geometric beyond it: ``kind`` ``PLAN_PLAIN`` (table
@@ -354,7 +352,7 @@ class _Replay:
     def bits(self, size: int) -> np.ndarray:
         return low_bits(self.coins(size))
 
-    def word_functions(self) -> None:
+    def word_source(self) -> None:
         """None: a replayed draw takes numpy's path (its first words are given)."""
         return None
 

@@ -78,23 +78,18 @@ class RandomSource:
             return self._raw64.random_raw(size)
         return self._gen.integers(0, 2**64, size=size, dtype=_U64, endpoint=False)
 
-    def word_functions(self) -> tuple[int, Any, Any] | None:
-        """``(state_address, next_uint32, next_uint64)`` of the seeded bit generator (numpy's
-        ``bit_generator.ctypes``), for a compiled loop that draws the words :meth:`uint32`,
-        :meth:`bytes` (four bytes a 32-bit word, low byte first) and :meth:`uint64` would
-        return, in the same order; None for the OS CSPRNG and for bit generators whose
-        :meth:`uint64` is not one raw word a draw (MT19937). The caller must hold the source
-        alone while it draws (numpy's lock is not taken: hold :attr:`lock`, as numpy's own calls
-        do, when the generator may be shared), and keep this source alive (the address is its
-        generator's).
+    def word_source(self) -> Any:
+        """The seeded bit generator, for a compiled loop (:mod:`sketchsyn.kernels`) that draws
+        through its C functions the words :meth:`uint32`, :meth:`bytes` (four bytes a 32-bit
+        word, low byte first) and :meth:`uint64` would return, in the same order; None for the
+        OS CSPRNG and for bit generators whose :meth:`uint64` is not one raw word a draw
+        (MT19937). The caller must hold the source alone while it draws (numpy's lock is not
+        taken: hold :attr:`lock`, as numpy's own calls do, when the generator may be shared).
 
-        >>> as_source(None).word_functions() is None
-        True
+        >>> as_source(None).word_source() is None, as_source(1).word_source() is not None
+        (True, True)
         """
-        if self._raw64 is None:
-            return None
-        c = self._raw64.ctypes
-        return c.state_address, c.next_uint32, c.next_uint64
+        return self._raw64
 
     @property
     def lock(self) -> Any:

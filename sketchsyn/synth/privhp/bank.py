@@ -11,10 +11,9 @@ reused from batch to batch (fresh memory costs page faults that take longer than
 arithmetic).
 
 Two paths compute the same increments: numpy's whole-array passes (the reference, always
-there) and, with the ``fast`` extra installed, compiled loops
-(:mod:`~sketchsyn.synth.privhp.kernels`) for batches of at least ``kernels.MIN_ROWS`` rows once
-they are compiled (in the background), which also encode a Box's rows. Every increment is an
-integer sum, so the state is the same bit for bit.
+there) and the compiled loops built with the package (:mod:`sketchsyn.kernels`) for batches of
+at least ``MIN_ROWS`` rows, which also encode a Box's rows. Every increment is an integer sum,
+so the state is the same bit for bit.
 
 >>> import numpy as np
 >>> from sketchsyn import Box, PrivHP
@@ -35,11 +34,13 @@ from typing import Any
 
 import numpy as np
 
+from ... import kernels
 from ...domains import Box
 from ...errors import InputError
 from ...io.stream import one_row
+from ...kernels.morton import MIN_ROWS, encode_box
 from ...sketches.hashing import murmur3_32
-from . import buckets, kernels
+from . import buckets
 
 __all__ = ["LevelBank", "one_thread"]
 
@@ -217,15 +218,15 @@ class LevelBank:
     def _encode(self, X: Any, adjusted: dict[str, int]) -> tuple[np.ndarray, int]:
         """The batch's Morton codes and the number of rows dropped: the domain's ``encode``,
         or for a large batch inside a :class:`~sketchsyn.domains.Box` the same codes from one
-        compiled loop (:func:`~sketchsyn.synth.privhp.kernels.encode_box`)."""
+        compiled loop (:func:`~sketchsyn.kernels.morton.encode_box`)."""
         if (
             type(self._domain) is Box
             and isinstance(X, np.ndarray)
             and X.ndim == 2
-            and X.shape[0] >= kernels.MIN_ROWS
-            and kernels.ready()
+            and X.shape[0] >= MIN_ROWS
+            and kernels.enabled()
         ):
-            codes = kernels.encode_box(self._domain, X, self._depth, _scratch().get)
+            codes = encode_box(self._domain, X, self._depth, _scratch().get)
             if codes is not None:
                 return codes, 0
         codes, dropped = self._domain.encode(X, self._depth, return_dropped=True, adjusted=adjusted)
@@ -282,7 +283,7 @@ class LevelBank:
         counts). Deeper sketch levels hash every item's prefix.
         """
         r, L, n = self._depth, self._L_c, codes.size
-        if n >= kernels.MIN_ROWS and kernels.ready(rows=n):  # the rows count toward the start
+        if n >= MIN_ROWS and kernels.enabled():
             return self._kernel_counts(codes)
         n_sketch = len(self._sketches)
         # Deepest level counted per cell: at least L_c, at most r, and 2**level ≤ n·ratio (and
@@ -324,7 +325,7 @@ class LevelBank:
         return tree_counts, bank_counts
 
     def _kernel_counts(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`_level_counts` by the compiled kernels (:mod:`~sketchsyn.synth.privhp.kernels`):
+        """:meth:`_level_counts` by the compiled kernels (:mod:`sketchsyn.kernels._privhp`):
         the same increments, integer sums in another order.
 
         One loop counts the codes per cell at the deepest per-cell level and one more lists its
@@ -339,14 +340,14 @@ class LevelBank:
         dense = max(L, min(r, reach))
         scratch = _scratch()
         counts = scratch.zeros("cells", 1 << dense)
-        kernels.histogram(codes, np.uint64(r - dense), counts)
+        kernels.privhp.histogram(codes, np.uint64(r - dense), counts)
         size = min(counts.size, n) + 1
         keys = scratch.get("keys", (size,), np.uint32)
         weights = scratch.get("weights", (size,), np.int64)
-        m = kernels.nonzero(counts, keys, weights)  # and puts the counts back to zero
+        m = kernels.privhp.nonzero(counts, keys, weights)  # and puts the counts back to zero
         scratch.cleared("cells")
         tree_counts = np.empty_like(self._tree)
-        kernels.tree_counts(keys, weights, m, dense - L, L, tree_counts)
+        kernels.privhp.tree_counts(keys, weights, m, dense - L, L, tree_counts)
         bank_counts = np.empty_like(self._bank)
         seeds = np.ascontiguousarray(self._row_seeds.reshape(self._row_seeds.shape[:2]))
         signs = (
@@ -360,14 +361,14 @@ class LevelBank:
         for i in range(len(self._sketches) - 1, dense - L - 1, -1):  # per item, deepest first
             level = L + 1 + i
             args = (codes, np.uint64(r - level), level > 32, seeds[i], signs[i], width, bshift)
-            jobs.append(partial(kernels.hash_items, *args, bank_counts[i]))
+            jobs.append(partial(kernels.privhp.hash_items, *args, bank_counts[i]))
         n_dense = dense - L
         if n_dense:
             # The per-cell levels (sketches 0 … n_dense − 1) in one job, which merges the cells
             # into parents in place (split over two threads, both jobs merged every level: more
             # CPU than the second thread saved).
             args = (keys, weights, m, n_dense, seeds, signs, width, bshift, bank_counts)
-            jobs.append(partial(kernels.hash_levels, *args))
+            jobs.append(partial(kernels.privhp.hash_levels, *args))
         _run(jobs, n)
         return tree_counts, bank_counts
 

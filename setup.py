@@ -1,0 +1,54 @@
+"""Build of sketchsyn's compiled kernels (Cython, in ``sketchsyn/kernels/``); everything else
+about the package is in pyproject.toml.
+
+The extension modules are optional: where they cannot be compiled (no C compiler) the install
+goes on without them and sketchsyn runs its numpy path, which gives the same results
+(``sketchsyn.kernels.active()`` says which path runs).
+"""
+
+from __future__ import annotations
+
+import os
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+MODULES = ("_words", "_noise", "_privhp", "_counters")
+
+
+class BuildExt(build_ext):
+    """Optimised builds with GCC and clang (``-O3``: the hash loops are vectorised; ``-g0``:
+    no debugging information, a third of the size, so a process maps less at import)."""
+
+    def build_extensions(self) -> None:
+        if self.compiler.compiler_type == "unix":
+            for ext in self.extensions:
+                ext.extra_compile_args = [*ext.extra_compile_args, "-O3", "-g0"]
+        super().build_extensions()
+
+
+def extensions() -> list[Extension]:
+    if os.environ.get("SKETCHSYN_NO_EXTENSION"):  # a pure-Python build (tests of the fallback)
+        return []
+    try:
+        from Cython.Build import cythonize
+    except ImportError:  # a build without its build requirements: the numpy path only
+        print("sketchsyn: Cython is missing, the compiled kernels are not built")
+        return []
+    here = os.path.join("sketchsyn", "kernels")
+    exts = [
+        Extension(
+            f"sketchsyn.kernels.{name}",
+            [os.path.join(here, f"{name}.pyx")],
+            include_dirs=[here],
+            optional=True,
+        )
+        for name in MODULES
+    ]
+    built = cythonize(exts, compiler_directives={"language_level": 3}, quiet=True)
+    for ext in built:  # (cythonize makes new Extensions, without the flag)
+        ext.optional = True
+    return built
+
+
+setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExt})
