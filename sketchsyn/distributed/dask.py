@@ -52,7 +52,8 @@ from typing import Any
 
 import numpy as np
 
-from .distributed import (
+from ..errors import InputError, ParameterError
+from .protocol import (
     FileTask,
     check_call,
     check_file_call,
@@ -63,7 +64,6 @@ from .distributed import (
     summarize_items,
     to_wire,
 )
-from .errors import InputError, ParameterError
 
 __all__ = ["fit", "release", "summarize", "summarize_files"]
 
