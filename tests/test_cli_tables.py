@@ -21,6 +21,7 @@ from cli_run import run, user_error
 
 from sketchsyn.cli.common import _load_run
 from sketchsyn.domains import Schema
+from sketchsyn.errors import ParameterError
 from sketchsyn.io.tables_reader import open_table_reader
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -318,11 +319,32 @@ def test_a_drafted_schema_says_loudly_it_is_not_private(files, tmp_path):
     text = out.read_text()
     assert text.startswith("# WARNING: this schema was DRAFTED FROM THE DATA: it is NOT PRIVATE")
     assert "public knowledge" in text and "'tail'" in text
+    stdout = ok(run("schema", files["csv"], "--max-categories", "50"))
+    assert stdout.out.startswith("# WARNING") and "NOT PRIVATE" in stdout.err
+
+
+def test_a_drafted_schema_is_refused_until_a_person_removes_its_marker(files, tmp_path):
+    """Issue 50, item 1: "The 'NOT PRIVATE' warning is a YAML comment, which the loader throws
+    away. `fit --schema s.yaml` then runs without a word [...] Fix: give drafts a
+    machine-readable marker that `Schema.load` / `from_dict` and `fit` refuse until a person
+    removes it. List categories in a public order (sorted), not by frequency.\""""
+    out = tmp_path / "draft.yaml"
+    ok(run("schema", files["parquet"], "-o", out, "--max-categories", "50"))
+    text = out.read_text()
+    assert "\ndraft: " in text and "NOT PRIVATE" in text.split("\ndraft: ")[1].splitlines()[0]
+    with pytest.raises(ParameterError, match="draft.*delete the 'draft' key"):
+        Schema.load(out)
+    proc = fit(files["csv"], tmp_path / "m.model", out)
+    user_error(proc, "NOT PRIVATE", "'draft' key")
+    assert proc.err.count(str(out)) == 1  # item 11: the schema path is printed once
+    assert not (tmp_path / "m.model").exists()
+    kept = [line for line in text.splitlines() if not line.startswith("draft:")]
+    out.write_text("\n".join(kept) + "\n")  # the person's edit (values left as drafted here)
     draft = Schema.load(out)
     assert draft.names == ("carrier", "month", "dep_delay", "when", "ok")
     assert draft.kinds == ("categorical", "integer", "numeric", "datetime", "boolean")
-    stdout = ok(run("schema", files["csv"], "--max-categories", "50"))
-    assert stdout.out.startswith("# WARNING") and "NOT PRIVATE" in stdout.err
+    # AA is the most frequent carrier and WN the rarest: the order is the sorted one.
+    assert draft.column("carrier").categories == ["AA", "DL", "UA", "WN"]
 
 
 # ----------------------------------------------------------------------------- --synth marginal
