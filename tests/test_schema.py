@@ -196,7 +196,7 @@ def test_refused_rows_are_named() -> None:
         ("carrier", "ZZ", "row 2: column 'carrier' = 'ZZ' is not one of the column's categories"),
         ("month", 13, "row 2: column 'month' = 13"),
         ("month", 2.5, "row 2: column 'month' = 2.5"),
-        ("dep_delay", float("nan"), "row 2: column 'dep_delay' = nan"),
+        ("dep_delay", float("nan"), "row 2: column 'dep_delay' is missing"),
         ("client", "10.0.0.300", "row 2: column 'client' = '10.0.0.300'"),
         ("ok", "maybe", "row 2: column 'ok' = 'maybe'"),
     ]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import abc
 import datetime as _dt
 import math
+import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -45,7 +46,9 @@ __all__ = [
     "NumericColumn",
     "column_from_dict",
     "ipv4_text",
+    "is_missing",
     "tally",
+    "value_text",
 ]
 
 _U64 = np.uint64
@@ -72,6 +75,44 @@ def tally(counts: dict[str, int], column: str, action: str, n: int) -> None:
     if n:
         key = f"{column}:{action}"
         counts[key] = counts.get(key, 0) + int(n)
+
+
+def is_missing(value: Any) -> bool:
+    """True for a missing value: None, NaN, NaT, pandas' NA, or empty text.
+
+    >>> [is_missing(v) for v in (None, float("nan"), np.datetime64("NaT"), "", "x", 0)]
+    [True, True, True, True, False, False]
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return True
+    try:
+        return bool(value != value)
+    except (TypeError, ValueError):  # pandas.NA has no truth value
+        return True
+
+
+def _time_text(stamp: np.datetime64) -> str:
+    """ISO text of a time, without a zero fraction or a midnight time of day.
+
+    >>> _time_text(np.datetime64("2013-01-20T10:00", "us")), _time_text(np.datetime64(0, "us"))
+    ('2013-01-20T10:00:00', '1970-01-01')
+    """
+    text = str(stamp.astype("datetime64[us]"))
+    text = text[:-7] if text.endswith(".000000") else text
+    return text[:-9] if text.endswith("T00:00:00") else text
+
+
+def value_text(value: Any) -> str:
+    """A value as an error message shows it: dates and times as quoted ISO text.
+
+    >>> value_text(_dt.datetime(2013, 1, 20, 10)), value_text(np.datetime64("2013-01-20"))
+    ("'2013-01-20T10:00:00'", "'2013-01-20'")
+    """
+    if isinstance(value, _dt.datetime) and value.tzinfo is not None:
+        return repr(value.isoformat())
+    if isinstance(value, (_dt.date, np.datetime64)) and not is_missing(value):
+        return repr(_time_text(np.datetime64(value, "us")))
+    return _row_text(value)
 
 
 class Column(abc.ABC):
@@ -150,14 +191,19 @@ class Column(abc.ABC):
             tally(adjusted, self.name, "dropped", int(outside.sum()))
             return units
         i = int(np.flatnonzero(outside)[0])
+        value = item(raw, i)
+        shown = "" if is_missing(value) else f" = {value_text(value)}"
         raise InputError(
-            f"row {offset + i}: column {self.name!r} = {_row_text(item(raw, i))} "
-            f"{self._outside_text()} "
+            f"row {offset + i}: column {self.name!r}{shown} "
+            f"{self._outside_text(value, float(units[i]))} "
             f"(policy {self.policy!r}; set the column's policy to "
             f"{' or '.join(repr(p) for p in self.POLICIES if p != 'raise')} to accept such values)"
         )
 
-    def _outside_text(self) -> str:
+    def _outside_text(self, value: Any, unit: float) -> str:
+        """Why ``value`` (its units ``unit``, NaN when unreadable) is outside the column."""
+        if is_missing(value):
+            return "is missing"
         return f"is not a {self.kind} value of the schema"
 
     def valid_range(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -240,10 +286,12 @@ class _Ordered(Column):
     POLICIES = ("raise", "clip", "drop")
 
     def _check_bounds(self, low: float, high: float, raw: tuple[Any, Any]) -> None:
-        if not (math.isfinite(low) and math.isfinite(high)) or not low < high:
+        finite = math.isfinite(low) and math.isfinite(high) and math.isfinite(high - low)
+        if not finite or not low < high:
             raise ParameterError(
                 f"The 'low' and 'high' of column {self.name!r} ({self.kind}) must be finite "
-                f"with low < high. Got low={raw[0]!r}, high={raw[1]!r} instead."
+                f"with low < high and a finite span high − low. Got low={raw[0]!r}, "
+                f"high={raw[1]!r} instead."
             )
         self.low, self.high = low, high
 
@@ -260,7 +308,7 @@ class _Ordered(Column):
             if nan.any():
                 i = int(np.flatnonzero(nan)[0])
                 raise InputError(
-                    f"row {offset + i}: column {self.name!r} = {_row_text(item(raw, i))} is not a "
+                    f"row {offset + i}: column {self.name!r} = {value_text(item(raw, i))} is not a "
                     f"{self.kind} value (missing or unreadable; the 'clip' policy clips only "
                     "values outside [low, high])"
                 )
@@ -268,8 +316,12 @@ class _Ordered(Column):
             return np.clip(units, self.low, self.high)
         return super()._apply_policy(raw, units, outside, adjusted, offset)
 
-    def _outside_text(self) -> str:
-        return f"is outside [{self._show(self.low)}, {self._show(self.high)}] or missing"
+    def _outside_text(self, value: Any, unit: float) -> str:
+        if is_missing(value):
+            return "is missing"
+        if math.isnan(unit):
+            return f"is not a {self.kind} value"
+        return f"is outside [{self._show(self.low)}, {self._show(self.high)}]"
 
     def _show(self, u: float) -> str:
         return repr(u)
@@ -389,10 +441,18 @@ class IntegerColumn(_Ordered):
         if self.policy == "clip" and fractional.any():
             i = int(np.flatnonzero(fractional)[0])
             raise InputError(
-                f"row {offset + i}: column {self.name!r} = {_row_text(item(raw, i))} is not a "
+                f"row {offset + i}: column {self.name!r} = {value_text(item(raw, i))} is not a "
                 "whole number (the 'clip' policy clips only whole numbers outside [low, high])"
             )
         return super()._apply_policy(raw, units, outside, adjusted, offset)
+
+    def _outside_text(self, value: Any, unit: float) -> str:
+        if math.isfinite(unit) and unit != math.floor(unit):
+            return "is not a whole number"
+        return super()._outside_text(value, unit)
+
+    def _show(self, u: float) -> str:
+        return str(int(u))
 
     def codes(self, units: np.ndarray) -> np.ndarray:
         return (units - self.low).astype(np.int64).view(_U64)
@@ -417,18 +477,64 @@ class IntegerColumn(_Ordered):
         return self._dict(low=self.low, high=self.high)
 
 
+# A time of day followed by a UTC offset: "Z", "+02:00", "-0530" or "+02".
+_OFFSET = re.compile(r"(\d\d:\d\d(?::\d\d(?:[.,]\d*)?)?)\s*(Z|[+-]\d\d(?::?\d\d)?)$", re.I)
+
+
+def _iso_text(value: Any) -> Any:
+    """A ``date`` or ``datetime`` as ISO text (an aware one in UTC); other values unchanged.
+
+    >>> _iso_text(_dt.date(2013, 1, 1)), _iso_text("2013-01-01")
+    ('2013-01-01', '2013-01-01')
+    >>> _iso_text(_dt.datetime(2013, 1, 1, 2, tzinfo=_dt.timezone(_dt.timedelta(hours=2))))
+    '2013-01-01T00:00:00'
+    """
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+        return value.isoformat()
+    if isinstance(value, _dt.date):
+        return value.isoformat()
+    return value
+
+
+def _split_offset(text: str) -> tuple[str, int]:
+    """ISO text without its UTC offset, and the offset in microseconds (numpy reads no offset
+    without a warning, so it is applied here).
+
+    >>> _split_offset("2013-05-01T10:00:00+02:00"), _split_offset("2013-05-01 10:00Z")
+    (('2013-05-01T10:00:00', 7200000000), ('2013-05-01 10:00', 0))
+    >>> _split_offset("2013-05-01")
+    ('2013-05-01', 0)
+    """
+    m = _OFFSET.search(text)
+    if m is None:
+        return text, 0
+    zone = m.group(2).upper()
+    head = text[: m.start(2)].rstrip()
+    if zone == "Z":
+        return head, 0
+    digits = zone[1:].replace(":", "")
+    minutes = int(digits[:2]) * 60 + (int(digits[2:4]) if len(digits) > 2 else 0)
+    return head, (1 if zone[0] == "+" else -1) * minutes * 60_000_000
+
+
 def _datetime_us(value: Any) -> float:
-    """Microseconds since 1970 of one date or time (ISO text, ``datetime``, ``datetime64``)."""
+    """Microseconds since 1970 of one date or time (ISO text, with or without a UTC offset,
+    ``datetime``, ``datetime64``); a time with an offset is taken in UTC."""
     if isinstance(value, (bool, np.bool_, int, float, np.number)):
         raise ValueError(f"{value!r} is not a date or time")
     if isinstance(value, _dt.datetime) and value.tzinfo is not None:
         value = value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
     if hasattr(value, "to_datetime64"):  # pandas Timestamp
         value = value.to_datetime64()
+    shift = 0
+    if isinstance(value, str):
+        value, shift = _split_offset(value.strip())
     stamp = np.datetime64(value, "us")
     if np.isnat(stamp):
         raise ValueError(f"{value!r} is not a date or time")
-    return float((stamp - _EPOCH).astype(np.int64))
+    return float((stamp - _EPOCH).astype(np.int64) - shift)
 
 
 class DatetimeColumn(NumericColumn):
@@ -444,6 +550,9 @@ class DatetimeColumn(NumericColumn):
 
     def __init__(self, name: str, low: Any, high: Any, policy: str = "raise") -> None:
         Column.__init__(self, name, policy)
+        # A date or time object (what YAML makes of an unquoted 2013-01-01) is kept as ISO text:
+        # the dict form, and the header of every file fitted on it, hold text.
+        low, high = _iso_text(low), _iso_text(high)
         self._raw = (low, high)
         try:
             lo, hi = _datetime_us(low), _datetime_us(high)
@@ -471,7 +580,7 @@ class DatetimeColumn(NumericColumn):
         return np.clip(np.floor(super().sample(lo, hi, u)), self.low, self.high)
 
     def _show(self, u: float) -> str:
-        return str(_EPOCH + np.timedelta64(int(u), "us"))
+        return _time_text(_EPOCH + np.timedelta64(int(u), "us"))
 
     def output(self, units: np.ndarray, library: str) -> Any:
         return _EPOCH + units.astype(np.int64).astype("timedelta64[us]")
@@ -557,8 +666,10 @@ class CategoricalColumn(Column):
             return np.where(outside, float(len(self.categories)), units)
         return super()._apply_policy(raw, units, outside, adjusted, offset)
 
-    def _outside_text(self) -> str:
+    def _outside_text(self, value: Any, unit: float) -> str:
         shown = self.categories[:5] + (["..."] if len(self.categories) > 5 else [])
+        if is_missing(value):
+            return f"is missing (not one of the column's categories {shown})"
         return f"is not one of the column's categories {shown}"
 
     def codes(self, units: np.ndarray) -> np.ndarray:
@@ -761,12 +872,14 @@ def column_from_dict(entry: Any, position: int) -> Column:
         )
     name = entry.get("name", f"#{position}")
     kind = entry.get("kind")
-    if kind not in _KINDS:
-        raise ParameterError(f"Column {name!r} has kind {kind!r}; the kinds are {sorted(_KINDS)}.")
+    if not isinstance(kind, str) or kind not in _KINDS:
+        raise ParameterError(
+            f"Column {name!r} has kind {_row_text(kind)}; the kind is one of {sorted(_KINDS)}."
+        )
     required, optional = _KEYS[kind]
     allowed = required | optional | {"name", "kind", "policy"}
     missing = sorted(required - set(entry))
-    extra = sorted(set(entry) - allowed)
+    extra = sorted(set(entry) - allowed, key=str)
     if missing or extra or "name" not in entry:
         what = (
             f"missing {missing or ['name']}"
@@ -774,8 +887,8 @@ def column_from_dict(entry: Any, position: int) -> Column:
             else f"unknown {extra}"
         )
         raise ParameterError(
-            f"Column {name!r} ({kind}) has keys {sorted(entry)}: {what} (a {kind} column takes "
-            f"{sorted(allowed)})."
+            f"Column {name!r} ({kind}) has keys {sorted(entry, key=str)}: {what} (a {kind} "
+            f"column takes {sorted(allowed)})."
         )
     fields = {k: v for k, v in entry.items() if k not in ("name", "kind")}
     return _KINDS[kind](entry["name"], **fields)

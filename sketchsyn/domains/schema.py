@@ -127,10 +127,10 @@ class Schema(Domain):
         if isinstance(data, Mapping) and "draft" in data:
             raise ParameterError(
                 "This schema is a draft read from the data (it has a 'draft' key): it is NOT "
-                "PRIVATE. Its bounds are the exact values of the most extreme rows and its categories were seen in the rows, so a release "
-                "fitted with it would leak them. Replace each by public knowledge (a data "
-                "dictionary, a code list, the valid range of the measurement), then delete the "
-                "'draft' key."
+                "PRIVATE. Its bounds are the exact values of the most extreme rows and its "
+                "categories were seen in the rows, so a release fitted with it would leak them. "
+                "Replace each by public knowledge (a data dictionary, a code list, the valid "
+                "range of the measurement), then delete the 'draft' key."
             )
         if not isinstance(data, Mapping) or set(data) - {"type"} != {"columns"}:
             got = sorted(data, key=str) if isinstance(data, Mapping) else _row_text(data)
