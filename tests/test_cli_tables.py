@@ -254,6 +254,42 @@ def test_evaluate_and_plot_a_table(files):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_evaluate_and_plot_apply_the_fits_policies(tmp_path):
+    """Issue 50, item 7: "`evaluate` and `plot` fail after a `drop` policy removed values (an
+    empty cell, or IPv6 in an ipv4 column), with a misleading message. They should apply the
+    fit's schema policies." The rows the fit dropped are left out, as the fit left them out."""
+    schema = tmp_path / "drop.yaml"
+    Schema.from_dict(
+        {
+            "columns": [
+                {"name": "client", "kind": "ipv4", "policy": "drop"},
+                {"name": "dept", "kind": "categorical", "categories": ["a", "b"], "policy": "drop"},
+                {"name": "n", "kind": "integer", "low": 0, "high": 9, "policy": "clip"},
+            ]
+        }
+    ).dump(schema)
+    rng = np.random.default_rng(4)
+    lines = ["client,dept,n"] + [
+        f"10.0.{i % 4}.{i % 200},{'ab'[i % 2]},{rng.integers(0, 12)}" for i in range(400)
+    ]
+    lines[7] = "2001:db8::1,a,3"  # IPv6: dropped
+    lines[9] = "10.0.0.9,,4"  # an empty cell: dropped
+    data = tmp_path / "d.csv"
+    data.write_text("\n".join(lines) + "\n")
+    model = tmp_path / "d.model"
+    ok(run("fit", data, "--schema", schema, "--epsilon", "1", "-o", model, *SMALL))
+    ok(run("sample", model, "-n", "500", "-o", tmp_path / "s.csv", "--seed", "1"))
+    for given in (schema, model):
+        out = ok(run("evaluate", data, tmp_path / "s.csv", "--schema", given)).out
+        assert "199 data vs 199 synthetic rows" in out, out  # 398 rows kept, halved
+    pytest.importorskip("matplotlib")
+    ok(run("plot", data, model, "-o", tmp_path / "d.png"))
+    strict = tmp_path / "strict.yaml"
+    strict.write_text(schema.read_text().replace("policy: drop", "policy: raise"))
+    user_error(run("evaluate", data, tmp_path / "s.csv", "--schema", strict),
+               "d.csv line 8: column 'client' = '2001:db8::1'")  # fmt: skip
+
+
 # ----------------------------------------------------------------------------- access logs
 def access_log(path: Path, n: int) -> Path:
     rng = np.random.default_rng(2)
