@@ -164,6 +164,10 @@ def test_sample_to_csv_parquet_and_json_lines_keeps_the_declared_types(files):
         assert back.column("ok").to_pylist() == t.column("ok").to_pylist()
     first = json.loads((tmp / "s.jsonl").read_text().splitlines()[0])
     assert first["when"][10] == "T" and isinstance(first["month"], int)
+    # Issue 50, item 11: "CSV output writes UTC times without `Z`."
+    assert first["when"].endswith("Z"), first
+    row = (tmp / "s.csv").read_text().splitlines()[1].split(",")
+    assert row[3][10] == "T" and row[3].endswith("Z"), row
     user_error(run("sample", model, "-n", "3", "-o", "-", "--format", "parquet"), "Parquet needs")
     rounded = ok(run("sample", model, "-n", "50", "--decimals", "1", "--seed", "5")).out
     delays = [line.split(",")[2] for line in rounded.splitlines()[1:]]

@@ -156,3 +156,12 @@ def test_a_refused_value_is_named_as_a_person_reads_it(when, month, message) -> 
         DATES.units(frame)
     assert message in str(caught.value), str(caught.value)
     assert "datetime.datetime" not in str(caught.value) and "or missing" not in str(caught.value)
+
+
+def test_an_empty_column_list_is_named_as_the_schemas(tmp_path: Path) -> None:
+    """Item 11: "Empty `columns: []` is reported as a `--columns` problem." """
+    schema = _write(tmp_path / "s.yaml", "columns: []\n")
+    data = _write(tmp_path / "d.csv", "x\n1\n")
+    proc = run("fit", data, "--schema", schema, "--epsilon", "1", "-o", tmp_path / "m")
+    user_error(proc, "A schema's 'columns' must be a list of 1 to 64 columns. Got 0 columns")
+    assert "--columns" not in proc.err

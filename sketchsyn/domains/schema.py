@@ -139,7 +139,14 @@ class Schema(Domain):
             )
         if data.get("type", "Schema") != "Schema":
             raise ParameterError(f"A schema's 'type' must be 'Schema'. Got {data['type']!r}.")
-        return cls(data["columns"])
+        columns = data["columns"]
+        if not isinstance(columns, list) or not 1 <= len(columns) <= MAX_COLUMNS:
+            got = f"{len(columns)} columns" if isinstance(columns, list) else _row_text(columns)
+            raise ParameterError(
+                f"A schema's 'columns' must be a list of 1 to {MAX_COLUMNS} columns. Got {got} "
+                "instead."
+            )
+        return cls(columns)
 
     @classmethod
     def _from_fields(cls, data: dict[str, Any]) -> Schema:
