@@ -31,7 +31,7 @@ import numpy as np
 
 from ..errors import InputError, ParameterError
 from .base import _row_text
-from .ipv4 import _parse_ipv4
+from .ipv4 import _parse_ipv4, parse_ipv4
 from .tables import item, to_numpy_1d
 from .where import Condition
 
@@ -790,18 +790,10 @@ class IPv4Column(Column):
         if values.dtype.kind in "iu":
             units = values.astype(np.float64)
             return units, (units < 0) | (units >= 2.0**32)
-        text = np.array([v if isinstance(v, str) else "" for v in values.tolist()], dtype=str)
-        keys = np.zeros(values.shape[0], dtype=np.float64)
-        outside = np.zeros(values.shape[0], dtype=bool)
-        try:
-            keys = _parse_ipv4(text).astype(np.float64)
-        except InputError:  # find every bad row, so that the policy sees them all
-            for i, t in enumerate(text.tolist()):
-                try:
-                    keys[i] = float(_parse_ipv4(np.array([t]))[0])
-                except InputError:
-                    outside[i] = True
-        return keys, outside
+        if values.dtype.kind not in "US":
+            values = np.array([v if isinstance(v, str) else "" for v in values.tolist()], str)
+        keys, outside = parse_ipv4(values)  # every bad row at once, for the policy
+        return keys.astype(np.float64), outside
 
     def codes(self, units: np.ndarray) -> np.ndarray:
         return units.astype(_U64)
