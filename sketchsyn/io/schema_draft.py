@@ -39,7 +39,7 @@ import numpy as np
 
 from ..errors import InputError
 from .arrowread import _pyarrow
-from .tables_reader import arrow_cast, to_timestamps
+from .tables_reader import NULL_VALUES, arrow_cast, to_timestamps
 
 __all__ = ["DRAFT_MARKER", "WARNING", "draft_schema"]
 
@@ -165,7 +165,8 @@ def _csv_batches(source: Any, batch_size: int, delimiter: str) -> Iterator[Any]:
             pacsv.ConvertOptions(
                 column_types=dict.fromkeys(names, pa.string()),
                 strings_can_be_null=True,
-                null_values=[""],
+                null_values=list(NULL_VALUES),
+                quoted_strings_can_be_null=False,
             ),
         )
         yield from reader
