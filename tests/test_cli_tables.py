@@ -420,3 +420,34 @@ def test_the_marginal_synthesizer_on_a_table(files):
     tvd1 = float(out.split("data vs synthetic ")[1].split(",")[0])
     assert tvd1 < 0.05, out
     assert "tree of column pairs" in ok(run("info", model)).out
+
+
+def test_output_files_respect_the_umask_and_trusted_states_stay_private(files, tmp_path):
+    """Issue 50, item 10: "Output files are created 0600 whatever the umask (models, synthetic
+    CSV and Parquet, drafted schemas). Respect the umask, as every other tool does." A state
+    holding exact counts (``--state``, a trusted checkpoint) stays readable by its owner only."""
+    from sketchsyn.io.checkpoint import save
+
+    old = os.umask(0o022)
+    try:
+        model, state = tmp_path / "m.model", tmp_path / "m.state"
+        ok(fit(files["csv"], model, files["schema"], "--state", state))
+        outputs = [model, tmp_path / "s.csv", tmp_path / "s.parquet", tmp_path / "d.yaml"]
+        ok(run("sample", model, "-n", "10", "-o", outputs[1]))
+        ok(run("sample", model, "-n", "10", "-o", outputs[2]))
+        ok(run("schema", files["csv"], "-o", outputs[3], "--max-categories", "50"))
+        from sketchsyn import Box, PrivHP
+
+        php = PrivHP(Box.unit(1), 1.0, 4, 16, depth=3, rng=0)
+        save(php, tmp_path / "p.bin")
+        save(php, tmp_path / "p-diag.bin", include_diagnostics=True)
+        outputs.append(tmp_path / "p.bin")
+        modes = {p.name: oct(p.stat().st_mode & 0o777) for p in outputs}
+        assert set(modes.values()) == {"0o644"}, modes
+        assert oct(state.stat().st_mode & 0o777) == "0o600"
+        assert oct((tmp_path / "p-diag.bin").stat().st_mode & 0o777) == "0o600"
+        os.umask(0o077)
+        ok(run("sample", model, "-n", "10", "-o", tmp_path / "t.csv"))
+        assert oct((tmp_path / "t.csv").stat().st_mode & 0o777) == "0o600"
+    finally:
+        os.umask(old)

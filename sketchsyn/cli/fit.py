@@ -421,7 +421,10 @@ def _save_run(
         "n_rows": prior.get("n_rows", 0) + reader.n_rows,
         "n_bad": prior.get("n_bad", 0) + getattr(reader, "n_bad_at_position", reader.n_bad),
     }
-    _write_atomic(path, pack_run(summary.to_bytes(include_diagnostics=True), run))
+    # A trusted local file (exact counts): readable by its owner only, whatever the umask.
+    _write_atomic(
+        path, pack_run(summary.to_bytes(include_diagnostics=True), run), owner_only=True
+    )
 
 
 def public_guess(n: int) -> int:
