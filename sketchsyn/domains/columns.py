@@ -623,15 +623,18 @@ class CategoricalColumn(Column):
                 f"{_row_text(categories)} instead."
             )
         cats = list(categories)
-        bad = [c for c in cats if not isinstance(c, str)]
-        if not cats or bad:
-            what = "an empty list" if not cats else f"{bad[0]!r} (a {type(bad[0]).__name__})"
+        # C-level passes only: a schema of a million categories (a blob's header) loads fast.
+        if not cats or not set(map(type, cats)) <= {str}:
+            bad = next((c for c in cats if not isinstance(c, str)), None)
+            what = "an empty list" if not cats else f"{bad!r} (a {type(bad).__name__})"
             raise ParameterError(
                 f"The 'categories' of column {name!r} must be a non-empty list of str. Got "
                 f"{what} instead."
             )
-        if len(set(cats)) != len(cats):
-            dup = next(c for c in cats if cats.count(c) > 1)
+        index = dict(zip(cats, range(len(cats)), strict=True))
+        if len(index) != len(cats):
+            seen: set[str] = set()
+            dup = next(c for c in cats if c in seen or seen.add(c))  # type: ignore[func-returns-value]
             raise ParameterError(
                 f"The 'categories' of column {name!r} must be distinct. Got {dup!r} twice."
             )
@@ -648,7 +651,7 @@ class CategoricalColumn(Column):
         self.categories = cats
         self._other_label = other_label
         self.labels = cats + ([label] if policy == "other" else [])
-        self._index = {c: i for i, c in enumerate(cats)}
+        self._index = index
 
     bits = property(lambda self: _bits_for(len(self.labels)), doc="``ceil(log2(codes))``.")
     n_codes = property(lambda self: len(self.labels), doc="The categories (and 'other').")
