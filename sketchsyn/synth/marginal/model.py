@@ -154,6 +154,7 @@ class MarginalDistribution(Summary, ColumnBins):
 
     STATE_PRIVACY = "private"
     FORMAT_VERSION = 1
+    STATE_DECLARED = True  # first written with container 3: every blob says its state
 
     def __init__(
         self,

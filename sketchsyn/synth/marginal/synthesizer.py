@@ -182,6 +182,7 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
     STATE_PRIVACY = "trusted"
     FORMAT_VERSION = 1
     READS = (1,)
+    STATE_DECLARED = True  # first written with container 3: every blob says its state
     TAKES_RNG = True
 
     def __init__(
