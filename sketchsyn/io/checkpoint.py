@@ -176,6 +176,10 @@ def _sweep(directory: str, name: str) -> None:
 def save(obj: Any, path: str | os.PathLike[str], **options: Any) -> None:
     """Write ``obj.to_bytes(**options)`` to ``path`` atomically (old or new file, never torn).
 
+    The file gets the permissions the process's umask gives a new file (``0o666 & ~umask``), as
+    other tools' files do; a *trusted* state (exact counts: ``obj.state_privacy`` is
+    ``"trusted"``, or ``include_diagnostics=True``) is readable by its owner only (``0o600``).
+
     Parameters
     ----------
     obj : any sketchsyn summary or release
@@ -188,11 +192,6 @@ def save(obj: Any, path: str | os.PathLike[str], **options: Any) -> None:
         where the class takes one, and for PrivHP ``include_diagnostics=True``, which keeps the
         exact ``n_seen`` / ``n_dropped`` in the file. A collector that resumes from its
         checkpoint needs them; such a file must stay with the data holder.
-
-    The file gets the permissions the process's umask gives a new file (``0o666 & ~umask``),
-    as other tools' files do; a *trusted* state (exact counts: ``obj.state_privacy ==
-    "trusted"``, or ``include_diagnostics=True``) is written readable by its owner only
-    (``0o600``).
     """
     trusted = getattr(obj, "state_privacy", "private") != "private"
     _write_atomic(

@@ -200,8 +200,9 @@ class CSVTableReader(CSVReader):
         As for :class:`~sketchsyn.io.readers.CSVReader` (gzip and zstd by their first bytes).
     schema : Schema
         Its column names are looked up in the header (other columns are not read).
-    batch_size, on_bad, delimiter, skip_rows, resume, threads
-        As for :class:`~sketchsyn.io.readers.CSVReader`.
+    **kwargs
+        ``batch_size``, ``on_bad``, ``delimiter``, ``skip_rows``, ``resume``, ``threads``: as
+        for :class:`~sketchsyn.io.readers.CSVReader`.
     """
 
     # The typed tables may keep slices of the block (strings): it gets its own bytes, never a
