@@ -54,11 +54,20 @@ def main(argv: list[str]) -> None:
         f"{n:,} requests, state {php.nbytes:,} bytes "
         f"({reader.n_ipv6:,} IPv6 and {reader.n_bad:,} junk lines skipped)"
     )
-    top = np.argsort(release.leaves().count)[::-1][:5]
     leaves = release.leaves()
+    top = np.argsort(leaves.count)[::-1][:5]
+    print("busiest networks of the release (noisy counts: a count is its network's requests")
+    print("plus Laplace noise of the scale shown, and on the sketch levels plus the requests of")
+    print("the addresses that share its Count-Min cell, which only add):")
     for i in top:
         lo = int(leaves.lower[i][0]) if np.ndim(leaves.lower[i]) else int(leaves.lower[i])
-        print(f"  {dotted(lo)}/{int(leaves.level[i])}: ~{leaves.count[i]:,.0f} requests")
+        level = int(leaves.level[i])
+        scale = float(php.noise_scales[level])
+        where = "counter" if level <= php.counter_depth else "sketch"
+        print(
+            f"  {dotted(lo)}/{level}: {leaves.count[i]:,.0f} requests "
+            f"(noise scale {scale:,.0f}, a {where} level)"
+        )
     print("synthetic client addresses:", [dotted(int(ip)) for ip in release.sample(5)])
 
 

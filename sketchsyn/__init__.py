@@ -24,6 +24,7 @@ _EXPORTS = {
     "BudgetExceededError": "errors",
     "ReleasedError": "errors",
     "ConcurrentUseError": "errors",
+    "UtilityWarning": "errors",
     "Lineage": "privacy.lineage",
     # randomness and noise
     "as_source": "privacy.rng",

@@ -27,6 +27,7 @@ __all__ = [
     "ParameterError",
     "ReleasedError",
     "SerializationError",
+    "UtilityWarning",
     "MAX_STATE_BYTES",
     "check_bool",
     "check_choice",
@@ -74,6 +75,15 @@ class ConcurrentUseError(RuntimeError):
 
     A summary is not thread-safe; the update that found it busy is refused (nothing changed).
     Build one summary per thread and merge them.
+    """
+
+
+class UtilityWarning(UserWarning):
+    """The parameters are valid, but the release will carry little signal (for example ε·n too
+    small for the tree: below some level it is close to uniform). Privacy is unaffected.
+
+    Filter it like any warning: ``warnings.simplefilter("error", UtilityWarning)`` turns it
+    into an error, ``"ignore"`` silences it.
     """
 
 

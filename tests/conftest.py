@@ -145,6 +145,7 @@ def java_missing() -> bool:
 def _start_spark() -> tuple[Any, Any]:
     from pyspark.sql import SparkSession
 
+    SHARED["spark_connect"].shutdown()  # one JVM at a time in this process
     saved = _with_root_on_path() | {"PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON")}
     # The executors' Python workers run this interpreter (and import this checkout).
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -169,7 +170,50 @@ def _start_spark() -> tuple[Any, Any]:
     return session, stop
 
 
-SHARED = {"client": _Shared("client", _start_dask), "spark": _Shared("spark", _start_spark)}
+def _port_taken(port: int) -> bool:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("0.0.0.0", port))
+        except OSError:
+            return True
+    return False
+
+
+def _start_spark_connect() -> tuple[Any, Any]:
+    """A Spark Connect session on a local server: ``SparkSession.builder.remote("local[2]")``
+    (pyspark 4 ships the Connect server). This process runs one JVM at a time: the classic
+    session, if running, is stopped first (it starts again when a test asks for it)."""
+    from pyspark.sql import SparkSession
+
+    SHARED["spark"].shutdown()
+    before = dict(os.environ)  # pyspark marks this process as a Connect client in its environment
+    _with_root_on_path()
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    if _port_taken(15002):  # another local Connect server (another test run on this machine)
+        os.environ["SPARK_TESTING"] = "1"  # pyspark's own switch: the server takes a free port
+    session = (
+        SparkSession.builder.remote("local[2]")
+        .appName("sketchsyn-tests-connect")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+
+    def stop() -> None:
+        _stop_with_jvm(session)
+        for key in set(os.environ) - set(before):
+            os.environ.pop(key, None)
+        os.environ.update(before)
+
+    return session, stop
+
+
+SHARED = {
+    "client": _Shared("client", _start_dask),
+    "spark": _Shared("spark", _start_spark),
+    "spark_connect": _Shared("spark_connect", _start_spark_connect),
+}
 
 
 class _Groups:
@@ -178,15 +222,41 @@ class _Groups:
     module that share a module-scoped fixture (a fit, a fuzz run) run in one worker, which
     computes it once. (A plugin object: its hook runs before xdist's, which reads the groups.)"""
 
+    # The groups are marked as each item is collected: pytest-xdist's worker reads them in its
+    # own pytest_collection_modifyitems, which runs before a conftest's, tryfirst or not (the
+    # groups were ignored, and each worker started its own Spark JVM).
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_itemcollected(self, item: pytest.Item) -> None:
+        names = getattr(item, "fixturenames", ())
+        shared = [name for name in SHARED if name in names]
+        if shared:
+            group = "spark" if shared[0] == "spark_connect" else shared[0]
+            item.add_marker(pytest.mark.xdist_group(group))
+        elif _module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        for item in items:
-            names = getattr(item, "fixturenames", ())
-            shared = [name for name in SHARED if name in names]
-            if shared:
-                item.add_marker(pytest.mark.xdist_group(shared[0]))
-            elif _module_fixture(item):
-                item.add_marker(pytest.mark.xdist_group(item.path.stem))
+        # One Spark JVM at a time, each started once: the Spark Connect tests run in the
+        # classic session's worker, after every classic one (a stable sort keeps the rest).
+        items.sort(key=lambda item: "spark_connect" in getattr(item, "fixturenames", ()))
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """On a pytest-xdist worker with ``--dist loadgroup``, every grouped test's id must carry
+        its group (``…@spark``): otherwise the scheduler ignores the groups and each worker
+        starts its own Spark JVM and Dask cluster (pytest 9 with pytest-xdist 3.8 did)."""
+        if not session.config.getoption("loadgroup", False):
+            return
+        lost = [
+            item.nodeid
+            for item in session.items
+            if item.get_closest_marker("xdist_group") and "@" not in item.nodeid
+        ]
+        if lost:
+            raise pytest.UsageError(
+                f"pytest-xdist ignores the test groups with this pytest ({lost[0]} has none): "
+                'install the versions the "test" extra pins'
+            )
 
 
 def _module_fixture(item: pytest.Item) -> bool:
@@ -219,8 +289,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     yield
+    # Not at ``nextitem is None``: under pytest-xdist that is the end of each chunk of work a
+    # worker is sent, and a Spark JVM stopped there is started again for the next chunk (about
+    # 20 CPU-s each time). The session's end stops whatever is left (pytest_sessionfinish).
     for shared in SHARED.values():
-        if shared.last == item.nodeid or nextitem is None:
+        if shared.last == item.nodeid:
             shared.shutdown()
 
 
@@ -249,6 +322,20 @@ def spark() -> Any:
     if java_missing():
         pytest.skip("pyspark needs a Java runtime (java on PATH or JAVA_HOME)")
     return SHARED["spark"].get()
+
+
+@pytest.fixture(scope="session")
+def spark_connect() -> Any:
+    """One Spark Connect session (``remote("local[2]")``, pyspark 4 with its ``connect``
+    extra) for the Connect tests, stopped with its server's JVM after the last of them."""
+    pyspark = pytest.importorskip("pyspark")
+    pytest.importorskip("pyarrow")
+    if int(pyspark.__version__.split(".")[0]) < 4:
+        pytest.skip("Spark Connect's local server needs pyspark 4")
+    pytest.importorskip("grpc")  # the connect extra
+    if java_missing():
+        pytest.skip("pyspark needs a Java runtime (java on PATH or JAVA_HOME)")
+    return SHARED["spark_connect"].get()
 
 
 @pytest.fixture

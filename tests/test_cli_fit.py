@@ -4,6 +4,7 @@ bytes, --delimiter, IPv6 lines in access logs, and the memory-planning messages 
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import time
 from pathlib import Path
@@ -200,11 +201,29 @@ def test_memory_sizes_up_to_tb_and_a_budget_above_what_helps_is_stated(tmp_path,
 
 
 def test_small_epsilon_n_warns_with_the_figure_and_a_suggestion(tmp_path):
-    log = busy_log(tmp_path / "small.log", 5000)
+    """Issue 50, item 2: "The CLI suggests the exact row count as a public parameter [...]
+    Advise a rounded public guess, and say why." And item 11: "PrivHP's depth warning repeats
+    itself when its advice is followed": the advice is given only where it ends the warning."""
+    log = busy_log(tmp_path / "small.log", 4_987)
     proc = run("fit", log, "--epsilon", "1", "-o", tmp_path / "m", "--noise-seed", "0")
     assert proc.returncode == 0, proc.err
-    assert "warning: epsilon*n = 1 x 5,000 = 5,000 is small for depth" in proc.err
-    assert "--expected-n 5000" in proc.err
+    assert "warning: epsilon*n = 1 x 4,987 = 4,987 is small for depth" in proc.err
+    assert "--expected-n 5000 (a depth that fits): a public guess" in proc.err, proc.err
+    assert "4987" not in proc.err.replace("4,987", "") and "the depth is published" in proc.err
+    followed = run("fit", log, "--epsilon", "1", "-o", tmp_path / "m", "--expected-n", "5000")
+    assert followed.returncode == 0 and "warning" not in followed.err, followed.err
+    # A table whose depth stays too deep at any --expected-n: no advice to give it one.
+    table = tmp_path / "t.csv"
+    table.write_text("a,b\n" + "".join(f"{i % 7},{i % 5}\n" for i in range(1_500)))
+    schema = tmp_path / "t.json"
+    schema.write_text(json.dumps({"columns": [
+        {"name": "a", "kind": "numeric", "low": 0, "high": 7},
+        {"name": "b", "kind": "numeric", "low": 0, "high": 5}]}))  # fmt: skip
+    for extra in ((), ("--expected-n", "2000"), ("--memory", "64KB", "--expected-n", "2000")):
+        proc = run("fit", table, "--schema", schema, "--epsilon", "0.5", "-o", tmp_path / "t",
+                   *extra)  # fmt: skip
+        assert proc.returncode == 0 and "is small for depth" in proc.err, proc.err
+        assert "--expected-n" not in proc.err and "a smaller --depth" in proc.err, proc.err
     big = write_csv(tmp_path / "r.csv", rides(100_000))
     proc = run("fit", big, "--columns", "lon,lat", BOUNDS, "--epsilon", "1", "-o", tmp_path / "b")
     assert proc.returncode == 0 and "warning" not in proc.err, proc.err

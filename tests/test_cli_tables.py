@@ -21,6 +21,7 @@ from cli_run import run, user_error
 
 from sketchsyn.cli.common import _load_run
 from sketchsyn.domains import Schema
+from sketchsyn.errors import ParameterError
 from sketchsyn.io.tables_reader import open_table_reader
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -163,6 +164,10 @@ def test_sample_to_csv_parquet_and_json_lines_keeps_the_declared_types(files):
         assert back.column("ok").to_pylist() == t.column("ok").to_pylist()
     first = json.loads((tmp / "s.jsonl").read_text().splitlines()[0])
     assert first["when"][10] == "T" and isinstance(first["month"], int)
+    # Issue 50, item 11: "CSV output writes UTC times without `Z`."
+    assert first["when"].endswith("Z"), first
+    row = (tmp / "s.csv").read_text().splitlines()[1].split(",")
+    assert row[3][10] == "T" and row[3].endswith("Z"), row
     user_error(run("sample", model, "-n", "3", "-o", "-", "--format", "parquet"), "Parquet needs")
     rounded = ok(run("sample", model, "-n", "50", "--decimals", "1", "--seed", "5")).out
     delays = [line.split(",")[2] for line in rounded.splitlines()[1:]]
@@ -257,6 +262,42 @@ def test_evaluate_and_plot_a_table(files):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_evaluate_and_plot_apply_the_fits_policies(tmp_path):
+    """Issue 50, item 7: "`evaluate` and `plot` fail after a `drop` policy removed values (an
+    empty cell, or IPv6 in an ipv4 column), with a misleading message. They should apply the
+    fit's schema policies." The rows the fit dropped are left out, as the fit left them out."""
+    schema = tmp_path / "drop.yaml"
+    Schema.from_dict(
+        {
+            "columns": [
+                {"name": "client", "kind": "ipv4", "policy": "drop"},
+                {"name": "dept", "kind": "categorical", "categories": ["a", "b"], "policy": "drop"},
+                {"name": "n", "kind": "integer", "low": 0, "high": 9, "policy": "clip"},
+            ]
+        }
+    ).dump(schema)
+    rng = np.random.default_rng(4)
+    lines = ["client,dept,n"] + [
+        f"10.0.{i % 4}.{i % 200},{'ab'[i % 2]},{rng.integers(0, 12)}" for i in range(400)
+    ]
+    lines[7] = "2001:db8::1,a,3"  # IPv6: dropped
+    lines[9] = "10.0.0.9,,4"  # an empty cell: dropped
+    data = tmp_path / "d.csv"
+    data.write_text("\n".join(lines) + "\n")
+    model = tmp_path / "d.model"
+    ok(run("fit", data, "--schema", schema, "--epsilon", "1", "-o", model, *SMALL))
+    ok(run("sample", model, "-n", "500", "-o", tmp_path / "s.csv", "--seed", "1"))
+    for given in (schema, model):
+        out = ok(run("evaluate", data, tmp_path / "s.csv", "--schema", given)).out
+        assert "199 data vs 199 synthetic rows" in out, out  # 398 rows kept, halved
+    pytest.importorskip("matplotlib")
+    ok(run("plot", data, model, "-o", tmp_path / "d.png"))
+    strict = tmp_path / "strict.yaml"
+    strict.write_text(schema.read_text().replace("policy: drop", "policy: raise"))
+    user_error(run("evaluate", data, tmp_path / "s.csv", "--schema", strict),
+               "d.csv line 8: column 'client' = '2001:db8::1'")  # fmt: skip
+
+
 # ----------------------------------------------------------------------------- access logs
 def access_log(path: Path, n: int) -> Path:
     rng = np.random.default_rng(2)
@@ -322,11 +363,32 @@ def test_a_drafted_schema_says_loudly_it_is_not_private(files, tmp_path):
     text = out.read_text()
     assert text.startswith("# WARNING: this schema was DRAFTED FROM THE DATA: it is NOT PRIVATE")
     assert "public knowledge" in text and "'tail'" in text
+    stdout = ok(run("schema", files["csv"], "--max-categories", "50"))
+    assert stdout.out.startswith("# WARNING") and "NOT PRIVATE" in stdout.err
+
+
+def test_a_drafted_schema_is_refused_until_a_person_removes_its_marker(files, tmp_path):
+    """Issue 50, item 1: "The 'NOT PRIVATE' warning is a YAML comment, which the loader throws
+    away. `fit --schema s.yaml` then runs without a word [...] Fix: give drafts a
+    machine-readable marker that `Schema.load` / `from_dict` and `fit` refuse until a person
+    removes it. List categories in a public order (sorted), not by frequency.\""""
+    out = tmp_path / "draft.yaml"
+    ok(run("schema", files["parquet"], "-o", out, "--max-categories", "50"))
+    text = out.read_text()
+    assert "\ndraft: " in text and "NOT PRIVATE" in text.split("\ndraft: ")[1].splitlines()[0]
+    with pytest.raises(ParameterError, match="draft.*delete the 'draft' key"):
+        Schema.load(out)
+    proc = fit(files["csv"], tmp_path / "m.model", out)
+    user_error(proc, "NOT PRIVATE", "'draft' key")
+    assert proc.err.count(str(out)) == 1  # item 11: the schema path is printed once
+    assert not (tmp_path / "m.model").exists()
+    kept = [line for line in text.splitlines() if not line.startswith("draft:")]
+    out.write_text("\n".join(kept) + "\n")  # the person's edit (values left as drafted here)
     draft = Schema.load(out)
     assert draft.names == ("carrier", "month", "dep_delay", "when", "ok")
     assert draft.kinds == ("categorical", "integer", "numeric", "datetime", "boolean")
-    stdout = ok(run("schema", files["csv"], "--max-categories", "50"))
-    assert stdout.out.startswith("# WARNING") and "NOT PRIVATE" in stdout.err
+    # AA is the most frequent carrier and WN the rarest: the order is the sorted one.
+    assert draft.column("carrier").categories == ["AA", "DL", "UA", "WN"]
 
 
 # ----------------------------------------------------------------------------- --synth marginal
@@ -362,3 +424,34 @@ def test_the_marginal_synthesizer_on_a_table(files):
     tvd1 = float(out.split("data vs synthetic ")[1].split(",")[0])
     assert tvd1 < 0.05, out
     assert "tree of column pairs" in ok(run("info", model)).out
+
+
+def test_output_files_respect_the_umask_and_trusted_states_stay_private(files, tmp_path):
+    """Issue 50, item 10: "Output files are created 0600 whatever the umask (models, synthetic
+    CSV and Parquet, drafted schemas). Respect the umask, as every other tool does." A state
+    holding exact counts (``--state``, a trusted checkpoint) stays readable by its owner only."""
+    from sketchsyn.io.checkpoint import save
+
+    old = os.umask(0o022)
+    try:
+        model, state = tmp_path / "m.model", tmp_path / "m.state"
+        ok(fit(files["csv"], model, files["schema"], "--state", state))
+        outputs = [model, tmp_path / "s.csv", tmp_path / "s.parquet", tmp_path / "d.yaml"]
+        ok(run("sample", model, "-n", "10", "-o", outputs[1]))
+        ok(run("sample", model, "-n", "10", "-o", outputs[2]))
+        ok(run("schema", files["csv"], "-o", outputs[3], "--max-categories", "50"))
+        from sketchsyn import Box, PrivHP
+
+        php = PrivHP(Box.unit(1), 1.0, 4, 16, depth=3, rng=0)
+        save(php, tmp_path / "p.bin")
+        save(php, tmp_path / "p-diag.bin", include_diagnostics=True)
+        outputs.append(tmp_path / "p.bin")
+        modes = {p.name: oct(p.stat().st_mode & 0o777) for p in outputs}
+        assert set(modes.values()) == {"0o644"}, modes
+        assert oct(state.stat().st_mode & 0o777) == "0o600"
+        assert oct((tmp_path / "p-diag.bin").stat().st_mode & 0o777) == "0o600"
+        os.umask(0o077)
+        ok(run("sample", model, "-n", "10", "-o", tmp_path / "t.csv"))
+        assert oct((tmp_path / "t.csv").stat().st_mode & 0o777) == "0o600"
+    finally:
+        os.umask(old)

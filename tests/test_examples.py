@@ -33,6 +33,31 @@ def test_ip_log_example_reads_a_real_log_with_junk_lines(tmp_path) -> None:
     assert out.returncode == 0, out.stderr
     assert "3,000 requests" in out.stdout and "(6 IPv6 and 6 junk lines skipped)" in out.stdout
     assert "10.1." in out.stdout  # the busy network is found
+    # Issue 50, item 16: "`examples/ip_log.py` prints '~2,088 requests' for a /24 that has 247:
+    # print counts with their noise scale."
+    counts = [line for line in out.stdout.splitlines() if line.startswith("  10.")]
+    assert counts and all("(noise scale " in line and "~" not in line for line in counts), counts
+
+
+def test_the_log_reader_storys_code_reads_ipv6_lines(tmp_path, monkeypatch) -> None:
+    """Issue 50, item 16: "The log-reader story's `client_ips` raises a ValueError on the first
+    IPv6 line, where the story says InputError." The story's code runs on a log with IPv6 and
+    gives InputError, naming the line, for a torn one."""
+    import re
+
+    from sketchsyn.errors import InputError
+
+    page = (ROOT / "docs" / "stories" / "log-reader.md").read_text()
+    code = re.findall(r"```python\n(.*?)```", page, re.S)[0]
+    line = '{} - - [22/Nov/2026:10:00:00 +0000] "GET / HTTP/1.1" 200 5\n'
+    log = [line.format(f"10.1.{i % 7}.{i % 250}") for i in range(500)]
+    log.insert(100, line.format("2001:db8::1"))
+    (tmp_path / "access.log").write_text("".join(log))
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "log-reader.md", "exec"), {})
+    (tmp_path / "access.log").write_text("".join(log) + "10.1.3 - - [22/Nov/2026:10:00:0\n")
+    with pytest.raises(InputError, match="access.log line 502"):
+        exec(compile(code, "log-reader.md", "exec"), {})
 
 
 def test_ipv4_map_colour_scale_and_labels_stay_readable() -> None:

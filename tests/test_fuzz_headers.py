@@ -549,3 +549,41 @@ if __name__ != "__main__":
 
 if __name__ == "__main__":
     _worker(sys.argv[1:])
+
+
+def test_a_schema_of_many_categories_loads_and_is_refused_without_a_step_per_category():
+    """Issue 50, item 13: "A blob whose schema has 10⁶ categories takes 10–14 s to refuse or
+    load. Bound the schema size in the header check, or make the walk linear and cheap." The
+    header checks and the schema walk run in C-level passes: the Python calls made while
+    loading (or refusing) such a blob do not grow with its categories
+    (``python benchmarks/bench_large_schema.py`` times 10⁶ categories)."""
+    import cProfile
+    import pstats
+
+    from sketchsyn import PrivHP, Schema
+    from sketchsyn.errors import SerializationError
+    from sketchsyn.io import serial
+
+    cats = [f"c{i}" for i in range(200_000)]
+    schema = Schema.from_dict(
+        {"columns": [{"name": "x", "kind": "categorical", "categories": cats}]}
+    )
+    release = PrivHP(schema, 1.0, 8, 64, depth=6, rng=0).release()
+    blob = release.to_bytes()
+    got = serial.read(blob, type(release).__name__)
+    meta = json.loads(json.dumps(got.meta))
+    meta["domain"]["columns"][0]["categories"].append(float("nan"))  # deep in the schema
+    forged = _pack(got.kind, got.version, meta, got.arrays, got.state)
+
+    def calls(fn) -> int:
+        profile = cProfile.Profile()
+        profile.runcall(fn)
+        return pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
+
+    assert calls(lambda: type(release).from_bytes(blob)) < 5_000
+
+    def refuse() -> None:
+        with pytest.raises(SerializationError, match="must be a finite number"):
+            type(release).from_bytes(forged)
+
+    assert calls(refuse) < 5_000

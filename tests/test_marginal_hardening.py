@@ -219,3 +219,35 @@ def test_distribution_epsilon_is_what_its_split_spends(name: str) -> None:
             dist._single_epsilon,
             **_sizes(dist),
         )
+
+
+def _as_container_2(blob: bytes) -> bytes:
+    """The same blob in container version 2: no state privacy byte, a fresh checksum (what a
+    forger who wants a trusted state to pass as private would write)."""
+    import struct
+
+    from sketchsyn.io.serial import _DIGEST, _digest
+
+    body = blob[:-_DIGEST]
+    old = body[:4] + struct.pack("<H", 2) + body[6:8] + body[9:]
+    return old + _digest(old, None)
+
+
+@pytest.mark.parametrize("cls", [MarginalSynthesizer, MarginalDistribution])
+def test_a_marginal_blob_without_a_state_byte_is_refused(cls) -> None:
+    """Issue 50, item 3: "The docs tell servers to refuse trusted states by the header byte,
+    but versions 1–2 have none [...] A forged version-2 marginal blob loads." The marginal
+    synthesizer came after container version 3: sketchsyn never wrote one without the byte."""
+    from sketchsyn.io.serial import header_of
+
+    syn = _synth(Box.unit(3))
+    obj = syn if cls is MarginalSynthesizer else syn.release()
+    forged = _as_container_2(obj.to_bytes())
+    assert header_of(forged).container == 2 and header_of(forged).state is None
+    with pytest.raises(SerializationError, match="no state privacy byte"):
+        cls.from_bytes(forged)
+    from sketchsyn import Box as _Box
+    from sketchsyn import PrivHP
+
+    older = PrivHP(_Box.unit(2), 1.0, 4, 16, depth=4, rng=0)  # a kind of container 2's time
+    assert PrivHP.from_bytes(_as_container_2(older.to_bytes())).depth == 4

@@ -93,3 +93,15 @@ def test_import_stays_cheap():
     first, second = out.stdout.strip().splitlines()
     assert first == "['sketchsyn', 'sketchsyn.attributes'] False", first
     assert second == "True"
+
+
+def test_the_cli_extra_reads_yaml_schemas():
+    """Issue 50, item 6: "The `cli` extra lacks PyYAML. The documented `schema … -o log.yaml` →
+    `fit --schema log.yaml` flow fails after `pip install "sketchsyn[cli]"`."""
+    tomllib = pytest.importorskip("tomllib")
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    extras = tomllib.loads(text)["project"]["optional-dependencies"]
+    names = {req.split(">")[0].split("=")[0].split("[")[0].strip().lower() for req in extras["cli"]}
+    assert "pyyaml" in names, extras["cli"]

@@ -212,3 +212,21 @@ def test_the_parameters_page_examples_run():
     page = Path(__file__).resolve().parents[1] / "docs" / "parameters.md"
     result = doctest.testfile(str(page), module_relative=False, optionflags=doctest.ELLIPSIS)
     assert result.attempted >= 6 and result.failed == 0, result
+
+
+def test_for_memory_warns_python_users_of_a_near_uniform_release() -> None:
+    """Issue 50, item 11: "Python users get no warning when a plan will release near-uniform
+    data; only `Plan.warnings` and the CLI say so." ``for_memory`` warns with a
+    ``UtilityWarning`` carrying the plan's sentence; a plan with signal stays silent."""
+    import warnings
+
+    from sketchsyn import UtilityWarning
+
+    domain = Box.unit(4)
+    assert any("close to uniform" in w for w in PrivHP.plan(domain, 0.1, 1 << 16, 200).warnings)
+    with pytest.warns(UtilityWarning, match="close to uniform") as caught:
+        PrivHP.for_memory(domain, 0.1, 1 << 16, 200, rng=0)
+    assert caught[0].filename == __file__  # points at the caller's line
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        PrivHP.for_memory(Box.unit(2), 1.0, 40_000, 2**18, rng=0)

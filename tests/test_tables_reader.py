@@ -195,7 +195,10 @@ def test_schema_draft_reads_the_data_and_says_it_is_not_private(tmp_path):
     assert kinds == {"n": "integer", "v": "numeric", "t": "datetime", "ip": "ipv4", "ok": "boolean"}
     assert draft["columns"][1]["low"] == -2.0 and draft["columns"][1]["high"] == 1.5
     assert notes and "'tag'" in notes[0]
-    Schema.from_dict(draft)  # a valid schema (once its values are replaced by public ones)
+    with pytest.raises(ParameterError, match="'draft' key"):
+        Schema.from_dict(draft)  # refused while it says it is a draft
+    body = {k: v for k, v in draft.items() if k != "draft"}
+    Schema.from_dict(body)  # a valid schema (once its values are replaced by public ones)
 
 
 def test_table_metrics_definitions():

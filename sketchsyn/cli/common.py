@@ -149,8 +149,11 @@ def _output(path: str, binary: bool = False) -> Iterator[Any]:
     if path == "-":
         yield sys.stdout.buffer if binary else sys.stdout
         return
+    from ..io.checkpoint import file_mode
+
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".sketchsyn-", suffix=".tmp", dir=directory)
+    os.fchmod(fd, file_mode())  # the umask's permissions, not mkstemp's 0o600
     out = os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"newline": ""}))
     try:
         yield out
@@ -164,14 +167,15 @@ def _output(path: str, binary: bool = False) -> Iterator[Any]:
         raise
 
 
-def _write_atomic(path: str, data: bytes) -> None:
+def _write_atomic(path: str, data: bytes, owner_only: bool = False) -> None:
     """Write ``data`` to ``path`` so that a crash leaves the old or the new file, never a torn one
     (:func:`sketchsyn.io.checkpoint.save`'s atomic write; the temporary file is
     ``.sketchsyn-<name>.<pid>.<random>.tmp``, removed by the next write if its writer was killed).
+    The file gets the umask's permissions, or ``0o600`` with ``owner_only`` (a trusted state).
     """
     from ..io.checkpoint import _write_atomic as write
 
-    write(path, data, prefix="sketchsyn-")
+    write(path, data, prefix="sketchsyn-", owner_only=owner_only)
 
 
 def _blob_kind(blob: bytes) -> str | None:

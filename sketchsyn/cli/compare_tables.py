@@ -89,14 +89,23 @@ def _numpy_columns(table: Any, schema: Any) -> dict[str, np.ndarray]:
 
 
 def _table_sample(path: str, schema: Any, args: argparse.Namespace, seed: int, fmt: Any) -> Any:
-    """A uniform reservoir sample of ``--max-points`` rows of a file, read with the schema."""
+    """A uniform reservoir sample of ``--max-points`` rows of a file, read with the schema and
+    its policies applied as the fit applied them (rows a ``drop`` policy drops left out)."""
+    from ..errors import InputError
+    from ..evaluate.tables import apply_policies
     from ..io.tables_reader import open_table_reader
+    from .tables import _named_row
 
     reader = open_table_reader(path, schema, fmt=fmt, on_bad=args.on_bad)
     kinds = {n: schema.column(n).kind for n in schema.names}
     res = _TableReservoir(args.max_points, kinds, seed)
     for table in reader:
-        res.add(_numpy_columns(table, schema))
+        try:
+            columns = apply_policies(table, schema)
+        except InputError as exc:
+            raise _fail(str(_named_row(exc, reader))) from None
+        if len(next(iter(columns.values()))):
+            res.add(columns)
     if res.seen < 2:
         raise _fail(f"{reader.name} has {res.seen} row(s) of the schema's columns; 2 are needed")
     return res.sample(), reader
@@ -128,7 +137,9 @@ def _schema_and_epsilon(path: str) -> tuple[Any, float | None]:
     try:
         return Schema.load(path), None
     except ParameterError as exc:
-        raise _fail(f"--schema {path!r}: {exc}") from None
+        from .tables import _schema_error
+
+        raise _fail(_schema_error(path, exc)) from None
 
 
 def _split_rows(rows: dict[str, np.ndarray], half: int, seed: int) -> tuple[dict, dict]:
@@ -168,9 +179,7 @@ def _evaluate_table(args: argparse.Namespace) -> int:
             fake = independent_sample(b, schema, epsilon, half, rng=args.seed + 2)
             indep = table_scores(a, fake, schema, ca)
     except ValueError as exc:
-        raise _fail(
-            f"{exc} (the column's policy is not 'other': evaluate on the schema of the fit)"
-        ) from None
+        raise _fail(f"{exc} (evaluate on the schema of the fit)") from None
     mg, mf = mean_scores(got), mean_scores(floor)
     mi = None if indep is None else mean_scores(indep)
     d = schema.d

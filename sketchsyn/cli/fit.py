@@ -15,11 +15,13 @@ import contextlib
 import inspect
 import os
 import time
+import warnings
 from typing import Any
 
 import numpy as np
 
 from ..domains import Box
+from ..errors import UtilityWarning
 from ..synth.privhp.summary import PrivHP
 from .common import (
     _check_output,
@@ -97,7 +99,9 @@ def _privhp_plan(args: argparse.Namespace, domain: Any) -> tuple[PrivHP, str]:
             for warning in plan(domain, args.epsilon, budget, n).warnings:
                 said |= "more than helps" in warning
                 _note(args, warning.replace("memory_bytes = ", f"--memory {args.memory} = "))
-        php = planner(domain, args.epsilon, budget, n, **kwargs)
+        with warnings.catch_warnings():  # the plan's warnings were said above, as notes
+            warnings.simplefilter("ignore", UtilityWarning)
+            php = planner(domain, args.epsilon, budget, n, **kwargs)
         if plan is not None:
             _coarse_note(args, plan, domain, budget, n)
         if not said and php.nbytes < budget // 2:
@@ -416,13 +420,39 @@ def _save_run(
         "n_rows": prior.get("n_rows", 0) + reader.n_rows,
         "n_bad": prior.get("n_bad", 0) + getattr(reader, "n_bad_at_position", reader.n_bad),
     }
-    _write_atomic(path, pack_run(summary.to_bytes(include_diagnostics=True), run))
+    # A trusted local file (exact counts): readable by its owner only, whatever the umask.
+    _write_atomic(
+        path, pack_run(summary.to_bytes(include_diagnostics=True), run), owner_only=True
+    )
 
 
-def _signal_warning(summary: Any, n: int) -> str | None:
+def public_guess(n: int) -> int:
+    """``n`` rounded to one significant figure: a guess of the row count fit to publish (the
+    exact count read must not set a published parameter).
+
+    >>> [public_guess(n) for n in (7, 1024, 1025, 1500, 2_600_000)]
+    [7, 1000, 1000, 2000, 3000000]
+    """
+    if n < 10:
+        return max(int(n), 1)
+    step = 10 ** (len(str(int(n))) - 1)
+    return max(step, int(round(n / step)) * step)
+
+
+def _too_deep(signal: int, depth: int, d: int) -> bool:
+    return signal < depth / 2 or signal < min(d, depth)
+
+
+def _signal_warning(summary: Any, n: int, args: argparse.Namespace | None = None) -> str | None:
     """A warning when epsilon*n is too small for the tree's depth: below the level where the
     noise exceeds a typical cell's count (``PrivHP.plan``'s signal depth at the rows read),
-    the release is close to uniform; warned when that is most of the tree."""
+    the release is close to uniform; warned when that is most of the tree.
+
+    The advice never quotes the count read: a depth set from it would publish it (at ε = 0.5,
+    1,024 rows give depth 9 and 1,025 depth 10). It offers ``--expected-n`` rounded to one
+    significant figure, and only when that depth would end the warning."""
+    from ..privacy import accounting
+
     plan = getattr(PrivHP, "plan", None)
     if plan is None or not isinstance(summary, PrivHP) or n < 1:
         return None
@@ -430,16 +460,33 @@ def _signal_warning(summary: Any, n: int) -> str | None:
         p = plan(summary.domain, summary.epsilon, max(summary.nbytes, 1 << 16), n)
     except (ValueError, TypeError):
         return None
-    depth, signal = summary.depth, p.signal_depth
-    if signal >= depth / 2 and signal >= min(summary.domain.d, depth):
+    depth, signal, d = summary.depth, p.signal_depth, summary.domain.d
+    if not _too_deep(signal, depth, d):
         return None
     eps = summary.epsilon
+    guess = public_guess(n)
+    advice = "More rows (a longer period) or a larger --epsilon would help"
+    if args is not None and getattr(args, "depth", None) is None:
+        try:
+            if getattr(args, "memory", None) is not None:
+                fits = plan(summary.domain, eps, _parse_bytes(args.memory), guess).depth
+            else:
+                fits = accounting.privhp_depth(eps, guess, d, summary.k)
+            fits = min(fits, summary.domain.max_depth)
+        except (ValueError, TypeError):
+            fits = depth
+        if fits < depth and not _too_deep(signal, fits, d):
+            advice = (
+                f"{advice}, or --expected-n {guess} (a depth that fits): a public guess "
+                "of the rows, rounded, never the count read here, since the depth is "
+                "published and would reveal it"
+            )
+        else:
+            advice = f"{advice}; so would a shallower tree (a smaller --depth)"
     return (
         f"epsilon*n = {eps:g} x {n:,} = {eps * n:,.0f} is small for depth {depth}: the noise "
         f"exceeds the count of a typical cell from level {signal + 1} on, so below that the "
-        f"release is close to uniform ({signal} of {depth} levels carry signal). More rows "
-        f"(a longer period), a larger --epsilon, or --expected-n {n} (a depth that fits) "
-        "would help."
+        f"release is close to uniform ({signal} of {depth} levels carry signal). {advice}."
     )
 
 
@@ -560,7 +607,7 @@ def _fit(args: argparse.Namespace) -> int:
             "the data holder; it is not part of the release)"
         )
     total = (run or {}).get("n_rows", 0) + reader.n_rows
-    warning = _signal_warning(summary, total)
+    warning = _signal_warning(summary, total, args)
     if total == 0:
         warning = (
             f"0 rows were read from {reader.name}: the release holds noise only and "

@@ -33,11 +33,15 @@ client: the IPv4 address (IPv6 clients are skipped and counted). Drop a column y
 
 
 def _yaml(data: dict[str, Any], header: list[str]) -> str:
-    """The schema as YAML (JSON if PyYAML is missing), under a comment block."""
+    """The schema as YAML (JSON if PyYAML is missing), under a comment block; a draft's
+    ``draft`` marker first, on one line of its own (a person deletes that line)."""
     try:
         import yaml
 
-        body = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, allow_unicode=True)
+        rest = {k: v for k, v in data.items() if k != "draft"}
+        body = yaml.safe_dump(rest, sort_keys=False, default_flow_style=None, allow_unicode=True)
+        if "draft" in data:
+            body = f"draft: {json.dumps(data['draft'])}\n" + body
     except ImportError:
         body = json.dumps(data, indent=2) + "\n"
     lines = [f"# {line}" if line else "#" for line in header]
@@ -110,7 +114,7 @@ def _draft(args: argparse.Namespace) -> int:
     if args.output != "-":
         print(
             f"sketchsyn schema: wrote the DRAFT {args.output}: replace its bounds and categories "
-            "by public knowledge before fitting",
+            "by public knowledge, then delete its 'draft' line (fit refuses it until then)",
             file=sys.stderr,
         )
     return 0

@@ -65,7 +65,17 @@ def _load_schema(args: argparse.Namespace, fmt: str | None) -> Any:
     except OSError as exc:
         raise _fail(f"cannot read --schema {args.schema!r}: {exc.strerror or exc}") from None
     except ParameterError as exc:
-        raise _fail(f"--schema {args.schema!r}: {exc}") from None
+        raise _fail(_schema_error(args.schema, exc)) from None
+
+
+def _schema_error(path: str, exc: Exception) -> str:
+    """``--schema PATH: why``, naming the path once (the loader's message may start with it).
+
+    >>> _schema_error("s.yaml", ValueError("'s.yaml': bad"))
+    "--schema 's.yaml': bad"
+    """
+    text = str(exc)
+    return f"--schema {text}" if text.startswith(f"{path!r}:") else f"--schema {path!r}: {text}"
 
 
 def _refuse_numeric_flags(args: argparse.Namespace) -> None:

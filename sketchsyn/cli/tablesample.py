@@ -3,13 +3,14 @@ lines with the schema's names and types, in bounded memory.
 
 Parquet keeps the types (categories as dictionaries, datetimes as ``timestamp[us]``, integers as
 int64, numbers as float64, booleans, addresses as text); CSV and JSON lines write category text,
-ISO 8601 datetimes (``2013-01-01T05:17:00.000000``), whole numbers, exact floats (shortest
-round-trip form) and ``true``/``false``.
+ISO 8601 datetimes in UTC with their ``Z`` (``2013-01-01T05:17:00.000000Z``: a time read with an
+offset was converted to UTC, one without was taken as UTC), whole numbers, exact floats
+(shortest round-trip form) and ``true``/``false``.
 
 >>> import numpy as np, pyarrow as pa
 >>> t = pa.table({"when": pa.array(np.array(["2013-01-01T05:17"], "datetime64[us]"))})
 >>> _text_columns(t).column("when").to_pylist()
-['2013-01-01T05:17:00.000000']
+['2013-01-01T05:17:00.000000Z']
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ def _rounder(schema: Any, decimals: int | None) -> Any:
 
 
 def _text_columns(table: Any) -> Any:
-    """The table with categories as text and datetimes as ISO 8601 text (for CSV and JSON)."""
+    """The table with categories as text and datetimes as ISO 8601 text in UTC, ``Z`` at the
+    end (for CSV and JSON)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -76,7 +78,7 @@ def _text_columns(table: Any) -> Any:
         if pa.types.is_dictionary(field.type):
             table = table.set_column(i, field.name, col.cast(pa.string()))
         elif pa.types.is_timestamp(field.type):
-            text = pc.strftime(col, format="%Y-%m-%dT%H:%M:%S")
+            text = pc.strftime(col, format="%Y-%m-%dT%H:%M:%SZ")
             table = table.set_column(i, field.name, text)
     return table
 

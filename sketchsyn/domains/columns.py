@@ -21,7 +21,6 @@ Everything here is public metadata given by the user: nothing is read from the d
 from __future__ import annotations
 
 import abc
-import datetime as _dt
 import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -30,8 +29,9 @@ import numpy as np
 
 from ..errors import InputError, ParameterError
 from .base import _row_text
-from .ipv4 import _parse_ipv4
+from .ipv4 import _parse_ipv4, parse_ipv4
 from .tables import item, to_numpy_1d
+from .values import _EPOCH, _datetime_us, _iso_text, _time_text, is_missing, value_text
 from .where import Condition
 
 __all__ = [
@@ -45,11 +45,12 @@ __all__ = [
     "NumericColumn",
     "column_from_dict",
     "ipv4_text",
+    "is_missing",
     "tally",
+    "value_text",
 ]
 
 _U64 = np.uint64
-_EPOCH = np.datetime64(0, "us")
 CONTINUOUS_BITS = 32  # code bits of a numeric or datetime column
 MAX_INTEGER_SPAN = 2**53  # integers stay exact in float64 units
 
@@ -150,14 +151,19 @@ class Column(abc.ABC):
             tally(adjusted, self.name, "dropped", int(outside.sum()))
             return units
         i = int(np.flatnonzero(outside)[0])
+        value = item(raw, i)
+        shown = "" if is_missing(value) else f" = {value_text(value)}"
         raise InputError(
-            f"row {offset + i}: column {self.name!r} = {_row_text(item(raw, i))} "
-            f"{self._outside_text()} "
+            f"row {offset + i}: column {self.name!r}{shown} "
+            f"{self._outside_text(value, float(units[i]))} "
             f"(policy {self.policy!r}; set the column's policy to "
             f"{' or '.join(repr(p) for p in self.POLICIES if p != 'raise')} to accept such values)"
         )
 
-    def _outside_text(self) -> str:
+    def _outside_text(self, value: Any, unit: float) -> str:
+        """Why ``value`` (its units ``unit``, NaN when unreadable) is outside the column."""
+        if is_missing(value):
+            return "is missing"
         return f"is not a {self.kind} value of the schema"
 
     def valid_range(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -240,10 +246,12 @@ class _Ordered(Column):
     POLICIES = ("raise", "clip", "drop")
 
     def _check_bounds(self, low: float, high: float, raw: tuple[Any, Any]) -> None:
-        if not (math.isfinite(low) and math.isfinite(high)) or not low < high:
+        finite = math.isfinite(low) and math.isfinite(high) and math.isfinite(high - low)
+        if not finite or not low < high:
             raise ParameterError(
                 f"The 'low' and 'high' of column {self.name!r} ({self.kind}) must be finite "
-                f"with low < high. Got low={raw[0]!r}, high={raw[1]!r} instead."
+                f"with low < high and a finite span high − low. Got low={raw[0]!r}, "
+                f"high={raw[1]!r} instead."
             )
         self.low, self.high = low, high
 
@@ -260,7 +268,7 @@ class _Ordered(Column):
             if nan.any():
                 i = int(np.flatnonzero(nan)[0])
                 raise InputError(
-                    f"row {offset + i}: column {self.name!r} = {_row_text(item(raw, i))} is not a "
+                    f"row {offset + i}: column {self.name!r} = {value_text(item(raw, i))} is not a "
                     f"{self.kind} value (missing or unreadable; the 'clip' policy clips only "
                     "values outside [low, high])"
                 )
@@ -268,8 +276,12 @@ class _Ordered(Column):
             return np.clip(units, self.low, self.high)
         return super()._apply_policy(raw, units, outside, adjusted, offset)
 
-    def _outside_text(self) -> str:
-        return f"is outside [{self._show(self.low)}, {self._show(self.high)}] or missing"
+    def _outside_text(self, value: Any, unit: float) -> str:
+        if is_missing(value):
+            return "is missing"
+        if math.isnan(unit):
+            return f"is not a {self.kind} value"
+        return f"is outside [{self._show(self.low)}, {self._show(self.high)}]"
 
     def _show(self, u: float) -> str:
         return repr(u)
@@ -426,10 +438,18 @@ class IntegerColumn(_Ordered):
         if self.policy == "clip" and fractional.any():
             i = int(np.flatnonzero(fractional)[0])
             raise InputError(
-                f"row {offset + i}: column {self.name!r} = {_row_text(item(raw, i))} is not a "
+                f"row {offset + i}: column {self.name!r} = {value_text(item(raw, i))} is not a "
                 "whole number (the 'clip' policy clips only whole numbers outside [low, high])"
             )
         return super()._apply_policy(raw, units, outside, adjusted, offset)
+
+    def _outside_text(self, value: Any, unit: float) -> str:
+        if math.isfinite(unit) and unit != math.floor(unit):
+            return "is not a whole number"
+        return super()._outside_text(value, unit)
+
+    def _show(self, u: float) -> str:
+        return str(int(u))
 
     def codes(self, units: np.ndarray) -> np.ndarray:
         return (units - self.low).astype(np.int64).view(_U64)
@@ -454,20 +474,6 @@ class IntegerColumn(_Ordered):
         return self._dict(low=self.low, high=self.high)
 
 
-def _datetime_us(value: Any) -> float:
-    """Microseconds since 1970 of one date or time (ISO text, ``datetime``, ``datetime64``)."""
-    if isinstance(value, (bool, np.bool_, int, float, np.number)):
-        raise ValueError(f"{value!r} is not a date or time")
-    if isinstance(value, _dt.datetime) and value.tzinfo is not None:
-        value = value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
-    if hasattr(value, "to_datetime64"):  # pandas Timestamp
-        value = value.to_datetime64()
-    stamp = np.datetime64(value, "us")
-    if np.isnat(stamp):
-        raise ValueError(f"{value!r} is not a date or time")
-    return float((stamp - _EPOCH).astype(np.int64))
-
-
 class DatetimeColumn(NumericColumn):
     """Dates and times in ``[low, high]`` (ISO text in the schema), to the microsecond; the
     code is the time's position on ``2**32`` cells (7.3 ms over a year).
@@ -481,6 +487,9 @@ class DatetimeColumn(NumericColumn):
 
     def __init__(self, name: str, low: Any, high: Any, policy: str = "raise") -> None:
         Column.__init__(self, name, policy)
+        # A date or time object (what YAML makes of an unquoted 2013-01-01) is kept as ISO text:
+        # the dict form, and the header of every file fitted on it, hold text.
+        low, high = _iso_text(low), _iso_text(high)
         self._raw = (low, high)
         try:
             lo, hi = _datetime_us(low), _datetime_us(high)
@@ -509,7 +518,7 @@ class DatetimeColumn(NumericColumn):
         return np.clip(np.floor(super().sample(lo, hi, u)), self.low, self.high)
 
     def _show(self, u: float) -> str:
-        return str(_EPOCH + np.timedelta64(int(u), "us"))
+        return _time_text(_EPOCH + np.timedelta64(int(u), "us"))
 
     def output(self, units: np.ndarray, library: str) -> Any:
         return _EPOCH + units.astype(np.int64).astype("timedelta64[us]")
@@ -552,15 +561,18 @@ class CategoricalColumn(Column):
                 f"{_row_text(categories)} instead."
             )
         cats = list(categories)
-        bad = [c for c in cats if not isinstance(c, str)]
-        if not cats or bad:
-            what = "an empty list" if not cats else f"{bad[0]!r} (a {type(bad[0]).__name__})"
+        # C-level passes only: a schema of a million categories (a blob's header) loads fast.
+        if not cats or not set(map(type, cats)) <= {str}:
+            bad = next((c for c in cats if not isinstance(c, str)), None)
+            what = "an empty list" if not cats else f"{bad!r} (a {type(bad).__name__})"
             raise ParameterError(
                 f"The 'categories' of column {name!r} must be a non-empty list of str. Got "
                 f"{what} instead."
             )
-        if len(set(cats)) != len(cats):
-            dup = next(c for c in cats if cats.count(c) > 1)
+        index = dict(zip(cats, range(len(cats)), strict=True))
+        if len(index) != len(cats):
+            seen: set[str] = set()
+            dup = next(c for c in cats if c in seen or seen.add(c))  # type: ignore[func-returns-value]
             raise ParameterError(
                 f"The 'categories' of column {name!r} must be distinct. Got {dup!r} twice."
             )
@@ -577,7 +589,7 @@ class CategoricalColumn(Column):
         self.categories = cats
         self._other_label = other_label
         self.labels = cats + ([label] if policy == "other" else [])
-        self._index = {c: i for i, c in enumerate(cats)}
+        self._index = index
 
     bits = property(lambda self: _bits_for(len(self.labels)), doc="``ceil(log2(codes))``.")
     n_codes = property(lambda self: len(self.labels), doc="The categories (and 'other').")
@@ -595,8 +607,10 @@ class CategoricalColumn(Column):
             return np.where(outside, float(len(self.categories)), units)
         return super()._apply_policy(raw, units, outside, adjusted, offset)
 
-    def _outside_text(self) -> str:
+    def _outside_text(self, value: Any, unit: float) -> str:
         shown = self.categories[:5] + (["..."] if len(self.categories) > 5 else [])
+        if is_missing(value):
+            return f"is missing (not one of the column's categories {shown})"
         return f"is not one of the column's categories {shown}"
 
     def codes(self, units: np.ndarray) -> np.ndarray:
@@ -717,18 +731,10 @@ class IPv4Column(Column):
         if values.dtype.kind in "iu":
             units = values.astype(np.float64)
             return units, (units < 0) | (units >= 2.0**32)
-        text = np.array([v if isinstance(v, str) else "" for v in values.tolist()], dtype=str)
-        keys = np.zeros(values.shape[0], dtype=np.float64)
-        outside = np.zeros(values.shape[0], dtype=bool)
-        try:
-            keys = _parse_ipv4(text).astype(np.float64)
-        except InputError:  # find every bad row, so that the policy sees them all
-            for i, t in enumerate(text.tolist()):
-                try:
-                    keys[i] = float(_parse_ipv4(np.array([t]))[0])
-                except InputError:
-                    outside[i] = True
-        return keys, outside
+        if values.dtype.kind not in "US":
+            values = np.array([v if isinstance(v, str) else "" for v in values.tolist()], str)
+        keys, outside = parse_ipv4(values)  # every bad row at once, for the policy
+        return keys.astype(np.float64), outside
 
     def codes(self, units: np.ndarray) -> np.ndarray:
         return units.astype(_U64)
@@ -799,12 +805,14 @@ def column_from_dict(entry: Any, position: int) -> Column:
         )
     name = entry.get("name", f"#{position}")
     kind = entry.get("kind")
-    if kind not in _KINDS:
-        raise ParameterError(f"Column {name!r} has kind {kind!r}; the kinds are {sorted(_KINDS)}.")
+    if not isinstance(kind, str) or kind not in _KINDS:
+        raise ParameterError(
+            f"Column {name!r} has kind {_row_text(kind)}; the kind is one of {sorted(_KINDS)}."
+        )
     required, optional = _KEYS[kind]
     allowed = required | optional | {"name", "kind", "policy"}
     missing = sorted(required - set(entry))
-    extra = sorted(set(entry) - allowed)
+    extra = sorted(set(entry) - allowed, key=str)
     if missing or extra or "name" not in entry:
         what = (
             f"missing {missing or ['name']}"
@@ -812,8 +820,8 @@ def column_from_dict(entry: Any, position: int) -> Column:
             else f"unknown {extra}"
         )
         raise ParameterError(
-            f"Column {name!r} ({kind}) has keys {sorted(entry)}: {what} (a {kind} column takes "
-            f"{sorted(allowed)})."
+            f"Column {name!r} ({kind}) has keys {sorted(entry, key=str)}: {what} (a {kind} "
+            f"column takes {sorted(allowed)})."
         )
     fields = {k: v for k, v in entry.items() if k not in ("name", "kind")}
     return _KINDS[kind](entry["name"], **fields)

@@ -13,7 +13,7 @@ from ..errors import InputError
 from .base import _row_text
 from .morton import _U64
 
-__all__: list[str] = []
+__all__ = ["dotted_quads", "parse_ipv4"]
 
 
 _WIDTH = 16  # "255.255.255.255" has 15 characters, and the end of a row closes an octet
@@ -59,6 +59,28 @@ def dotted_quads(cols: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.n
     return key, bad
 
 
+def parse_ipv4(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(keys, bad)`` of dotted-quad strings (a 1-D str/bytes array): uint64 keys (0 where
+    bad) and the mask of the rows that are not IPv4 addresses, every row at once (an IPv6
+    address or junk in a column costs no more than a valid one).
+
+    >>> keys, bad = parse_ipv4(np.array(["10.0.0.1", "2001:db8::1", ""]))
+    >>> keys.tolist(), bad.tolist()
+    ([167772161, 0, 0], [False, True, True])
+    """
+    n = arr.shape[0]
+    unit = np.uint32 if arr.dtype.kind == "U" else np.uint8  # UCS-4 code points or bytes
+    width = arr.dtype.itemsize // np.dtype(unit).itemsize
+    if n == 0 or width == 0:
+        return np.zeros(n, dtype=_U64), np.ones(n, dtype=bool)
+    M = np.ascontiguousarray(arr).view(unit).reshape(n, width)[:, :15]
+    length = np.char.str_len(arr)  # characters before the trailing NUL padding
+    cols = np.zeros((_WIDTH, n), dtype=np.uint8)  # one row per character position
+    cols[: M.shape[1]] = np.minimum(M.T, 255)  # any non-ASCII character stays invalid
+    key, bad = dotted_quads(cols, length)
+    return np.where(bad, 0, key).astype(_U64), bad
+
+
 def _parse_ipv4(arr: np.ndarray, what: str = "X") -> np.ndarray:
     """Dotted-quad strings (a 1-D str/bytes array) → uint64 keys, column by column.
 
@@ -66,18 +88,9 @@ def _parse_ipv4(arr: np.ndarray, what: str = "X") -> np.ndarray:
     1–3 ASCII digits without leading zeros, separated by dots. Raises InputError naming the
     first row that is not such an address.
     """
-    n = arr.shape[0]
-    if n == 0:
+    if arr.shape[0] == 0:
         return np.zeros(0, dtype=_U64)
-    unit = np.uint32 if arr.dtype.kind == "U" else np.uint8  # UCS-4 code points or bytes
-    width = arr.dtype.itemsize // np.dtype(unit).itemsize
-    if width == 0:
-        raise InputError(f"{what} row 0 = {_row_text(arr[0])} is not an IPv4 address")
-    M = np.ascontiguousarray(arr).view(unit).reshape(n, width)[:, :15]
-    length = np.char.str_len(arr)  # characters before the trailing NUL padding
-    cols = np.zeros((_WIDTH, n), dtype=np.uint8)  # one row per character position
-    cols[: M.shape[1]] = np.minimum(M.T, 255)  # any non-ASCII character stays invalid
-    key, bad = dotted_quads(cols, length)
+    key, bad = parse_ipv4(arr)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise InputError(f"{what} row {i} = {_row_text(arr[i])} is not an IPv4 address")

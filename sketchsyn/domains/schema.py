@@ -121,15 +121,32 @@ class Schema(Domain):
     # ------------------------------------------------------------------ description
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Schema:  # type: ignore[override]
-        """A schema from its dict form ``{"columns": [...]}`` (keys checked)."""
+        """A schema from its dict form ``{"columns": [...]}`` (keys checked). A draft (a dict
+        with the ``"draft"`` key that :func:`sketchsyn.io.schema_draft.draft_schema` and
+        ``sketchsyn schema FILE`` write) is refused until a person deletes the key."""
+        if isinstance(data, Mapping) and "draft" in data:
+            raise ParameterError(
+                "This schema is a draft read from the data (it has a 'draft' key): it is NOT "
+                "PRIVATE. Its bounds are the exact values of the most extreme rows and its "
+                "categories were seen in the rows, so a release fitted with it would leak them. "
+                "Replace each by public knowledge (a data dictionary, a code list, the valid "
+                "range of the measurement), then delete the 'draft' key."
+            )
         if not isinstance(data, Mapping) or set(data) - {"type"} != {"columns"}:
-            got = sorted(data) if isinstance(data, Mapping) else _row_text(data)
+            got = sorted(data, key=str) if isinstance(data, Mapping) else _row_text(data)
             raise ParameterError(
                 f"A schema's dict form must be {{'columns': [...]}}. Got keys {got} instead."
             )
         if data.get("type", "Schema") != "Schema":
             raise ParameterError(f"A schema's 'type' must be 'Schema'. Got {data['type']!r}.")
-        return cls(data["columns"])
+        columns = data["columns"]
+        if not isinstance(columns, list) or not 1 <= len(columns) <= MAX_COLUMNS:
+            got = f"{len(columns)} columns" if isinstance(columns, list) else _row_text(columns)
+            raise ParameterError(
+                f"A schema's 'columns' must be a list of 1 to {MAX_COLUMNS} columns. Got {got} "
+                "instead."
+            )
+        return cls(columns)
 
     @classmethod
     def _from_fields(cls, data: dict[str, Any]) -> Schema:

@@ -20,7 +20,8 @@ Bins per column (:func:`codes`):
 * ``boolean``: two bins.
 
 Values outside the bounds of an integer, numeric or datetime column are clipped into the first
-or last bin.
+or last bin. To score a table as a fit read it, apply the schema's policies first
+(:func:`apply_policies`: clip, other, and the rows a ``"drop"`` policy drops removed).
 
 Scores:
 
@@ -61,6 +62,7 @@ import numpy as np
 
 __all__ = [
     "BINS",
+    "apply_policies",
     "baseline_scores",
     "codes",
     "independent_sample",
@@ -105,6 +107,26 @@ def _addresses(values: Any) -> np.ndarray:
         a, b, c, d = (int(o) for o in str(v).split("."))
         out[i] = float((a << 24) | (b << 16) | (c << 8) | d)
     return out
+
+
+def apply_policies(table: Any, schema: Any, offset: int = 0) -> dict[str, np.ndarray]:
+    """The table as a fit on ``schema`` reads it: each column's policy applied (``"clip"``
+    clips, ``"other"`` names the other category) and the rows a ``"drop"`` policy drops (a
+    missing value, an address that is not IPv4) removed; a value a ``"raise"`` policy refuses
+    raises :class:`~sketchsyn.errors.InputError` naming its row (``offset`` + its index).
+    Returns ``{name: numpy array}`` of the schema's types (:meth:`Schema.to_frame`, numpy).
+
+    >>> s = {"columns": [{"name": "x", "kind": "integer", "low": 0, "high": 9, "policy": "clip"},
+    ...                  {"name": "c", "kind": "categorical", "categories": ["a"],
+    ...                   "policy": "drop"}]}
+    >>> got = apply_policies({"x": [3, 12, 5], "c": ["a", "a", None]}, s)
+    >>> got["x"].tolist(), got["c"].tolist()
+    ([3, 9], ['a', 'a'])
+    """
+    from ..domains.schema import Schema
+
+    schema = schema if isinstance(schema, Schema) else Schema.from_dict(schema)
+    return schema.to_frame(schema.units(table, offset=offset), "numpy")
 
 
 def codes(frame: Any, schema: Any) -> tuple[dict[str, np.ndarray], dict[str, int]]:

@@ -195,8 +195,9 @@ class AccessLogTableReader(BatchReader):
         gzip and zstd are recognised by their first bytes.
     schema : Schema
         Columns among :data:`FIELDS`, each of the kind listed there.
-    batch_size, on_bad, skip_rows, resume, threads
-        As for :class:`~sketchsyn.io.logread.AccessLogReader`.
+    **kwargs
+        ``batch_size``, ``on_bad``, ``skip_rows``, ``resume``, ``threads``: as for
+        :class:`~sketchsyn.io.logread.AccessLogReader`.
 
     Attributes
     ----------

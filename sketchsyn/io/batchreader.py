@@ -38,13 +38,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..errors import InputError, ParameterError, check_choice, check_int
-from .compress import open_bytes
+from .compress import DamagedInput, open_bytes
 
 __all__ = ["BatchReader", "Position", "starts_with"]
 
 _BAD_KEPT = 10
 _WINDOW = 4096  # bytes before a position whose digest identifies the input
 _PIECE = 1 << 23  # bytes read at a time when skipping
+_MAX_BLOCK = 1 << 26  # bytes of a block at most (one longer line is read whole)
 
 
 def check_options(reader: Any, batch_size: int, on_bad: str, skip_rows: int) -> None:
@@ -207,6 +208,10 @@ class BatchReader(abc.ABC):
         self._window = b""
         self._bytes_per_line = 0.0  # estimated from the first bytes read, then from each block
         self._eof = False
+        # A compressed input found cut or damaged while filling the buffer: (why, line number
+        # of the line it cuts), reported as a bad line once the lines before it are parsed.
+        self._damage: DamagedInput | None = None
+        self._damaged_line: int | None = None
 
     @property
     def threads(self) -> bool:
@@ -227,7 +232,10 @@ class BatchReader(abc.ABC):
 
     # ------------------------------------------------------------------ raw input
     def _read(self, size: int) -> bytes:
-        piece = self._stream.read(size)
+        try:
+            piece = self._stream.read(size)
+        except DamagedInput as exc:  # the input ends here (its lines before are kept)
+            self._damage, piece = exc, b""
         if not piece:
             self._eof = True
             return b""
@@ -244,6 +252,10 @@ class BatchReader(abc.ABC):
             return None
         while b"\n" not in self._pending and not self._eof:
             self._pending += self._read(1 << 16)
+        if self._damage is not None and b"\n" not in self._pending:
+            raise InputError(
+                f"{self.name} line {self.line + 1}: {str(self._damage).split(': ', 1)[-1]}"
+            )
         if not self._pending:
             return None
         cut = self._pending.find(b"\n") + 1 or len(self._pending)
@@ -273,8 +285,10 @@ class BatchReader(abc.ABC):
         if self._bytes_per_line == 0.0 and self._pending.count(b"\n") >= 16:
             self._bytes_per_line = len(self._pending) / self._pending.count(b"\n")
         want = max(int(self.batch_size * (self._bytes_per_line or 64.0) * 0.97), 1)
+        want = min(want, _MAX_BLOCK)  # a few long lines must not size every later block
         self._keep_tail(want)
         self._fill(want)
+        self._cut_damaged()
         store, have = self._store, self._have
         cut = store.rfind(b"\n", 0, want) + 1 if have > want else 0
         if cut == 0:
@@ -286,6 +300,7 @@ class BatchReader(abc.ABC):
             while self._store.find(b"\n", seen, self._have) < 0 and not self._eof:
                 seen = self._have
                 self._fill(self._have + (1 << 20))
+            self._cut_damaged()
             store = self._store
             cut = store.rfind(b"\n", 0, self._have) + 1 if not self._eof else self._have
         self._cut = cut
@@ -318,15 +333,28 @@ class BatchReader(abc.ABC):
         view = memoryview(self._store)
         readinto = getattr(self._stream, "readinto", None)
         while self._have < upto and not self._eof:
-            if readinto is not None:
-                got = readinto(view[self._have : upto]) or 0
-            else:
-                piece = self._stream.read(upto - self._have) or b""
-                got = len(piece)
-                view[self._have : self._have + got] = piece
+            try:
+                if readinto is not None:
+                    got = readinto(view[self._have : upto]) or 0
+                else:
+                    piece = self._stream.read(upto - self._have) or b""
+                    got = len(piece)
+                    view[self._have : self._have + got] = piece
+            except DamagedInput as exc:  # the input ends here: keep its complete lines
+                self._damage, got = exc, 0
             if got == 0:
                 self._eof = True
             self._have += got
+
+    def _cut_damaged(self) -> None:
+        """After a damaged input's last bytes: drop the line it cuts (no newline after it) and
+        note its number, for a bad line once the lines before it are parsed."""
+        if self._damage is None or self._damaged_line is not None:
+            return
+        store = self._store
+        complete = store.rfind(b"\n", 0, self._have) + 1
+        self._damaged_line = self.line + store.count(b"\n", 0, complete) + 1
+        self._have = complete
 
     def _skip(self) -> None:
         """Move past ``resume`` (checking the bytes before it) or past ``skip_rows`` lines."""
@@ -416,6 +444,8 @@ class BatchReader(abc.ABC):
         while True:
             buf, count = self._next_block()
             if not buf:
+                if self._damaged_line is not None:
+                    self._report_damage()
                 return
             self._window = (self._window + buf[-_WINDOW:])[-_WINDOW:]
             if buf[-1] != 10:  # the last line of the input, without its newline
@@ -425,10 +455,19 @@ class BatchReader(abc.ABC):
             first = self.line + 1
             rows, numbers, n_lines = self._parse(buf, first, count)
             self.line += n_lines
+            if self._damaged_line is not None and self._eof and self._have <= self._cut:
+                self._report_damage()
             if n_lines:
                 self._bytes_per_line = max(len(buf) / n_lines, 1.0)
             position = Position(self.line - self.header_lines, self._offset, _digest(self._window))
             yield rows, numbers, first, position, self.n_bad
+
+    def _report_damage(self) -> None:
+        """The line a damaged input cuts, as a bad line (named, or counted and skipped)."""
+        line, self._damaged_line = self._damaged_line, -1
+        if line is not None and line >= 0:
+            why = str(self._damage).split(": ", 1)[-1]
+            self._bad(line, f"{why}; the lines before it were read")
 
     def _produced(self) -> Iterator[tuple[np.ndarray, Any, int, Position, int]]:
         if not self._threads:

@@ -176,6 +176,10 @@ def _sweep(directory: str, name: str) -> None:
 def save(obj: Any, path: str | os.PathLike[str], **options: Any) -> None:
     """Write ``obj.to_bytes(**options)`` to ``path`` atomically (old or new file, never torn).
 
+    The file gets the permissions the process's umask gives a new file (``0o666 & ~umask``), as
+    other tools' files do; a *trusted* state (exact counts: ``obj.state_privacy`` is
+    ``"trusted"``, or ``include_diagnostics=True``) is readable by its owner only (``0o600``).
+
     Parameters
     ----------
     obj : any sketchsyn summary or release
@@ -189,21 +193,44 @@ def save(obj: Any, path: str | os.PathLike[str], **options: Any) -> None:
         exact ``n_seen`` / ``n_dropped`` in the file. A collector that resumes from its
         checkpoint needs them; such a file must stay with the data holder.
     """
-    _write_atomic(path, obj.to_bytes(**options))
+    trusted = getattr(obj, "state_privacy", "private") != "private"
+    _write_atomic(
+        path,
+        obj.to_bytes(**options),
+        owner_only=trusted or bool(options.get("include_diagnostics")),
+    )
 
 
-def _write_atomic(path: str | os.PathLike[str], data: bytes, prefix: str = "") -> None:
+def file_mode(owner_only: bool = False) -> int:
+    """The permission bits of a new file: ``0o666`` less the process's umask, or ``0o600``
+    (readable and writable by its owner only) for a file that holds exact counts.
+
+    >>> file_mode(owner_only=True) == 0o600
+    True
+    """
+    if owner_only:
+        return 0o600
+    mask = os.umask(0o077)  # the only portable way to read it: set it and put it back at once
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def _write_atomic(
+    path: str | os.PathLike[str], data: bytes, prefix: str = "", owner_only: bool = False
+) -> None:
     """Write ``data`` to ``path`` so that a crash leaves the old file or the new one, never a
     torn mix: a temporary ``.<prefix><name>.<pid>.<random>.tmp`` in the same directory is
     written, flushed and fsync'ed, renamed over ``path`` (:func:`os.replace`, atomic on POSIX
     and Windows), and the directory is fsync'ed. The temporary files that killed writers of the
-    same ``path`` left behind are removed first (:func:`_sweep`)."""
+    same ``path`` left behind are removed first (:func:`_sweep`). The file's mode is
+    :func:`file_mode` (the umask's, or ``0o600`` with ``owner_only``)."""
     target = os.path.abspath(os.fspath(path))
     directory, name = os.path.split(target)
     stem = prefix + name
     _sweep(directory, stem)
     fd, tmp = tempfile.mkstemp(prefix=f".{stem}.{os.getpid()}.", suffix=".tmp", dir=directory)
     try:
+        os.fchmod(fd, file_mode(owner_only))  # mkstemp makes 0o600 whatever the umask
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

@@ -28,7 +28,7 @@ from typing import IO, Any, NamedTuple
 
 from ..errors import InputError
 
-__all__ = ["GZIP_MAGIC", "Opened", "ZSTD_MAGIC", "compression_of", "open_bytes"]
+__all__ = ["GZIP_MAGIC", "DamagedInput", "Opened", "ZSTD_MAGIC", "compression_of", "open_bytes"]
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -112,9 +112,59 @@ def _head(raw: IO[bytes]) -> tuple[bytes, IO[bytes]]:
     return head, _Prefixed(head, raw)  # type: ignore[return-value]
 
 
+class DamagedInput(InputError):
+    """A compressed input ends early (a file cut while it was copied or rotated) or its
+    compressed bytes are damaged: the bytes before the damage were read."""
+
+
+class _Checked(io.RawIOBase):
+    """A decompressing stream whose decompression errors (the input truncated or damaged)
+    become :class:`DamagedInput` naming the input, whichever library raised them."""
+
+    def __init__(self, stream: Any, name: str, kind: str, errors: tuple[type, ...]) -> None:
+        self._stream, self._name, self._kind, self._errors = stream, name, kind, errors
+
+    def readable(self) -> bool:
+        return True
+
+    def _damaged(self, exc: BaseException) -> DamagedInput:
+        return DamagedInput(
+            f"{self._name}: the {self._kind} data ends early or is damaged ({exc}): the input "
+            "was cut or corrupted (a file still being written or copied?)"
+        )
+
+    def readinto(self, b: Any) -> int:
+        # One read of the decompressor at a time (read1): an error loses no byte before it.
+        view = memoryview(b).cast("B")
+        try:
+            piece = self._stream.read1(len(view)) if hasattr(self._stream, "read1") else None
+            if piece is None:
+                return self._stream.readinto(view) or 0
+        except self._errors as exc:
+            raise self._damaged(exc) from None
+        view[: len(piece)] = piece
+        return len(piece)
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size is not None and size >= 0:
+            buf = bytearray(size)
+            return bytes(buf[: self.readinto(buf)])
+        try:
+            return self._stream.read() or b""
+        except self._errors as exc:
+            raise self._damaged(exc) from None
+
+    def close(self) -> None:
+        self._stream.close()
+        super().close()
+
+
 def _decompressed(raw: IO[bytes], kind: str | None, name: str) -> IO[bytes]:
     if kind == "gzip":
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+        import zlib
+
+        stream = gzip.GzipFile(fileobj=raw, mode="rb")
+        return _Checked(stream, name, kind, (EOFError, zlib.error, gzip.BadGzipFile))  # type: ignore[return-value]
     if kind == "zstd":
         try:
             import zstandard
@@ -123,9 +173,59 @@ def _decompressed(raw: IO[bytes], kind: str | None, name: str) -> IO[bytes]:
                 f"{name} is zstd-compressed: install the zstandard package "
                 "(pip install 'sketchsyn[cli]') or decompress it first (zstd -dc)"
             ) from None
-        dctx = zstandard.ZstdDecompressor()
-        return dctx.stream_reader(raw, read_across_frames=True)  # type: ignore[return-value]
+        stream = _ZstdFrames(raw, zstandard.ZstdDecompressor())
+        return _Checked(stream, name, kind, (EOFError, zstandard.ZstdError))  # type: ignore[return-value]
     return raw
+
+
+class _ZstdFrames(io.RawIOBase):
+    """zstd frames one after another, decompressed; a last frame cut before its end raises
+    EOFError (the ``zstandard`` package's stream reader returns the bytes so far and stops)."""
+
+    _PIECE = 1 << 20
+
+    def __init__(self, raw: IO[bytes], dctx: Any) -> None:
+        self._raw, self._dctx = raw, dctx
+        self._obj = dctx.decompressobj()
+        self._out = b""
+        self._fed = False  # the current frame has been given bytes
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        view = memoryview(b).cast("B")
+        while not self._out:
+            piece = self._raw.read(self._PIECE)
+            if not piece:
+                if self._fed and not self._obj.eof:
+                    raise EOFError("the last zstd frame ends before its end")
+                return 0
+            while piece:
+                self._fed = True
+                self._out += self._obj.decompress(piece)
+                piece = b""
+                if self._obj.eof:  # the frame ended: the rest starts the next one
+                    piece = self._obj.unused_data
+                    self._obj = self._dctx.decompressobj()
+                    self._fed = False
+        n = min(len(view), len(self._out))
+        view[:n] = self._out[:n]
+        self._out = self._out[n:]
+        return n
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size is None or size < 0:
+            chunks = []
+            while True:
+                buf = bytearray(self._PIECE)
+                n = self.readinto(buf)
+                if not n:
+                    return b"".join(chunks)
+                chunks.append(bytes(buf[:n]))
+        buf = bytearray(size)
+        n = self.readinto(buf)
+        return bytes(buf[:n])
 
 
 def open_bytes(source: Any) -> Opened:

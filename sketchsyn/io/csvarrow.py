@@ -85,6 +85,14 @@ class _Lines:
         return bytes(self.buf[self.start(k) : stop])
 
 
+def _longest_line(buf: bytes | memoryview, start: int) -> int:
+    """Bytes of the longest line of ``buf`` from ``start`` (newline included)."""
+    ends = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8)[start:] == 10)
+    if ends.size == 0:
+        return len(buf) - start
+    return int(max(ends[0] + 1, np.diff(ends).max(initial=0), len(buf) - start - ends[-1] - 1))
+
+
 def parse_block(
     buf: bytes | memoryview,
     first: int,
@@ -137,6 +145,13 @@ def parse_block(
                 batches.append(batch)
         except pa.ArrowInvalid as exc:
             m = _ROW.search(str(exc))
+            if m is None and "straddl" in str(exc):
+                longest = _longest_line(buf, start_byte)
+                if longest >= read.block_size:  # a line longer than pyarrow's block
+                    read = pacsv.ReadOptions(
+                        column_names=names, use_threads=False, block_size=1 << longest.bit_length()
+                    )
+                    continue
             if m is None or slow is None:
                 raise
             failed_at = int(m.group(1))  # 1-based line of this part

@@ -206,6 +206,15 @@ class CSVReader(BatchReader):
                 f"{self.name}: column {missing[0]!r} is not in the header (line {self.line}); "
                 f"the columns are {self.header}{hint}"
             )
+        twice = [c for c in self.columns or [] if self.header.count(c) > 1]
+        if twice:
+            self.close()
+            where = [i + 1 for i, h in enumerate(self.header) if h == twice[0]]
+            raise InputError(
+                f"{self.name} line {self.line}: the header names column {twice[0]!r} "
+                f"{len(where)} times (fields {', '.join(map(str, where))}): which one to read "
+                "is ambiguous; rename the others"
+            )
         self._idx = [self.header.index(c) for c in self.columns or []]
         self._ncols = len(self.header)
 

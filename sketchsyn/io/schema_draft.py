@@ -7,13 +7,20 @@ bound and category list it writes must be replaced by public knowledge (a data d
 code list, the valid range of a measurement) before the schema is used. :data:`WARNING` says so,
 and ``sketchsyn schema FILE`` prints it on stderr and at the top of the YAML.
 
+The draft also says so in a form a program reads: its dict form has a ``"draft"`` key
+(:data:`DRAFT_MARKER`), which :meth:`~sketchsyn.Schema.from_dict`, :meth:`~sketchsyn.Schema.load`
+and ``sketchsyn fit`` refuse until a person has replaced the values and deleted the key.
+Categories are listed sorted (a public order), not by how often they occur in the data.
+
 The file is read in bounded memory (CSV and JSON lines as text, Parquet a record batch at a
 time); per column the first kind that fits every value is kept, in this order: boolean
 (``true``/``false``), integer, numeric, datetime (ISO 8601), ipv4, categorical (at most
 ``max_categories`` distinct values; a text column with more is left out, with a note).
 
 >>> import io
->>> draft, notes = draft_schema(io.BytesIO(b"a,b,c\\n1,x,2013-01-01\\n5,y,2013-02-01\\n"), "csv")
+>>> draft, notes = draft_schema(io.BytesIO(b"a,b,c\\n1,y,2013-01-01\\n5,x,2013-02-01\\n"), "csv")
+>>> list(draft)
+['draft', 'columns']
 >>> [(c["name"], c["kind"]) for c in draft["columns"]]
 [('a', 'integer'), ('b', 'categorical'), ('c', 'datetime')]
 >>> draft["columns"][0]["low"], draft["columns"][0]["high"], draft["columns"][1]["categories"]
@@ -32,9 +39,9 @@ import numpy as np
 
 from ..errors import InputError
 from .arrowread import _pyarrow
-from .tables_reader import arrow_cast, to_timestamps
+from .tables_reader import NULL_VALUES, arrow_cast, to_timestamps
 
-__all__ = ["WARNING", "draft_schema"]
+__all__ = ["DRAFT_MARKER", "WARNING", "draft_schema"]
 
 WARNING = (
     "this schema was DRAFTED FROM THE DATA: it is NOT PRIVATE. Every bound (low, high) and "
@@ -42,6 +49,10 @@ WARNING = (
     "extreme rows and a rare category can name one person, so a release fitted with them leaks "
     "them. Replace each one by public knowledge (a data dictionary, a code list, the valid "
     "range of the measurement) before fitting; check the guessed kinds too."
+)
+DRAFT_MARKER = (
+    "NOT PRIVATE: bounds and categories read from the data. Replace each by public knowledge, "
+    "then delete this line."
 )
 _KINDS = ("boolean", "integer", "numeric", "datetime", "ipv4")
 _IPV4 = r"^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$"
@@ -129,7 +140,7 @@ class _Guess:
                 "left out (no kind fits: give it a public category list with policy other, or "
                 "leave it out of the schema)"
             )
-        cats = sorted(self.counts, key=lambda c: (-self.counts[c], c))
+        cats = sorted(self.counts)  # a public order: how often each occurs is not public
         return {"name": name, "kind": "categorical", "categories": cats}, None
 
 
@@ -154,7 +165,8 @@ def _csv_batches(source: Any, batch_size: int, delimiter: str) -> Iterator[Any]:
             pacsv.ConvertOptions(
                 column_types=dict.fromkeys(names, pa.string()),
                 strings_can_be_null=True,
-                null_values=[""],
+                null_values=list(NULL_VALUES),
+                quoted_strings_can_be_null=False,
             ),
         )
         yield from reader
@@ -229,7 +241,8 @@ def draft_schema(
     delimiter: str = ",",
 ) -> tuple[dict[str, Any], list[str]]:
     """A schema's dict form drafted from ``source`` (``fmt``: ``"csv"``, ``"jsonl"`` or
-    ``"parquet"``), and notes on the columns left out. **Not private** (see :data:`WARNING`)."""
+    ``"parquet"``), and notes on the columns left out. **Not private** (see :data:`WARNING`):
+    the dict carries the ``"draft"`` marker, which a schema refuses until a person deletes it."""
     _pyarrow("a file to draft a schema from")
     if fmt == "csv":
         batches = _csv_batches(source, batch_size, delimiter)
@@ -252,4 +265,4 @@ def draft_schema(
             notes.append(note)
     if not columns:
         raise InputError("no column to draft a schema from (the file has no values)")
-    return {"columns": columns}, notes
+    return {"draft": DRAFT_MARKER, "columns": columns}, notes

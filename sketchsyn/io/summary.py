@@ -75,8 +75,9 @@ class Summary(abc.ABC):
     raw sketch), ``FORMAT_VERSION`` (the schema this release writes), ``READS`` (the versions it
     reads; default: only ``FORMAT_VERSION``), ``TAKES_RNG`` (``from_bytes`` accepts ``rng=`` for
     the noise the loaded object will still draw), ``TRUSTED_FIELDS`` (header fields holding
-    exact counts, refused in a blob that says it is private) and optionally ``kind`` (default:
-    the class name).
+    exact counts, refused in a blob that says it is private), ``STATE_DECLARED`` (the kind came
+    after container version 3: a blob without the state privacy byte is refused) and optionally
+    ``kind`` (default: the class name).
     """
 
     kind: ClassVar[str]
@@ -87,6 +88,9 @@ class Summary(abc.ABC):
     TAKES_RNG: ClassVar[bool] = False
     # Header fields that hold exact counts: a blob declared private must not carry them.
     TRUSTED_FIELDS: ClassVar[tuple[str, ...]] = ("diagnostics",)
+    # True for a kind first written after container version 3, which declares state privacy:
+    # a blob of it without the state byte (container 1 or 2) was never written by sketchsyn.
+    STATE_DECLARED: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -166,6 +170,11 @@ class Summary(abc.ABC):
                 f"{cls.__name__} draws no further noise. Got {rng!r} instead."
             )
         got = read(blob, cls.kind, key=key)
+        if got.state is None and cls.STATE_DECLARED:
+            raise SerializationError(
+                f"{cls.kind} blob has container version 1 or 2 (no state privacy byte), which "
+                f"sketchsyn never wrote for a {cls.kind}: refused as forged"
+            )
         check_version(cls.kind, got.version, cls.READS or cls.FORMAT_VERSION, cls.VERSION_NOTE)
         if got.state == "private":
             for name in cls.TRUSTED_FIELDS:

@@ -18,10 +18,11 @@ record batches (:mod:`sketchsyn.io.arrowread`).
 - :class:`ParquetTableReader`, :class:`ArrowTableReader`: ``ParquetFile.iter_batches(columns=…)``
   and Arrow IPC record batches, each column checked against its kind when the file is opened.
 
-A missing value (an empty CSV field, a JSON ``null`` or missing key, an Arrow null) is not a bad
-line: it reaches the schema, whose column policy decides (``raise`` names the row). Datetimes are
-read from ISO 8601 text (a date, a time with ``T`` or a space, fractions; a zone offset or ``Z``
-is converted to UTC) or from Arrow dates and timestamps, as microseconds (``timestamp[us]``).
+A missing value (an empty CSV field or an unquoted ``NA``, as R writes one; a JSON ``null`` or
+missing key; an Arrow null) is not a bad line: it reaches the schema, whose column policy
+decides (``raise`` names the row). Datetimes are read from ISO 8601 text (a date, a time with
+``T`` or a space, fractions; a zone offset or ``Z`` is converted to UTC) or from Arrow dates
+and timestamps, as microseconds (``timestamp[us]``).
 
 >>> import io
 >>> from sketchsyn.domains import Schema
@@ -50,6 +51,7 @@ import numpy as np
 from ..errors import InputError, ParameterError
 from .arrowread import ArrowReader, ParquetReader, _pyarrow
 from .batchreader import BatchReader
+from .csvarrow import _longest_line
 from .readers import CSVReader, format_of
 
 __all__ = [
@@ -63,6 +65,9 @@ __all__ = [
 ]
 
 _ROW = re.compile(r"In CSV column #(\d+): Row #(\d+): (.*)", re.DOTALL)
+# Unquoted fields that are missing values: empty, and NA as R writes a missing value
+# (write.csv quotes text, so a quoted "NA" stays the text NA).
+NULL_VALUES = ("", "NA")
 _BLOCK = 1 << 18  # bytes of pyarrow's internal CSV blocks: the most parsed again per bad line
 
 
@@ -195,8 +200,9 @@ class CSVTableReader(CSVReader):
         As for :class:`~sketchsyn.io.readers.CSVReader` (gzip and zstd by their first bytes).
     schema : Schema
         Its column names are looked up in the header (other columns are not read).
-    batch_size, on_bad, delimiter, skip_rows, resume, threads
-        As for :class:`~sketchsyn.io.readers.CSVReader`.
+    **kwargs
+        ``batch_size``, ``on_bad``, ``delimiter``, ``skip_rows``, ``resume``, ``threads``: as
+        for :class:`~sketchsyn.io.readers.CSVReader`.
     """
 
     # The typed tables may keep slices of the block (strings): it gets its own bytes, never a
@@ -221,7 +227,7 @@ class CSVTableReader(CSVReader):
             include_columns=keep,
             column_types=types,
             strings_can_be_null=True,
-            null_values=[""],
+            null_values=list(NULL_VALUES),
             quoted_strings_can_be_null=False,
         )
         self._pa, self._pacsv = pa, pacsv
@@ -231,7 +237,12 @@ class CSVTableReader(CSVReader):
         pieces: list[Any] = []
         numbers: list[np.ndarray] = []
         bad: list[tuple[int, str]] = []
-        self._parse_part(buf, first, pieces, numbers, bad)
+        try:
+            self._parse_part(buf, first, pieces, numbers, bad)
+        except _Misaligned:  # a quoted field holds a line break: one record on several lines
+            buf, spans = _blank_multiline_records(buf, first, self.delimiter)
+            pieces, numbers, bad = [], [], spans
+            self._parse_part(buf, first, pieces, numbers, bad)
         if not pieces:
             for line, why in sorted(bad):
                 self._bad(line, why)
@@ -260,6 +271,7 @@ class CSVTableReader(CSVReader):
         total = buf.count(b"\n")
         ends: np.ndarray | None = None
         start_line = start_byte = 0
+        options = self._read_options
         while start_byte < len(buf):
             invalid: list[tuple[int, str]] = []
 
@@ -275,7 +287,7 @@ class CSVTableReader(CSVReader):
             try:
                 reader = pacsv.open_csv(
                     pa.BufferReader(whole.slice(start_byte)),
-                    self._read_options,
+                    options,
                     parse,
                     self._convert_options,
                 )
@@ -283,6 +295,15 @@ class CSVTableReader(CSVReader):
                     batches.append(batch)
             except pa.ArrowInvalid as exc:
                 failed = _ROW.search(str(exc))
+                longest = _longest_line(buf, start_byte)
+                if failed is None and "straddl" in str(exc) and longest >= options.block_size:
+                    # A line longer than pyarrow's block: read this block in one piece.
+                    options = pacsv.ReadOptions(
+                        column_names=self._names,
+                        use_threads=False,
+                        block_size=1 << longest.bit_length(),
+                    )
+                    continue
                 if failed is None:
                     raise InputError(
                         f"{self.name}: pyarrow could not read the CSV: {exc}"
@@ -303,8 +324,8 @@ class CSVTableReader(CSVReader):
                     why = f"has {fields} fields, the header has {self._ncols}"
                     bad.append((first + start_line + n - 1, why))
             rel = np.delete(np.arange(1, covered + 1), np.array(sorted(here), dtype=np.int64) - 1)
-            if rel.size != got:  # pragma: no cover - pyarrow's contract
-                raise RuntimeError("pyarrow's rows do not match the lines of the block")
+            if rel.size != got:  # a record over several lines (a quoted line break)
+                raise _Misaligned
             if got:
                 pieces.extend(batches)
                 numbers.append(rel + (first + start_line - 1))
@@ -323,6 +344,50 @@ class CSVTableReader(CSVReader):
             bad.append((first + bad_line, f"column {name!r}: {detail}"))
             start_line = bad_line + 1
             start_byte = _start(ends, start_line) if start_line < total else len(buf)
+
+
+class _Misaligned(Exception):
+    """pyarrow's rows are not the block's lines: some record spans several lines."""
+
+
+def _blank_multiline_records(buf: bytes, first: int, delimiter: str) -> tuple[bytes, list]:
+    """The block with every record that spans lines (a quoted field holding a line break, or
+    a quote left open to the end of the block) emptied line by line, newlines kept (an empty
+    line is not a record), and ``[(line, why)]`` naming the first line of each.
+
+    >>> blank, bad = _blank_multiline_records(b'1,x\\n2,"y\\nz"\\n3,x\\n', 5, ",")
+    >>> blank, bad[0][0]
+    (b'1,x\\n\\n\\n3,x\\n', 6)
+    """
+    text = buf.decode("utf-8", errors="surrogateescape")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    reader = csv.reader(iter(line + "\n" for line in lines), delimiter=delimiter, strict=False)
+    spans: list[tuple[int, int]] = []
+    done = 0
+    while True:
+        try:
+            next(reader)
+        except StopIteration:
+            break
+        except csv.Error:  # a quote still open where the block ends
+            spans.append((done, len(lines)))
+            break
+        if reader.line_num - done > 1:
+            spans.append((done, reader.line_num))
+        done = reader.line_num
+    bad = []
+    for start, end in spans:
+        for k in range(start, end):
+            lines[k] = ""
+        why = (
+            f"a quoted field holds a line break (the record runs over lines {first + start} to "
+            f"{first + end - 1}); sketchsyn reads one record per line"
+        )
+        bad.append((first + start, why))
+    out = "".join(line + "\n" for line in lines)
+    return out.encode("utf-8", errors="surrogateescape"), bad
 
 
 def _start(ends: np.ndarray, k: int) -> int:

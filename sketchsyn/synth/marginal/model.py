@@ -159,6 +159,7 @@ class MarginalDistribution(Summary, ColumnBins):
     STATE_PRIVACY = "private"
     FORMAT_VERSION = 2  # 2: a table release that chose its pairs (version 1 still loads)
     READS = (1, 2)
+    STATE_DECLARED = True  # first written with container 3: every blob says its state
 
     def __init__(
         self,

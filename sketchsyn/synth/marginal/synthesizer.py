@@ -189,6 +189,7 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
     STATE_PRIVACY = "trusted"
     FORMAT_VERSION = 2  # 2: a table's per-column bits and its release plan (1 still loads)
     READS = (1, 2)
+    STATE_DECLARED = True  # first written with container 3: every blob says its state
     TAKES_RNG = True
 
     def __init__(

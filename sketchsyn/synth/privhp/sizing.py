@@ -11,8 +11,10 @@ methods answer without building a summary (``PrivHP.memory_bytes``, ``PrivHP.pla
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
+from ...errors import UtilityWarning
 from ...privacy.rng import RNGLike
 from . import planner
 from .planner import Plan
@@ -114,7 +116,8 @@ class Sizing:
         them and why (``plan.explain()``). A budget above ``plan.useful_bytes`` is not spent.
 
         Raises :class:`ParameterError` naming the argument when one is invalid or when no
-        summary of depth ``≥ 1`` fits.
+        summary of depth ``≥ 1`` fits. Warns (:class:`~sketchsyn.errors.UtilityWarning`) when
+        the plan says the release will be close to uniform (ε·n too small: ``plan.warnings``).
 
         >>> from sketchsyn import Box, PrivHP
         >>> php = PrivHP.for_memory(Box.unit(2), 1.0, 40_000, expected_n=2**18, rng=0)
@@ -122,6 +125,9 @@ class Sizing:
         (True, 18, 148, 8)
         """
         p = cls.plan(domain, epsilon, memory_bytes, expected_n)
+        for text in p.warnings:
+            if "close to uniform" in text:
+                warnings.warn(f"PrivHP.for_memory: {text}", UtilityWarning, stacklevel=2)
         return cls(
             domain,
             p.epsilon,
