@@ -549,6 +549,13 @@ def _fit(args: argparse.Namespace) -> int:
         plans = {"privhp": _privhp_plan, "pmm": _pmm_plan, "marginal": _marginal_plan}
         plan = plans[mechanism]
         summary, how = plan(args, domain)
+        if args.mechanism is None and type(domain).__name__ == "Schema" and domain.d >= 3:
+            notes = list(getattr(args, "plan_notes", None) or [])
+            notes.append(
+                f"a table of {domain.d} columns: --synth marginal keeps its 2-way marginals "
+                "far closer to the data's than PrivHP's tree can"
+            )
+            args.plan_notes = notes
     say = _say(args)
     say(f"sketchsyn fit: {type(summary).__name__}, {summary.nbytes:,} bytes of state ({how})")
     for note in getattr(args, "plan_notes", None) or []:
