@@ -143,9 +143,12 @@ def check_params(params: Any, expected: Mapping[str, Any], fail: Fail) -> dict[s
         return {}
     if not isinstance(params, Mapping):
         raise fail(f"'params' must be a record, got {type(params).__name__}")
-    unknown = sorted(str(k) for k in set(params) - set(expected))
+    # A privacy unit's column and cap, stated by a user-level release (free values).
+    unit = {"unit": None, "max_rows": None}
+    unknown = sorted(str(k) for k in set(params) - set(expected) - set(unit))
     if unknown:
         raise fail(f"'params' has unknown fields {unknown} (known: {sorted(expected)})")
+    expected = {**unit, **expected}
     low, high = EPSILON_RANGE
     rules: dict[str, tuple[Callable[[Any], bool], str]] = {
         "epsilon": (lambda v: _number(v) and low <= v <= high, f"a number in [{low}, {high}]"),
@@ -154,6 +157,8 @@ def check_params(params: Any, expected: Mapping[str, Any], fail: Fail) -> dict[s
         "exact_bits": (lambda v: _int(v, 1, MAX_EXACT_BITS), f"an int in [1, {MAX_EXACT_BITS}]"),
         "singles_share": (lambda v: _number(v) and 0 < v < 1, "a number in (0, 1)"),
         "consistency": (lambda v: v in ("uniform", "proportional"), "'uniform' or 'proportional'"),
+        "unit": (lambda v: isinstance(v, str) and bool(v), "a non-empty str"),
+        "max_rows": (lambda v: _int(v, 1, 2**31 - 2), f"an int in [1, {2**31 - 2}]"),
     }
     out = {}
     for key, value in params.items():

@@ -108,6 +108,7 @@ from ...domains import Box, Schema
 from ...domains.columns import Adjusted
 from ...errors import (
     EPSILON_RANGE,
+    InputError,
     ParameterError,
     SerializationError,
     check_choice,
@@ -118,7 +119,9 @@ from ...errors import (
 from ...io.serial import Arrays, MetaReader
 from ...io.stream import one_row
 from ...privacy import accounting
-from ...privacy.rng import RNGLike
+from ...privacy.rng import RNGLike, as_source
+from ...units.bounder import ContributionBounder
+from ...units.level import UNIT_FIELDS, UnitLevel
 from ..offline.histogram import LevelCounts
 from . import layout
 from .checks import check_counts, check_room, check_size, exact_sum
@@ -131,11 +134,12 @@ __all__ = ["DEFAULT_MEMORY", "MarginalDistribution", "MarginalSynthesizer", "pla
 
 _STATE_FIELDS = ("frozen", "lineage", "released", "diagnostics")
 _PARAM_FIELDS = {"domain", "epsilon", "bits", "fine_bits", "singles_share", "consistency"}
+_UNIT_SHARE = 2  # a privacy unit's bounder takes at most 1/2 of memory_bytes
 _DIAGNOSTICS = {"n_seen", "n_dropped", "adjusted"}
 _OWNER = "MarginalSynthesizer"
 
 
-class MarginalSynthesizer(LevelCounts, ColumnBins):
+class MarginalSynthesizer(LevelCounts, ColumnBins, UnitLevel):
     """One-pass private synthesizer from every 1- and 2-way marginal of a box or a table.
 
     Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): the exact counts of every pair and
@@ -167,7 +171,21 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
         PMM's comparable integer transform (a Box's trees; a Schema's flat histograms need none:
         only the default is accepted there).
     rng : None, int, SeedSequence, Generator or RandomSource, optional
-        Noise randomness (``None``: OS CSPRNG; a seed is for tests only, not private).
+        Noise randomness (``None``: OS CSPRNG; a seed is for tests only, not private); the
+        bounder's key comes from a stream of its own.
+    unit : str, optional
+        The privacy unit's column (``"client"``): a column of the frames given to
+        :meth:`update_many` (or ids beside an array, ``units=``), neither in the schema nor
+        synthesized. With it the guarantee is **user level**: all rows of one unit, at most
+        ``max_rows`` kept (:class:`~sketchsyn.units.ContributionBounder`, first rows first), and
+        every noise scale is multiplied by ``2·max_rows`` (:attr:`sensitivity`).
+    max_rows : int, optional
+        ``L``, the public cap on the rows kept of each unit (with ``unit``).
+    expected_units : int, optional
+        Public guess of the number of units: sizes the bounder's table (at most half of
+        ``memory_bytes``; units are pre-sampled by keyed hash when they do not fit).
+    bounder : ContributionBounder, optional
+        A fresh bounder to use instead (its parameters chosen by hand).
 
     Examples
     --------
@@ -183,6 +201,7 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
     FORMAT_VERSION = 1
     READS = (1,)
     TAKES_RNG = True
+    TAKES_UNIT = True
 
     def __init__(
         self,
@@ -197,6 +216,10 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
         singles_share: float = 0.25,
         consistency: str = "uniform",
         rng: RNGLike = None,
+        unit: str | None = None,
+        max_rows: int | None = None,
+        expected_units: int | None = None,
+        bounder: ContributionBounder | None = None,
     ) -> None:
         owner = _OWNER
         self._epsilon = check_epsilon(epsilon, owner)
@@ -233,9 +256,20 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
         if memory_bytes is not None:
             memory = check_int(memory_bytes, "memory_bytes", owner, minimum=1)
         n = None if expected_n is None else check_int(expected_n, "expected_n", owner, minimum=1)
+        source = as_source(rng)
+        total = memory or DEFAULT_MEMORY
+        self._take_unit(
+            owner, unit, max_rows, expected_units, bounder, total // _UNIT_SHARE, source
+        )
+        # The L1 bound on how much one table's counts can change between neighbours: 1 at the
+        # event level, 2L with a privacy unit. Every noise draw (and score) is scaled by it.
+        self._sensitivity = self.sensitivity
+        tables = total - self._unit_bytes()
+        if memory is not None and self._unit is not None:
+            memory = tables
         if bits is None and fine_bits is None:
             bits, fine_bits, why = plan(
-                sized, self._epsilon, memory or DEFAULT_MEMORY, n, share, exact
+                sized, self._epsilon / self._sensitivity, tables, n, share, exact
             )
         else:
             if bits is None:
@@ -249,8 +283,10 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
             need = layout_bytes(sized, bits, fine_bits, exact)
             if memory is not None and need > memory:
                 raise ParameterError(
-                    f"The 'memory_bytes' parameter of {owner} must be at least {need:,} for "
-                    f"bits={bits}, fine_bits={fine_bits} and {d} columns. Got {memory!r} instead."
+                    f"The 'memory_bytes' parameter of {owner} must be at least "
+                    f"{need + self._unit_bytes():,} for bits={bits}, fine_bits={fine_bits} and "
+                    f"{d} columns{' and the bounder' if self._unit else ''}. Got "
+                    f"{memory_bytes!r} instead."
                 )
         self._domain = domain
         self._bits, self._fine_bits, self._why = int(bits), int(fine_bits), why
@@ -274,10 +310,12 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
                     f"ε = {value:.3g}, below the smallest budget {low:.3g} (epsilon={epsilon!r}, "
                     f"{d} columns). Got {singles_share!r} instead."
                 )
-        self._scales = table_scales(lay, self._pair_eps, self._single_eps)
+        self._scales = table_scales(
+            lay, self._pair_eps, self._single_eps, sensitivity=self._sensitivity
+        )
         self._level = max(lay.coarse[i] + lay.coarse[j] for i, j in self._pairs)
         self._adjusted: dict[str, int] = {}
-        self._start(lay.cells, rng)
+        self._start(lay.cells, source)
 
     # ---------------------------------------------------------------- parameters
     epsilon = ReadOnly[float](
@@ -313,8 +351,14 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
             "single": [s.copy() for s in self._scales[P:]],
         }
 
+    @property
+    def nbytes(self) -> int:
+        """State size in bytes: the exact tables (``8`` bytes a cell plus 64) and, with a
+        privacy unit, the contribution bounder's table; fixed at construction."""
+        return int(self._counts.nbytes) + 64 + self._unit_bytes()
+
     def explain(self) -> str:
-        """What was chosen and why: bins, state bytes and the budget split."""
+        """What was chosen and why: bins, state bytes, the budget split and the privacy unit."""
         P, d = len(self._pairs), self._domain.d
         kind = "trees" if isinstance(self._domain, Box) else "histograms"
         bins = ""
@@ -327,7 +371,8 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
             f"MarginalSynthesizer: d={d} columns, {P} pairs; {self._why}{bins}; state "
             f"{self.nbytes:,} bytes; ε={self._epsilon:g} split as {P} pair {kind} × "
             f"{self._pair_eps:.4g} + {d} column {kind} × {self._single_eps:.4g} "
-            f"(singles_share={self._share:g})"
+            f"(singles_share={self._share:g}); privacy: {self.privacy_unit}"
+            + ("" if self._bounder is None else f"; bounder: {self._bounder.describe()}")
         )
 
     def _params(self) -> dict[str, Any]:
@@ -341,7 +386,7 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
         }
         if self._exact_bits is not None:
             params["exact_bits"] = self._exact_bits
-        return params
+        return params | self._unit_params()
 
     @classmethod
     def _param_fields(cls) -> set[str]:
@@ -354,6 +399,9 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
         more = {}
         if isinstance(domain, Schema):
             more["exact_bits"] = fields.int("exact_bits", minimum=1, maximum=layout.MAX_EXACT_BITS)
+        unit = cls._read_unit(fields)
+        if unit:  # a placeholder: the loader puts the saved bounder (or none) in its place
+            more |= unit | {"bounder": ContributionBounder(unit["max_rows"], 1, rng=0)}
         try:
             return cls(
                 domain,
@@ -371,12 +419,11 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
             raise SerializationError(f"{cls.kind} blob header: {exc}") from exc
 
     # ---------------------------------------------------------------- updates
-    def update(self, x: Any) -> None:
-        """Add one row (on a Schema: a dict of the row's values, or its ``d`` values)."""
-        if isinstance(self._domain, Schema):
-            self.update_many(one_row(x, self._domain.d, "update"))
-        else:
-            super().update(x)
+    def update(self, x: Any, unit: Any = None) -> None:
+        """Add one row (on a Schema: a dict of the row's values, or its ``d`` values). With a
+        privacy unit, a dict row holds the unit's key, or ``unit`` is the row's unit id."""
+        row = one_row(x, self._domain.d, "update")
+        self.update_many(row, units=None if unit is None else [unit])
 
     def _fine_codes(self, X: Any) -> tuple[list[np.ndarray], int, Adjusted]:
         """Each column's fine bin of every row of ``X`` (checked whole), the rows a ``"drop"``
@@ -402,16 +449,27 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
             codes.append(col.codes(units[:, j]) >> np.uint64(col.bits - lay.fine[j]))
         return codes, int(dropped), adjusted
 
-    def update_many(self, X: Any) -> None:
+    def update_many(self, X: Any, units: Any = None) -> None:
         """Add a batch of rows (checked whole before the counts change; on a Schema, a table
         of any library read by :meth:`~sketchsyn.domains.Schema.units`, errors naming the row
-        and the column)."""
+        and the column). With a privacy unit, its ids are the unit's column of a frame, or
+        ``units`` (one a row) beside an array; the contribution bounder passes on at most
+        ``max_rows`` rows of each unit, the first ones."""
         self._check_open()
         with self._usage.enter(type(self).__name__):
             lay = self._layout
+            X, keys = self._unit_split(X, units, type(self).__name__)
             fine, dropped, adjusted = self._fine_codes(X)
             n = fine[0].shape[0]
             check_room(self._rows(), n)
+            if keys is not None:  # the last step that changes nothing: all is checked now
+                kept = self._domain.kept(X) if dropped else None
+                if (keys.size if kept is None else int(kept.sum())) != n or (
+                    kept is not None and kept.size != keys.size
+                ):
+                    raise InputError(f"units has {keys.size} ids for the rows of X")
+                keep = self._unit_admit(keys, kept)
+                fine = [f[keep] for f in fine]
             add_single = [
                 np.bincount(fine[j].astype(np.intp), minlength=lay.single_sizes[j])
                 for j in range(lay.d)
@@ -424,10 +482,20 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
                 add_pair.append(np.bincount(cells.astype(np.intp), minlength=lay.pair_sizes[k]))
             self._counts[: lay.pair_cells] += np.concatenate(add_pair).astype(np.int64)
             self._counts[lay.pair_cells :] += np.concatenate(add_single).astype(np.int64)
-            self._n_seen += n
+            self._n_seen += fine[0].shape[0]
             self._n_dropped += dropped
             for key, value in adjusted.items():
                 self._adjusted[key] = self._adjusted.get(key, 0) + value
+
+    def consume(self, iterable: Any, batch_size: int = 65536) -> int:
+        """Stream any iterable of rows in bounded memory (event level only: with a privacy
+        unit, feed :meth:`update_many` frames holding the unit's column, or ``units=``)."""
+        if self._unit is not None:
+            raise ParameterError(
+                f"consume() reads rows without their privacy unit ({self._unit!r}): feed "
+                "update_many(frame) with the unit's column, or update_many(X, units=ids)"
+            )
+        return super().consume(iterable, batch_size)
 
     def _rows(self) -> int:
         """Rows counted so far: the exact total of the smallest table (every table holds
@@ -439,12 +507,20 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
     def merge(self, other: Any) -> None:
         """Add the exact counts of another synthesizer with the same parameters (before its
         release), as :meth:`sketchsyn.synth.offline.histogram.LevelCounts.merge` does; refused
-        when the two hold more than ``2**52`` rows together."""
+        when the two hold more than ``2**52`` rows together.
+
+        With a privacy unit, every unit's rows must have gone to one of the two (data
+        partitioned by unit: :func:`sketchsyn.spark.fit` and :func:`sketchsyn.dask.fit` with
+        ``unit=`` do it); the merged summary keeps the ``2L`` bound, has no bounder and takes no
+        more rows."""
         if isinstance(other, MarginalSynthesizer) and other is not self:
             check_room(self._rows(), other._rows(), merging=True)
         super().merge(other)
         for key, value in other._adjusted.items():
             self._adjusted[key] = self._adjusted.get(key, 0) + value
+        # Each operand bounded its own units (all of a unit's rows reach one of them): the sum
+        # keeps the bound, but this bounder knows only its units, so no more rows are taken.
+        self._bounder = None
 
     # ---------------------------------------------------------------- release
     def _pair_tables(self) -> list[np.ndarray]:
@@ -504,12 +580,16 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
 
     # ---------------------------------------------------------------- bytes
     def _state(
-        self, include_diagnostics: bool = False
+        self, include_diagnostics: bool = False, include_bounder: bool = True
     ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The bytes' header and arrays; with a privacy unit, the header states it
+        (``privacy``) and the bounder's bytes are an array (``include_bounder=False`` leaves
+        them out: the copy then takes no more rows)."""
         meta, arrays = super()._state(include_diagnostics)
         if include_diagnostics and self._adjusted:
             meta["diagnostics"]["adjusted"] = dict(self._adjusted)
-        return meta, arrays
+        unit_meta, unit_arrays = self._unit_state(include_bounder)
+        return meta | unit_meta, arrays | unit_arrays
 
     @classmethod
     def _from_state(
@@ -519,7 +599,7 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
         and the bits before anything is built, and every count must lie in ``[0, 2**52]`` with
         each table summing to at most ``2**52``; ``rng`` seeds the noise of a later release."""
         domain = _read_domain(fields, cls.kind)
-        known = set(_STATE_FIELDS) | _PARAM_FIELDS
+        known = set(_STATE_FIELDS) | _PARAM_FIELDS | set(UNIT_FIELDS)
         if isinstance(domain, Schema):
             known.add("exact_bits")
         unknown = fields.names() - known
@@ -533,7 +613,7 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
         lay = Layout(domain, bits, fine, exact)
         counts = fields.array(arrays, "counts", np.int64, (lay.cells,))
         for name in arrays:
-            if name not in ("counts", "release"):
+            if name not in ("counts", "release", "bounder"):
                 raise SerializationError(f"{cls.kind} blob has an unexpected array {name!r}")
         adjusted: dict[str, int] = {}
         if fields.has("diagnostics"):
@@ -550,15 +630,19 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
             lambda text: SerializationError(f"{cls.kind} blob array 'counts': {text}"),
         )
         copy = cls._read_copy(fields, arrays, MarginalDistribution)
+        bounder = cls._read_bounder(fields, arrays, cls._read_unit(fields))
         obj = cls._from_params(fields, rng)
         obj._load_copy(counts, copy, {})
         obj._adjusted = adjusted
+        if obj._unit is not None:
+            obj._bounder = bounder
         return obj
 
     def __repr__(self) -> str:
+        unit = "" if self._unit is None else f", unit={self._unit!r}, max_rows={self._max_rows}"
         return (
             f"MarginalSynthesizer(d={self._domain.d}, epsilon={self._epsilon!r}, "
-            f"bits={self._bits}, fine_bits={self._fine_bits}, nbytes={self.nbytes})"
+            f"bits={self._bits}, fine_bits={self._fine_bits}{unit}, nbytes={self.nbytes})"
         )
 
 
