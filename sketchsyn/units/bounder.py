@@ -320,7 +320,7 @@ class ContributionBounder(Summary):
         B = fields.int("buckets", minimum=1, maximum=sizing.MAX_BUCKETS)
         s = fields.int("slots", minimum=1, maximum=sizing.MAX_SLOTS)
         f = fields.int("fingerprint_bits", minimum=1, maximum=_FP_BITS)
-        rate = fields.float("sample_rate", positive=True, maximum=1.0)
+        rate = fields.float("sample_rate", positive=True, minimum=0.0, maximum=1.0)
         frozen = fields.bool("frozen")
         diag = MetaReader(fields.dict("diagnostics"), cls.kind)
         counts_of = {k: diag.int(k, minimum=0, maximum=2**63 - 1) for k in _DIAGNOSTICS}
