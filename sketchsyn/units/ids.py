@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["text_keys", "unit_keys", "utf8_rows"]
+__all__ = ["UnitIdError", "text_keys", "unit_keys", "utf8_rows"]
 
 _U64 = np.uint64
 _C1 = _U64(0x87C37B91114253D5)
@@ -192,16 +192,26 @@ def utf8_rows(text: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return out, starts, row_bytes
 
 
+class UnitIdError(InputError):
+    """A unit id that is missing or not an id; ``row`` is its position in the batch and
+    ``problem`` the sentence after it (so a caller can name the row its own way)."""
+
+    def __init__(self, name: str, row: int, problem: str) -> None:
+        super().__init__(f"{name}[{row}] {problem}")
+        self.row, self.problem = row, problem
+
+
 def _missing(name: str, index: int, value: Any) -> InputError:
-    return InputError(
-        f"{name}[{index}] is missing ({value!r}): every row must name its privacy unit"
+    return UnitIdError(
+        name, index, f"is missing ({value!r}): every row must name its privacy unit"
     )
 
 
 def _bad(name: str, index: int, value: Any) -> InputError:
-    return InputError(
-        f"{name}[{index}] = {value!r} is not a unit id: ids are integers or text (one type "
-        "per column)"
+    return UnitIdError(
+        name,
+        index,
+        f"= {value!r} is not a unit id: ids are integers or text (one type per column)",
     )
 
 

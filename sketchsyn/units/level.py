@@ -32,6 +32,7 @@ from ..privacy.rng import RandomSource
 from . import sizing
 from .bounder import ContributionBounder
 from .frames import rows_of, split_unit
+from .ids import UnitIdError
 
 __all__ = ["EVENT_LEVEL", "UNIT_FIELDS", "UnitLevel", "privacy_text"]
 
@@ -180,7 +181,13 @@ class UnitLevel:
             )
         self._bounder._check_open()
         rest, ids = split_unit(X, self._unit, units)
-        keys = self._bounder.keys(ids)
+        try:
+            keys = self._bounder.keys(ids)
+        except UnitIdError as exc:
+            if units is not None:
+                raise
+            # The unit's column of a table: named like a schema column's refusal of a row.
+            raise InputError(f"row {exc.row}: column {self._unit!r} {exc.problem}") from None
         n = rows_of(rest)
         if n is not None and n != keys.size:
             raise InputError(f"units has {keys.size} ids for the {n} rows of X: give one id a row")

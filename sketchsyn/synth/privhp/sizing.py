@@ -120,9 +120,9 @@ class Sizing:
 
         With a privacy unit (``unit``, ``max_rows`` and the public ``expected_units``) the
         contribution bounder takes at most half of ``memory_bytes`` (sized for
-        ``expected_units``, units pre-sampled when they do not fit:
-        :func:`sketchsyn.units.sizing.plan`) and the tree is planned in the rest, for the noise
-        of ``2·max_rows`` rows (``epsilon / (2·max_rows)``).
+        ``expected_units``, units pre-sampled when they do not fit; without it, all of that
+        half and no sampling: :func:`sketchsyn.units.sizing.plan`) and the tree is planned in
+        the rest, for the noise of ``2·max_rows`` rows (``epsilon / (2·max_rows)``).
 
         Raises :class:`ParameterError` naming the argument when one is invalid or when no
         summary of depth ``≥ 1`` fits.
@@ -142,10 +142,9 @@ class Sizing:
         tree_bytes = memory_bytes
         bounder_bytes = None
         if unit is not None:
-            if max_rows is None or expected_units is None:
+            if max_rows is None:
                 raise ParameterError(
-                    "PrivHP.for_memory with unit=... needs 'max_rows' (the public cap L) and "
-                    "'expected_units' (a public guess of the number of units)."
+                    "PrivHP.for_memory with unit=... needs 'max_rows' (the public cap L)."
                 )
             L = check_int(max_rows, "max_rows", "PrivHP", minimum=1, maximum=sizing.MAX_ROWS)
             memory = check_int(memory_bytes, "memory_bytes", "PrivHP", minimum=1)
