@@ -202,9 +202,7 @@ class UnitIdError(InputError):
 
 
 def _missing(name: str, index: int, value: Any) -> InputError:
-    return UnitIdError(
-        name, index, f"is missing ({value!r}): every row must name its privacy unit"
-    )
+    return UnitIdError(name, index, f"is missing ({value!r}): every row must name its privacy unit")
 
 
 def _bad(name: str, index: int, value: Any) -> InputError:
