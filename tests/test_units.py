@@ -145,6 +145,15 @@ def test_text_ids_hash_as_mmh3(texts, seed):
         assert unit_keys(form, seed).tolist() == want
 
 
+def test_repeated_text_ids_are_hashed_once_each_the_same():
+    """A long column that repeats its ids goes through Arrow's dictionary (each distinct id
+    hashed once): the keys are the same."""
+    ids = [f"N{i % 997}X" for i in range(20_000)]
+    want = {t: mmh3.hash64(t.encode(), 9, signed=False)[0] for t in set(ids)}
+    for form in (pa.array(ids), pd.Series(ids), np.array(ids)):
+        assert unit_keys(form, 9).tolist() == [want[t] for t in ids]
+
+
 def test_integer_ids_are_themselves():
     assert unit_keys(np.array([5, -1], dtype=np.int64)).tolist() == [5, 2**64 - 1]
     assert unit_keys(np.array([5], dtype=np.uint8)).tolist() == [5]

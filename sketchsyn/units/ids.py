@@ -45,6 +45,9 @@ _N1 = _U64(0x52DCE729)
 _N2 = _U64(0x38495AB5)
 # _MASKS[m]: the low m bytes of a word (m = 0 … 8).
 _MASKS = np.array([(1 << (8 * m)) - 1 for m in range(9)], dtype=_U64)
+# Text columns longer than this are dictionary-encoded first when they repeat their ids (a
+# unit's rows): each distinct id is hashed once.
+_ENCODE_MIN = 4096
 
 
 def _rotl(x: np.ndarray, r: int, tmp: np.ndarray) -> None:
@@ -245,7 +248,7 @@ def _int_keys(arr: np.ndarray, name: str) -> np.ndarray:
     return arr.astype(np.int64).view(_U64)
 
 
-def _arrow_keys(col: Any, seed: int, name: str) -> np.ndarray:
+def _arrow_keys(col: Any, seed: int, name: str, encode: bool = True) -> np.ndarray:
     """Keys of a pyarrow Array or ChunkedArray of integers, strings or a dictionary of them."""
     import pyarrow as pa
 
@@ -260,6 +263,14 @@ def _arrow_keys(col: Any, seed: int, name: str) -> np.ndarray:
         return keys[np.asarray(col.indices, dtype=np.int64)]
     if pa.types.is_integer(t) or pa.types.is_floating(t):
         return _int_keys(np.asarray(col.to_numpy(zero_copy_only=False)), name)
+    if encode and len(col) > _ENCODE_MIN:
+        # A unit has many rows: hash each distinct id once (Arrow's hash table, in C).
+        import pyarrow.compute as pc
+
+        encoded = pc.dictionary_encode(col)
+        if len(encoded.dictionary) < len(col) // 2:
+            keys = _arrow_keys(encoded.dictionary, seed, name, encode=False)
+            return keys[np.asarray(encoded.indices, dtype=np.int64)]
     if pa.types.is_large_string(t) or pa.types.is_large_binary(t):
         offsets_type = np.int64
     elif pa.types.is_string(t) or pa.types.is_binary(t):

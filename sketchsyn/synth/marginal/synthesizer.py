@@ -183,7 +183,9 @@ class MarginalSynthesizer(LevelCounts, ColumnBins, UnitLevel):
         ``L``, the public cap on the rows kept of each unit (with ``unit``).
     expected_units : int, optional
         Public guess of the number of units: sizes the bounder's table (at most half of
-        ``memory_bytes``; units are pre-sampled by keyed hash when they do not fit).
+        ``memory_bytes``; units are pre-sampled by keyed hash when they do not fit), and caps
+        the rows the bins are planned for at ``expected_units · max_rows``. The bins are
+        planned for the noise of ``2·max_rows`` rows (``epsilon / (2·max_rows)``).
     bounder : ContributionBounder, optional
         A fresh bounder to use instead (its parameters chosen by hand).
 
@@ -268,6 +270,8 @@ class MarginalSynthesizer(LevelCounts, ColumnBins, UnitLevel):
         if memory is not None and self._unit is not None:
             memory = tables
         if bits is None and fine_bits is None:
+            if n is not None and expected_units is not None and self._max_rows is not None:
+                n = min(n, expected_units * self._max_rows)  # rows a bounder can pass on
             bits, fine_bits, why = plan(
                 sized, self._epsilon / self._sensitivity, tables, n, share, exact
             )
