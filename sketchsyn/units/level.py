@@ -38,7 +38,7 @@ __all__ = ["EVENT_LEVEL", "UNIT_FIELDS", "UnitLevel", "privacy_text"]
 
 EVENT_LEVEL = "event-level: one row added or removed"
 # Header fields of a unit-level summary (the first two are constructor parameters).
-UNIT_FIELDS = ("unit", "max_rows", "privacy")
+UNIT_FIELDS = ("unit", "max_rows", "privacy", "with_bounder")
 
 
 def privacy_text(unit: str | None, max_rows: int | None) -> str:
@@ -212,21 +212,21 @@ class UnitLevel:
         """The header field stating the privacy unit, and the bounder's bytes."""
         if self._unit is None:
             return {}, {}
-        meta = {"privacy": self.privacy_unit}
         arrays: Arrays = {}
         if include_bounder and self._bounder is not None:
             arrays["bounder"] = np.frombuffer(self._bounder.to_bytes(), dtype=np.uint8)
-        return meta, arrays
+        return {"privacy": self.privacy_unit, "with_bounder": "bounder" in arrays}, arrays
 
     @staticmethod
     def _read_unit(fields: MetaReader) -> dict[str, Any]:
         """The constructor's unit fields of a header (``{}`` at event level), checked."""
         unit = fields.get("unit")
         if unit is None:
-            if fields.has("max_rows") or fields.has("privacy"):
-                raise SerializationError(
-                    f"{fields._label} blob header has 'max_rows' or 'privacy' without 'unit'"
-                )
+            for name in UNIT_FIELDS[1:]:
+                if fields.has(name):
+                    raise SerializationError(
+                        f"{fields._label} blob header field {name!r} needs the field 'unit'"
+                    )
             return {}
         unit = fields.str("unit")
         if not unit:
@@ -241,10 +241,18 @@ class UnitLevel:
     ) -> ContributionBounder | None:
         """The bounder stored with a unit-level state (None: saved without it), checked
         against ``max_rows``."""
+        if not unit:
+            if "bounder" in arrays:
+                raise SerializationError(f"{fields._label} blob holds a bounder but no 'unit'")
+            return None
+        if fields.bool("with_bounder") != ("bounder" in arrays):
+            raise SerializationError(
+                f"{fields._label} blob header field 'with_bounder' says "
+                f"{fields.get('with_bounder')!r}, but the array 'bounder' is "
+                f"{'there' if 'bounder' in arrays else 'missing'}"
+            )
         if "bounder" not in arrays:
             return None
-        if not unit:
-            raise SerializationError(f"{fields._label} blob holds a bounder but no 'unit'")
         bounder = fields.nested(arrays, "bounder", ContributionBounder)
         if bounder.max_rows != unit["max_rows"]:
             raise SerializationError(

@@ -30,7 +30,9 @@ __all__ = ["load_state", "read_params", "state_shape"]
 
 KIND = "PrivHP"
 #: Header fields of the state beside the constructor parameters.
-STATE_FIELDS = ("raw", "frozen", "lineage", "released", "diagnostics", "flushed", "privacy")
+STATE_FIELDS = (
+    "raw", "frozen", "lineage", "released", "diagnostics", "flushed", "privacy", "with_bounder",
+)  # fmt: skip
 SKETCHES = ("count-min", "count-sketch")
 ALLOCATIONS = ("optimal", "uniform")
 NEIGHBOURS = ("add-remove", "replace")
