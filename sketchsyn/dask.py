@@ -220,7 +220,10 @@ def _by_unit(data: Any, unit: str) -> Any:
     parts = data.npartitions
     seed = partition_seed()
     key = data[unit].map_partitions(_unit_parts, seed, parts, meta=(_PART, "i8"))
-    return data.assign(**{_PART: key}).shuffle(on=_PART, npartitions=parts)
+    # The task-based shuffle runs on every scheduler (the peer-to-peer one that a running
+    # distributed Client would choose needs its workers, and fails under scheduler="sync").
+    moved = data.assign(**{_PART: key})
+    return moved.shuffle(on=_PART, npartitions=parts, shuffle_method="tasks")
 
 
 def _as_bag(

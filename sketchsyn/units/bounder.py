@@ -47,6 +47,7 @@ from ..attributes import ReadOnly
 from ..errors import ParameterError, ReleasedError, SerializationError, check_int, check_memory
 from ..io.serial import Arrays, MetaReader, check_range
 from ..io.summary import Summary
+from ..privacy.lineage import UsageGuard
 from ..privacy.rng import RNGLike, as_source
 from ..sketches.hashing import murmur3_32
 from . import sizing
@@ -133,6 +134,7 @@ class ContributionBounder(Summary):
         self._occupancy = np.zeros(self._buckets, dtype=np.uint8)
         self._diag = dict.fromkeys(_DIAGNOSTICS, 0)
         self._frozen = False
+        self._usage = UsageGuard()
 
     @classmethod
     def for_units(
@@ -254,9 +256,16 @@ class ContributionBounder(Summary):
         self._check_open()
         bucket, fingerprint, sampled = self._hash(keys)
         outcome = Outcome()
-        kept = admit(
-            self._fps, self._counts, bucket, fingerprint, self._max_rows, self._occupancy, outcome
-        )
+        with self._usage.enter(_OWNER):  # one thread at a time (else ConcurrentUseError)
+            kept = admit(
+                self._fps,
+                self._counts,
+                bucket,
+                fingerprint,
+                self._max_rows,
+                self._occupancy,
+                outcome,
+            )
         if sampled is not None:
             keep = np.zeros(keys.size, dtype=bool)
             keep[sampled] = kept

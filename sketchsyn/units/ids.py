@@ -22,7 +22,7 @@ True
 >>> unit_keys(["a", None])
 Traceback (most recent call last):
 ...
-sketchsyn.errors.InputError: units[1] is missing (None): every row must name its privacy unit
+sketchsyn.units.ids.UnitIdError: units[1] is missing (None): every row must name its privacy unit
 """
 
 from __future__ import annotations
