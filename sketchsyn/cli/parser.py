@@ -374,7 +374,7 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         metavar="N",
         help="with --privacy-unit: a public guess of the number of units, to size the bounder "
-        "(default: half of the state's memory, no sampling)",
+        "(default: half of --memory, first come; without --memory, --expected-n units)",
     )
     fit.add_argument("--noise-seed", type=int, help="seed the noise: for tests only, NOT private")
     fit.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")
