@@ -4,4 +4,4 @@ import importlib.util
 
 collect_ignore = []
 if importlib.util.find_spec("dask") is None or importlib.util.find_spec("distributed") is None:
-    collect_ignore.append("sketchsyn/dask.py")
+    collect_ignore.append("sketchsyn/distributed/dask.py")

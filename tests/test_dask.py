@@ -198,7 +198,7 @@ def test_client_process_keeps_its_malloc_settings(client, data, monkeypatch) -> 
     """The nanny leaves MALLOC_TRIM_THRESHOLD_ in this (client) process's environment, but glibc
     read its settings when this process started: summarising here must not impose the workers'
     thresholds nor trim the heap under the cluster's running threads."""
-    from sketchsyn import distributed
+    from sketchsyn.distributed import protocol as distributed
 
     assert os.environ.get("MALLOC_TRIM_THRESHOLD_") == "65536"  # set by the nanny, here too
     calls = []

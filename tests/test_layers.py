@@ -22,7 +22,7 @@ LAYERS = [
     {"synth"},
     {"baselines"},
     {"evaluate"},
-    {"cli", "dask", "spark", "distributed", "__main__", "__init__"},
+    {"cli", "distributed", "__main__", "__init__"},
 ]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
 MAX_LINES = 850

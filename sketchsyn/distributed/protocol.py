@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError, ParameterError, check_choice, check_int
+from ..errors import InputError, ParameterError, check_choice, check_int
 
 __all__ = [
     "MODES",
@@ -78,9 +78,9 @@ _READER_OPTIONS = ("on_bad", "fmt", "delimiter")
 # ---------------------------------------------------------------------------- modes and arguments
 def is_raw(summary: Any) -> bool | None:
     """True for an exact (not yet private) summary, False for a private one, None if unknown."""
-    from .sketches.sketch import CountMinSketch, CountSketch
-    from .synth.offline.histogram import LevelCounts
-    from .synth.privhp.summary import PrivHP
+    from ..sketches.sketch import CountMinSketch, CountSketch
+    from ..synth.offline.histogram import LevelCounts
+    from ..synth.privhp.summary import PrivHP
 
     if isinstance(summary, PrivHP):
         return bool(summary.raw)
@@ -410,8 +410,8 @@ def summarize_paths(
     the schema's columns by name, typed Arrow tables). ``threads=False`` keeps the work on this
     thread (no reader thread, no second PrivHP counting thread), which suits one worker thread
     per core."""
-    from .io.readers import open_reader
-    from .synth.privhp.bank import one_thread
+    from ..io.readers import open_reader
+    from ..synth.privhp.bank import one_thread
 
     summary = make()
     check_summary(summary, mode, where)
@@ -426,7 +426,7 @@ def summarize_paths(
         kwargs["unit"] = summary.unit
     opener = open_reader
     if reads_tables(summary):  # a table: its schema's columns read by name, typed
-        from .io.tables_reader import open_table_reader
+        from ..io.tables_reader import open_table_reader
 
         names = list(summary.domain.names)
         if sorted(columns) != sorted(names):
@@ -494,8 +494,8 @@ def to_wire(summary: Any, mode: str) -> bytes:
 def from_wire(blob: Any, cls: type | None = None) -> Any:
     """The summary in ``blob`` (bytes of :func:`to_wire`), checked field by field; ``cls``
     (optional) is the class it must be."""
-    from .io.checkpoint import kind_of
-    from .io.registry import registry
+    from ..io.checkpoint import kind_of
+    from ..io.registry import registry
 
     data = bytes(blob)
     if cls is None:

@@ -58,7 +58,8 @@ from typing import Any
 
 import numpy as np
 
-from .distributed import (
+from ..errors import InputError, ParameterError
+from .protocol import (
     FileTask,
     check_call,
     check_file_call,
@@ -73,7 +74,6 @@ from .distributed import (
     to_wire,
     unit_partition,
 )
-from .errors import InputError, ParameterError
 
 __all__ = ["fit", "release", "summarize", "summarize_files"]
 

@@ -77,7 +77,8 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from .distributed import (
+from ..errors import ParameterError, check_choice, check_int
+from .protocol import (
     MODES,
     FileTask,
     check_call,
@@ -89,7 +90,6 @@ from .distributed import (
     summarize_arrow_batches,
     to_wire,
 )
-from .errors import ParameterError, check_choice, check_int
 
 __all__ = ["fit", "fit_files", "release", "summarize", "summarize_arrow"]
 
