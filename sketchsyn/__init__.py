@@ -51,6 +51,8 @@ _EXPORTS = {
     "ZCDPBudget": "privacy.accounting",
     "privhp_allocation": "privacy.accounting",
     "pmm_scales": "privacy.accounting",
+    # privacy units (user-level privacy)
+    "ContributionBounder": "units.bounder",
     # domains, tree, release
     "Box": "domains.box",
     "Domain": "domains.base",
@@ -89,7 +91,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 
-_SUMMARY_PACKAGES = ("sketches", "counters", "synth", "baselines")
+_SUMMARY_PACKAGES = ("sketches", "counters", "units", "synth", "baselines")
 
 
 def _import_summaries() -> None:

@@ -209,6 +209,49 @@ def _table_rows(data: Any) -> list[dict[str, Any]]:
     return data.to_dict("records")
 
 
+def _unit_ids() -> np.ndarray:
+    """Ids of 30 units, some of them repeated past max_rows, more units than the slots."""
+    return np.random.default_rng(1).integers(0, 30, size=60)
+
+
+def _text_ids() -> np.ndarray:
+    return np.array([f"N{i}XY" for i in _unit_ids()])
+
+
+def _bad_unit_ids() -> list[tuple[str, Any]]:
+    return [
+        ("missing", np.array([1.0, np.nan])),
+        ("none", np.array(["a", None], dtype=object)),
+        ("two-d", np.ones((3, 2), dtype=np.int64)),
+        ("bool", np.array([True, False])),
+        ("mixed-types", np.array(["a", 1], dtype=object)),
+        ("fractional", np.array([1.5])),
+    ]
+
+
+def _with_user(table: Any, seed: int = 1) -> Any:
+    """A table with a privacy unit's column ``user`` (8 users: each has several rows)."""
+    out = table.copy()
+    out["user"] = np.random.default_rng(seed).choice([f"u{i}" for i in range(8)], len(out))
+    return out
+
+
+def _unit_table() -> Any:
+    return _with_user(_table())
+
+
+def _one_unit_row() -> Any:
+    return _with_user(_table(1, seed=9), seed=9)
+
+
+def _bad_unit_tables() -> list[tuple[str, Any]]:
+    no_user = _table()
+    missing = _unit_table()
+    missing.loc[5, "user"] = None
+    bad = [(label, _with_user(t)) for label, t in _bad_tables() if hasattr(t, "copy")]
+    return [*bad, ("no-unit-column", no_user), ("missing-unit", missing)]
+
+
 # ------------------------------------------------------------------ the examples
 def _c(name: str) -> Any:
     """The public sketchsyn name ``name``, imported when an example is built (a module that
@@ -268,6 +311,57 @@ def _examples() -> dict[str, Example]:
                 ),
             },
             merge_exact=("raw",),
+        ),
+        Example(
+            "PrivHP[unit]",
+            lambda s: _c("PrivHP")(
+                _schema(),
+                1.0,
+                k=4,
+                width=16,
+                depth=9,
+                rng=s,
+                unit="user",
+                max_rows=2,
+                expected_units=8,
+            ),
+            _unit_table,
+            _one_unit_row,
+            _bad_unit_tables,
+            items=_table_rows,
+            variants={
+                "raw": lambda s: _c("PrivHP")(
+                    _schema(),
+                    1.0,
+                    k=4,
+                    width=16,
+                    depth=9,
+                    rng=s,
+                    raw=True,
+                    unit="user",
+                    max_rows=2,
+                    bounder=_c("ContributionBounder")(2, 2, slots=2, rng=s),
+                ),
+            },
+        ),  # fmt: skip
+        Example(
+            "ContributionBounder",
+            lambda s: _c("ContributionBounder")(max_rows=3, buckets=8, slots=2, rng=s),
+            _unit_ids,
+            lambda: np.array([5]),
+            _bad_unit_ids,
+            variants={
+                "sampled": lambda s: _c("ContributionBounder")(
+                    max_rows=2, buckets=4, slots=3, fingerprint_bits=2, sample_rate=0.5, rng=s
+                ),
+            },
+        ),
+        Example(
+            "ContributionBounder[text]",
+            lambda s: _c("ContributionBounder")(max_rows=3, buckets=8, slots=2, rng=s),
+            _text_ids,
+            lambda: np.array(["N5XY"]),
+            _bad_unit_ids,
         ),
         Example("PMM", lambda s: _c("PMM")(_box(2), 1.0, depth=4, rng=s), **pts, merge_exact=("",)),
         Example(
@@ -366,6 +460,23 @@ def _examples() -> dict[str, Example]:
             _bad_points(3),
             merge_exact=("",),
         ),
+        Example(
+            "MarginalSynthesizer[unit]",
+            lambda s: _c("MarginalSynthesizer")(
+                _schema(),
+                1.0,
+                bits=2,
+                fine_bits=3,
+                rng=s,
+                unit="user",
+                max_rows=2,
+                expected_units=8,
+            ),
+            _unit_table,
+            _one_unit_row,
+            _bad_unit_tables,
+            items=_table_rows,
+        ),  # fmt: skip
         Example(
             "MarginalSynthesizer[schema]",
             lambda s: _c("MarginalSynthesizer")(_schema(), 1.0, bits=2, fine_bits=3, rng=s),

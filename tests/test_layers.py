@@ -18,6 +18,7 @@ LAYERS = [
     {"io"},
     {"sketches"},
     {"counters"},
+    {"units"},
     {"synth"},
     {"baselines"},
     {"evaluate"},

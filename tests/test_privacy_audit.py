@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from unittest import mock
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,9 +32,11 @@ from scipy import stats
 import sketchsyn.baselines.grid as baseline
 import sketchsyn.privacy.accounting as accounting
 import sketchsyn.sketches.sketch as sketches
+import sketchsyn.synth.marginal.select as select
 from sketchsyn import (
     PMM,
     Box,
+    ContributionBounder,
     CountMinSketch,
     CountSketch,
     GridHistogram,
@@ -43,8 +46,8 @@ from sketchsyn import (
     Schema,
 )
 from sketchsyn.io.serial import unpack
-from sketchsyn.synth.marginal.layout import pair_grid
 from sketchsyn.privacy.noise import discrete_laplace_pmf
+from sketchsyn.synth.marginal.layout import pair_grid
 
 TRIALS = 1500
 CONFIDENCE = 1e-3  # each Clopper–Pearson bound holds with probability ≥ 1 − 1e-3
@@ -273,6 +276,125 @@ def _marginal_table(epsilon: float) -> Mechanism:
     return Mechanism("MarginalSynthesizer-table", epsilon, build, state, scales, (D, D2))
 
 
+# ------------------------------------------------------------------ user level (privacy units)
+# Neighbours differ by one unit: all of its rows (here 60 rows in cell (a, True)). The bounder's
+# key is fixed (the guarantee holds for every key); only the noise varies from build to build.
+# Two cases each. Roomy: a table with room for every unit, so the unit's first L rows are the
+# whole difference (L rows: half the bound). Forced collision: one bucket of one slot and 1-bit
+# fingerprints, so every unit shares the slot; the unit comes first, takes the slot's L rows and
+# pushes out the L rows of cell (c, False) that held it (2L rows: the bound itself).
+UNIT_L = 4
+_UNIT_SCHEMA = [
+    {"name": "c", "kind": "categorical", "categories": ["a", "b", "c"]},
+    {"name": "ok", "kind": "boolean"},
+]
+
+
+def _unit_rows(blocks: list[tuple[str, bool, int, int]]) -> dict[str, np.ndarray]:
+    """A table of ``(c, ok, unit id, rows)`` blocks."""
+    table: dict[str, list] = {"c": [], "ok": [], "user": []}
+    for c, ok, uid, rows in blocks:
+        table["c"] += [c] * rows
+        table["ok"] += [ok] * rows
+        table["user"] += [uid] * rows
+    return {k: np.array(v) for k, v in table.items()}
+
+
+def _unit_data(collide: bool) -> tuple[dict, dict]:
+    """``(D, D')``: D' adds unit 99 and its 60 rows; first (collide) or last (roomy)."""
+    base = [("c", False, 1, UNIT_L), ("b", True, 2, 2), ("b", False, 3, 3), ("c", True, 4, 9)]
+    heavy = [("a", True, 99, 60)]
+    return _unit_rows(base), _unit_rows(heavy + base if collide else base + heavy)
+
+
+def _unit_bounder(collide: bool) -> ContributionBounder:
+    if collide:
+        return ContributionBounder(UNIT_L, 1, slots=1, fingerprint_bits=1, rng=11)
+    return ContributionBounder(UNIT_L, 64, slots=8, rng=11)
+
+
+def _privhp_unit(epsilon: float, collide: bool) -> Mechanism:
+    """PrivHP with a privacy unit of at most L rows, on [0, 1] with the ids beside the points:
+    its shipped private state (the noisy counters and sketches, without the bounder). The
+    table's cells (a, True) and (c, False) become the points 0.1 and 0.9."""
+    place = {("a", True): 0.1, ("b", True): 0.3, ("b", False): 0.6, ("c", True): 0.7}
+    place[("c", False)] = 0.9
+
+    def points(table):
+        X = np.array([place[(c, bool(ok))] for c, ok in zip(table["c"], table["ok"], strict=True)])
+        return X[:, None], table["user"]
+
+    def build(table, seed):
+        php = PrivHP(
+            Box.unit(1), epsilon, k=2, width=8, sketch_depth=1, depth=3, rng=seed,
+            raw=seed is None, unit="user", max_rows=UNIT_L, bounder=_unit_bounder(collide),
+        )  # fmt: skip
+        X, ids = points(table)
+        php.update_many(X, units=ids)
+        return php
+
+    def state(php):
+        arrays = unpack(php.to_bytes(include_bounder=False), "PrivHP")[3]
+        return np.concatenate([arrays["tree"], arrays["bank"].ravel()])
+
+    name = f"PrivHP-unit{'-collide' if collide else ''}"
+    scales = _privhp("add-remove", epsilon).scales
+    return Mechanism(name, epsilon, build, state, scales, _unit_data(collide), trials=1000)
+
+
+def _every_bin(layout, marg, pair, cells):
+    """Every coarse bin of both columns its own group."""
+    return tuple(np.arange(2 ** layout.coarse[c], dtype=np.int64) for c in pair)
+
+
+def _marginal_unit(epsilon: float, collide: bool) -> Mechanism:
+    """MarginalSynthesizer with a privacy unit, on two booleans (``a``: the category is "a";
+    ``ok``): the noisy counts its release reads, read back from the release's bytes (both
+    one-way tables and the one pair table: two columns, every pair measured, each boolean its
+    own group). One-way tables get a fifth of ε, so the pair table carries the audit's power."""
+    schema = Schema([{"name": "a", "kind": "boolean"}, {"name": "ok", "kind": "boolean"}])
+
+    def rows(table):
+        return {"a": table["c"] == "a", "ok": table["ok"], "user": table["user"]}
+
+    def build(table, seed):
+        syn = MarginalSynthesizer(
+            schema, epsilon, column_bits=[(1, 1), (1, 1)], singles_share=0.2, unit="user",
+            max_rows=UNIT_L, bounder=_unit_bounder(collide), rng=seed,
+        )  # fmt: skip
+        syn.update_many(rows(table))
+        if seed is None:
+            return syn
+        # The groups are cut from the noisy one-way counts (post-processing, audited on the
+        # event-level table above); here every bin keeps its own group, so that the audited
+        # vector has one length, whatever the few rows' noisy counts.
+        with mock.patch.object(select, "pair_groups", _every_bin):
+            return syn.release()
+
+    def state(obj):
+        if isinstance(obj, MarginalSynthesizer):
+            singles, table = obj._single_tables(), obj._pair_tables()[0][pair_grid(1, 1)]
+        else:
+            sel = obj._selected
+            singles, (_, gi, gj, table) = sel.singles, sel.measured[0]
+            assert gi.tolist() == gj.tolist() == [0, 1]
+        return np.concatenate([singles[0], singles[1], np.asarray(table).ravel()])
+
+    def scales(syn):
+        return np.array([syn.noise_scales["single"]] * 4 + [syn.noise_scales["pair"]] * 4)
+
+    name = f"MarginalSynthesizer-unit{'-collide' if collide else ''}"
+    return Mechanism(name, epsilon, build, state, scales, _unit_data(collide))
+
+
+UNIT_MECHANISMS = [
+    _privhp_unit(1.0, collide=False),
+    _privhp_unit(1.0, collide=True),
+    _marginal_unit(1.0, collide=False),
+    _marginal_unit(1.0, collide=True),
+]
+
+
 MECHANISMS = [
     _sketch(CountMinSketch, 1.0),
     _sketch(CountSketch, 1.0),
@@ -282,6 +404,10 @@ MECHANISMS = [
     _grid(1.0),
     _marginal_table(1.0),
 ]
+# Halving the noise of a unit-level pair that is L rows apart (half the bound) breaks nothing:
+# the unit-level mechanisms have their own checks of too little noise (the end of this file).
+EVENT_MECHANISMS = list(MECHANISMS)
+MECHANISMS += UNIT_MECHANISMS
 
 
 @pytest.fixture
@@ -305,7 +431,7 @@ def test_audit_finds_no_violation_and_noise_fits(mech):
         _fit(noise, scales)
 
 
-@pytest.mark.parametrize("mech", MECHANISMS, ids=[m.name for m in MECHANISMS])
+@pytest.mark.parametrize("mech", EVENT_MECHANISMS, ids=[m.name for m in EVENT_MECHANISMS])
 def test_audit_detects_twice_the_budget(mech, under_noised):
     eps_hat, top, _, _ = audit(mech)
     # Halved scales double the loss the pair can realise: the audit must see more than the
@@ -333,3 +459,55 @@ def test_pmm_release_event_bound():
     lo2 = _cp_bounds(k2, TRIALS, CONFIDENCE)[0]
     hi = _cp_bounds(k, TRIALS, CONFIDENCE)[1]
     assert lo2 == 0 or math.log(lo2 / hi) <= 1.0
+
+
+def _sensitivity_of(monkeypatch, rule) -> None:
+    """Builds whose noise is sized for ``rule(L)`` rows of a unit instead of 2L."""
+    from sketchsyn.units.level import UnitLevel
+
+    monkeypatch.setattr(
+        UnitLevel,
+        "sensitivity",
+        property(lambda self: 1 if self._max_rows is None else rule(self._max_rows)),
+    )
+
+
+@pytest.mark.parametrize(
+    "mech", [m for m in UNIT_MECHANISMS if "collide" not in m.name], ids=lambda m: m.name
+)
+def test_unit_audit_flags_event_level_noise(mech, monkeypatch):
+    """Noise for one row, behind a bounder that lets L rows of a unit through: the audit sees
+    the unit's L rows (L·ε on this pair)."""
+    _sensitivity_of(monkeypatch, lambda L: 1)
+    eps_hat, top, _, _ = audit(mech)
+    assert top > 2 * mech.epsilon
+    assert eps_hat > mech.epsilon, f"{mech.name}: event-level noise not flagged ({eps_hat:.3f})"
+
+
+def test_unit_audit_flags_noise_sized_for_L(monkeypatch):
+    """Under a forced collision the unit's L rows come in and another unit's L rows go out: noise
+    sized for L rows (not 2L) spends 2ε on this pair, and the audit sees more than ε."""
+    mech = next(m for m in UNIT_MECHANISMS if m.name == "MarginalSynthesizer-unit-collide")
+    _sensitivity_of(monkeypatch, lambda L: L)
+    eps_hat, top, _, _ = audit(mech)
+    assert math.isclose(top, 2 * mech.epsilon, rel_tol=1e-9)
+    assert eps_hat > mech.epsilon, f"{mech.name}: noise sized for L not flagged ({eps_hat:.3f})"
+
+
+@pytest.mark.parametrize("mech", UNIT_MECHANISMS, ids=lambda m: m.name)
+def test_unit_pairs_differ_by_L_or_2L(mech):
+    """The audited pairs are what they claim: L rows apart (half the loss the noise allows) in
+    the roomy table, 2L under the forced collision: the whole budget of the marginal
+    synthesizer, and of PrivHP's levels below the root (whose count does not change when one
+    unit's rows replace another's)."""
+    D, D2 = mech.data
+    exact = mech.build(D, None)
+    a, b = mech.state(exact), mech.state(mech.build(D2, None))
+    top = float((np.abs(a - b) / mech.scales(exact)).sum())
+    if "collide" not in mech.name:
+        want = 0.5 * mech.epsilon
+    elif mech.name.startswith("PrivHP"):
+        want = mech.epsilon - exact.sigmas[0]
+    else:
+        want = mech.epsilon
+    assert math.isclose(top, want, rel_tol=1e-6), (mech.name, top, want)

@@ -40,12 +40,22 @@ from .common import (
 def _build_domain(args: argparse.Namespace, fmt: str) -> tuple[Any, list[str]]:
     from ..domains import BitDomain
 
+    unit = getattr(args, "privacy_unit", None)
+    if getattr(args, "max_rows", None) is not None and not unit:
+        raise _fail("--max-rows is the cap of --privacy-unit: give --privacy-unit COLUMN too")
     if args.schema:
         from .tables import _load_schema, _refuse_numeric_flags
 
         _refuse_numeric_flags(args)
         schema = _load_schema(args, fmt)
+        if unit:
+            schema = _unit_schema(args, schema, unit)
         return schema, list(schema.names)
+    if unit:
+        raise _fail(
+            "--privacy-unit needs --schema: the unit is a column read beside a table's columns "
+            "(--schema FILE, or --schema default for an access log), never synthesized"
+        )
     given = [f"--{f}" for f in ("since", "until", "paths") if getattr(args, f, None)]
     if given or getattr(args, "bytes_cap", None) is not None:
         raise _fail(
@@ -64,14 +74,55 @@ def _build_domain(args: argparse.Namespace, fmt: str) -> tuple[Any, list[str]]:
     return Box(lower, upper, out_of_bounds=policy, columns=columns), columns
 
 
+def _unit_schema(args: argparse.Namespace, schema: Any, unit: str) -> Any:
+    """The schema without the privacy unit's column: the default access-log schema gives it
+    up (with a note); a schema file that holds it is refused."""
+    if args.max_rows is None:
+        raise _fail(
+            f"--privacy-unit {unit} needs --max-rows L: the public cap on the rows kept of "
+            "each unit (the noise grows with 2L; too small a cap cuts the heaviest units)"
+        )
+    if unit not in schema.names:
+        return schema
+    if args.schema != "default":
+        raise _fail(
+            f"--privacy-unit {unit}: the schema has a column {unit!r}; a privacy unit is not "
+            "synthesized, so take it out of the schema"
+        )
+    if schema.d < 3:
+        raise _fail(f"--privacy-unit {unit} leaves fewer than 2 columns in the schema")
+    from ..domains import Schema
+
+    spec = schema.to_dict()
+    spec["columns"] = [c for c in spec["columns"] if c["name"] != unit]
+    _note(args, f"--privacy-unit {unit}: {unit!r} is the unit, not a column of the release")
+    return Schema.from_dict(spec)
+
+
+def _unit_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The constructor's privacy-unit arguments (none without --privacy-unit)."""
+    if not getattr(args, "privacy_unit", None):
+        if getattr(args, "expected_units", None) is not None:
+            raise _fail("--expected-units sizes the bounder of --privacy-unit: give it too")
+        return {}
+    return {
+        "unit": args.privacy_unit,
+        "max_rows": args.max_rows,
+        "expected_units": args.expected_units,
+    }
+
+
 def _privhp_plan(args: argparse.Namespace, domain: Any) -> tuple[PrivHP, str]:
     """A PrivHP for the arguments, and one line saying how its parameters were chosen."""
     from ..privacy import accounting
 
     n = args.expected_n
+    unit = _unit_kwargs(args)
     if args.memory is None:
         k = 64 if args.k is None else args.k
         width = 1024 if args.width is None else args.width
+        if unit and unit["expected_units"] is None:
+            unit["expected_units"] = n  # a public worst case: a unit a row
         php = PrivHP(
             domain,
             epsilon=args.epsilon,
@@ -82,27 +133,30 @@ def _privhp_plan(args: argparse.Namespace, domain: Any) -> tuple[PrivHP, str]:
             expected_n=None if args.depth else n,
             sketch=args.sketch,
             rng=args.noise_seed,
+            **unit,
         )
         return php, "parameters as given (defaults k=64, width=1024, sketch_depth=3)"
     if args.width is not None or args.depth is not None:
         raise _fail("--memory chooses --width and --depth: give --memory or --width/--depth")
     budget = _memory_budget(args)
     planner = getattr(PrivHP, "for_memory", None)
+    if unit and (args.k is not None or args.sketch_depth is not None):
+        raise _fail("--privacy-unit with --memory plans --k and --sketch-depth: drop them")
     if planner is not None and args.k is None and args.sketch_depth is None:
-        kwargs: dict[str, Any] = {"sketch": args.sketch}
+        kwargs: dict[str, Any] = {"sketch": args.sketch, **unit}
         params = inspect.signature(planner).parameters
         if "rng" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
             kwargs["rng"] = args.noise_seed
         plan = getattr(PrivHP, "plan", None)
         said = False
         if plan is not None:
-            for warning in plan(domain, args.epsilon, budget, n).warnings:
+            for warning in [] if unit else plan(domain, args.epsilon, budget, n).warnings:
                 said |= "more than helps" in warning
                 _note(args, warning.replace("memory_bytes = ", f"--memory {args.memory} = "))
         with warnings.catch_warnings():  # the plan's warnings were said above, as notes
             warnings.simplefilter("ignore", UtilityWarning)
             php = planner(domain, args.epsilon, budget, n, **kwargs)
-        if plan is not None:
+        if plan is not None and not unit:
             _coarse_note(args, plan, domain, budget, n)
         if not said and php.nbytes < budget // 2:
             _note(
@@ -222,6 +276,11 @@ def _pmm_plan(args: argparse.Namespace, domain: Any) -> tuple[Any, str]:
         )
     if args.width is not None or args.k is not None or args.sketch_depth is not None:
         raise _fail("--k, --width and --sketch-depth are PrivHP parameters; PMM has only --depth")
+    if getattr(args, "privacy_unit", None):
+        raise _fail(
+            "--privacy-unit: PMM protects one row (event level); user-level privacy is offered "
+            "by --mechanism privhp and marginal"
+        )
     depth = args.depth
     if depth is None:
         depth = min(accounting.pmm_depth(args.epsilon, args.expected_n, domain.d), 30)
@@ -254,7 +313,12 @@ def _marginal_plan(args: argparse.Namespace, domain: Any) -> tuple[Any, str]:
         raise _fail("--mechanism marginal needs at least 2 columns")
     memory = None if args.memory is None else _parse_bytes(args.memory)
     syn = MarginalSynthesizer(
-        domain, args.epsilon, memory_bytes=memory, expected_n=args.expected_n, rng=args.noise_seed
+        domain,
+        args.epsilon,
+        memory_bytes=memory,
+        expected_n=args.expected_n,
+        rng=args.noise_seed,
+        **_unit_kwargs(args),
     )
     return syn, syn.explain()
 
@@ -276,6 +340,9 @@ def _resume(args: argparse.Namespace) -> Any:
             ("--until", args.until),
             ("--paths", args.paths),
             ("--bytes-cap", args.bytes_cap),
+            ("--privacy-unit", getattr(args, "privacy_unit", None)),
+            ("--max-rows", getattr(args, "max_rows", None)),
+            ("--expected-units", getattr(args, "expected_units", None)),
         )
         if value is not None
     ]
@@ -456,14 +523,17 @@ def _signal_warning(summary: Any, n: int, args: argparse.Namespace | None = None
     plan = getattr(PrivHP, "plan", None)
     if plan is None or not isinstance(summary, PrivHP) or n < 1:
         return None
+    eps, said = summary.epsilon, "epsilon"
+    if summary.unit is not None:  # the noise of 2L rows, on the rows the bounder kept
+        eps, said = eps / summary.sensitivity, f"epsilon/{summary.sensitivity} (2L)"
+        n = max(summary.n_seen, 1)
     try:
-        p = plan(summary.domain, summary.epsilon, max(summary.nbytes, 1 << 16), n)
+        p = plan(summary.domain, eps, max(summary.nbytes, 1 << 16), n)
     except (ValueError, TypeError):
         return None
     depth, signal, d = summary.depth, p.signal_depth, summary.domain.d
     if not _too_deep(signal, depth, d):
         return None
-    eps = summary.epsilon
     guess = public_guess(n)
     advice = "More rows (a longer period) or a larger --epsilon would help"
     if args is not None and getattr(args, "depth", None) is None:
@@ -484,7 +554,7 @@ def _signal_warning(summary: Any, n: int, args: argparse.Namespace | None = None
         else:
             advice = f"{advice}; so would a shallower tree (a smaller --depth)"
     return (
-        f"epsilon*n = {eps:g} x {n:,} = {eps * n:,.0f} is small for depth {depth}: the noise "
+        f"{said}*n = {eps:g} x {n:,} = {eps * n:,.0f} is small for depth {depth}: the noise "
         f"exceeds the count of a typical cell from level {signal + 1} on, so below that the "
         f"release is close to uniform ({signal} of {depth} levels carry signal). {advice}."
     )
@@ -566,6 +636,8 @@ def _fit(args: argparse.Namespace) -> int:
         kwargs["delimiter"] = delimiter
     if fmt == "csv" and type(domain).__name__ != "Schema" and _small_plain_file(args.data):
         kwargs["engine"] = "numpy"  # numpy's parser: a small file does not pay pyarrow's import
+    if getattr(summary, "unit", None) is not None:
+        kwargs["unit"] = summary.unit  # read beside the schema's columns
     reader = _open(args.data, domain, columns, fmt, **kwargs)
     if start_note:
         say(f"  {start_note}")
@@ -604,9 +676,9 @@ def _fit(args: argparse.Namespace) -> int:
             "them (they are not in the release)"
         )
     if table:
-        from .tables import _policy_lines
+        from .tables import _policy_lines, _unit_lines
 
-        for line in _policy_lines(summary):
+        for line in _policy_lines(summary) + _unit_lines(summary):
             say(f"  {line}")
     elif summary.n_dropped:
         say(

@@ -126,6 +126,16 @@ begins with them (checked by the digest); a state whose input was read to its en
 continues with DATA as new rows. On stdin, a crashed run's position cannot be
 checked: give --skip-rows N (N is printed by `sketchsyn info FILE`).
 
+Privacy unit (--privacy-unit COLUMN --max-rows L): protect people, not lines.
+COLUMN names the unit (a client, a user, a device) in each row; it is read beside
+the schema's columns, is not synthesized, and must not be in the schema (with
+--schema default on an access log, --privacy-unit client takes client out of it).
+A contribution bounder keeps the first L rows of each unit in fixed memory and
+every noise scale is multiplied by 2L: the release is epsilon-DP for all rows of
+one unit (user level). L is public: too small cuts the heavy units' rows, too
+large adds noise (see the privacy page). --expected-units N (public) sizes the
+bounder; units are sampled by keyed hash if N do not fit. Needs --schema.
+
 Memory planning (--memory): PrivHP.for_memory when the library has it (and --k,
 --sketch-depth are not given); otherwise the plain rule: depth from --expected-n
 (ceil(log2(epsilon*n)), as in Holland et al.), k=64 (or --k), sketch_depth=3
@@ -144,6 +154,8 @@ example:
   sketchsyn fit flights.parquet --schema flights.yaml --synth marginal --epsilon 1 -o f.model
   sketchsyn fit access.log --format accesslog --schema default --since 2024-05-01 \\
       --until 2024-05-02 --on-bad skip --epsilon 1 -o log.model
+  sketchsyn fit access.log --schema default --since 2024-05-01 --until 2024-05-02 \\
+      --privacy-unit client --max-rows 16 --synth marginal --epsilon 1 -o log.model
   tail -n +1 access.log | sketchsyn fit - --format accesslog --epsilon 1 -o ip.model
   sketchsyn fit day1.csv --columns x,y --bounds 0:1,0:1 --epsilon 1 --state s.bin
   sketchsyn fit --resume s.bin day2.csv -o model.bin"""
@@ -282,7 +294,12 @@ def _parser() -> argparse.ArgumentParser:
         "--bounds",
         help="public LOW:HIGH per column, comma-separated (use --bounds=-1:1,... for negatives)",
     )
-    fit.add_argument("--epsilon", type=float, help="privacy budget (pure DP, one row add/remove)")
+    fit.add_argument(
+        "--epsilon",
+        type=float,
+        help="privacy budget (pure DP, one row added or removed; with --privacy-unit, all rows "
+        "of one unit)",
+    )
     fit.add_argument(
         "--mechanism",
         "--synth",
@@ -345,6 +362,25 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         metavar="ROWS",
         help="with --state, also write the state after every ROWS rows",
+    )
+    fit.add_argument(
+        "--privacy-unit",
+        metavar="COLUMN",
+        help="protect all rows of one unit (the column naming a client, user or device), at "
+        "most --max-rows of them kept: user-level privacy (needs --schema)",
+    )
+    fit.add_argument(
+        "--max-rows",
+        type=int,
+        metavar="L",
+        help="with --privacy-unit: the public cap on the rows kept of each unit",
+    )
+    fit.add_argument(
+        "--expected-units",
+        type=int,
+        metavar="N",
+        help="with --privacy-unit: a public guess of the number of units, to size the bounder "
+        "(default: half of --memory, first come; without --memory, --expected-n units)",
     )
     fit.add_argument("--noise-seed", type=int, help="seed the noise: for tests only, NOT private")
     fit.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")

@@ -177,12 +177,12 @@ def _info(args: argparse.Namespace) -> int:
         for line in _run_lines(_load_run(args.model)):
             print(line)
     if type(domain).__name__ == "Schema":
-        from .tables import _policy_lines, _schema_lines
+        from .tables import _policy_lines, _schema_lines, _unit_lines
 
         for line in _schema_lines(domain):
             print(line)
         if kind not in ("PrivateDistribution", "MarginalDistribution"):
-            for line in _diagnostic_lines(obj) + _policy_lines(obj):
+            for line in _diagnostic_lines(obj) + _policy_lines(obj) + _unit_lines(obj):
                 print(f"  {line}")
         return 0
     print(f"  domain: {domain!r}")
@@ -205,7 +205,7 @@ def _diagnostic_lines(state: Any) -> list[str]:
 def _budget_lines(obj: Any, params: dict[str, Any], default: Any = None) -> None:
     """The epsilon, privacy unit and parameters lines of ``sketchsyn info``."""
     print(f"  epsilon: {obj.epsilon} (pure differential privacy)")
-    print(f"  privacy unit: {_unit(params.get('neighbours', 'add-remove'))}")
+    print(f"  privacy unit: {_unit(params)}")
     print(f"  parameters: {json.dumps(params, sort_keys=True, default=default)}")
 
 
@@ -213,7 +213,15 @@ def _bytes_line(obj: Any, path: str) -> None:
     print(f"  bytes: {obj.nbytes:,} in memory, {os.path.getsize(path):,} on disk")
 
 
-def _unit(neighbours: str) -> str:
-    if neighbours == "replace":
+def _unit(params: dict[str, Any]) -> str:
+    """The neighbouring relation a release or state states in its parameters."""
+    replace = params.get("neighbours") == "replace"
+    if params.get("unit") is not None:
+        text = (
+            f"user-level: all rows of one unit, at most {params.get('max_rows')} kept (unit "
+            f"{params['unit']!r}); noise sized for {2 * int(params.get('max_rows', 0))} rows"
+        )
+        return text + (" (a unit's rows replaced by others)" if replace else "")
+    if replace:
         return "one row replaced by another (event level)"
     return "one row added or removed (event level: a person with m rows is protected at m·epsilon)"

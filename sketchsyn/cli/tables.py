@@ -123,6 +123,26 @@ def _policy_lines(summary: Any) -> list[str]:
     ]
 
 
+def _unit_lines(summary: Any) -> list[str]:
+    """The privacy unit and what its bounder kept and dropped (exact counts, for the data
+    holder)."""
+    unit = getattr(summary, "unit", None)
+    if unit is None:
+        return []
+    lines = [f"privacy: {summary.privacy_unit}"]
+    bounder = getattr(summary, "bounder", None)
+    if bounder is not None:
+        d = bounder.diagnostics
+        lines.append(
+            f"privacy unit {unit!r}: {d['units_admitted']:,} units admitted ({d['units_capped']:,} "
+            f"cut at {summary.max_rows} rows); rows kept {d['rows_kept']:,}, dropped past the "
+            f"cap {d['rows_capped']:,}, of units without a slot {d['rows_refused']:,}, of "
+            f"units sampled out {d['rows_sampled_out']:,} (exact counts for you, the data "
+            "holder; not part of the release)"
+        )
+    return lines
+
+
 def _bounds_text(col: Any) -> str:
     kind = col.kind
     if kind == "categorical":

@@ -30,7 +30,13 @@ Two modes, with different guarantees:
     a noise draw: :class:`~sketchsyn.errors.IncompatibleError`).
 
 Privacy unit in both modes: one row of the collection (add/remove, or replace when the
-summary was built with ``neighbours="replace"``).
+summary was built with ``neighbours="replace"``), or, with ``unit=`` and summaries built with
+that unit (``PrivHP(..., unit="client", max_rows=16)``), all rows of one unit, at most
+``max_rows`` kept. A Dask DataFrame is then shuffled by a keyed hash of the unit
+(:func:`sketchsyn.distributed.unit_partition`, its seed drawn from the OS for each call) so
+that all rows of a unit reach one partition's bounder; the merged summary keeps the ``2L``
+bound. :func:`summarize_files` cannot move rows between files: it takes a unit only with
+``partitioned_by_unit=True``, the caller's statement that all rows of a unit are in one file.
 
 >>> import functools, numpy as np, dask.array as da
 >>> from sketchsyn import Box, PrivHP
@@ -57,12 +63,16 @@ from .protocol import (
     FileTask,
     check_call,
     check_file_call,
+    check_unit,
+    check_units_in_files,
     from_wire,
     merge_wire,
     missing_columns,
+    partition_seed,
     reads_tables,
     summarize_items,
     to_wire,
+    unit_partition,
 )
 
 __all__ = ["fit", "release", "summarize", "summarize_files"]
@@ -148,10 +158,20 @@ def _reduce(
     return _summary_item()(item.dask, item.key, make)
 
 
-def _frame_rows(frame: Any, columns: Sequence[str] | None, table: bool = False) -> list[Any]:
+def _frame_rows(
+    frame: Any, columns: Sequence[str] | None, table: bool = False, unit: str | None = None
+) -> list[Any]:
     """A pandas partition as one 2-D array of the chosen columns (a list, for dask.bag); for
     a summary of a table (``table``), the partition's frame itself (its columns are matched
-    by name, so the chosen ones are selected and nothing is converted)."""
+    by name, so the chosen ones are selected and nothing is converted); with a privacy unit,
+    the rows and the unit's ids beside them (a table keeps the unit's column)."""
+    if unit is not None:
+        cols = [c for c in frame.columns if c not in (unit, _PART)]
+        cols = cols if columns is None else list(columns)
+        missing_columns([*cols, unit], list(frame.columns), _WHERE)
+        if table:
+            return [frame[[*cols, unit]]]
+        return [(np.column_stack([frame[c].to_numpy() for c in cols]), frame[unit])]
     if table:
         if columns is not None:
             missing_columns(columns, list(frame.columns), _WHERE)
@@ -178,11 +198,46 @@ def _block_rows(block: np.ndarray) -> list[np.ndarray]:
     return [arr]
 
 
-def _as_bag(data: Any, columns: Sequence[str] | None, table: bool = False) -> Any:
+_PART = "_sketchsyn_unit_part"  # the column of a row's partition by unit (while shuffling)
+
+
+def _unit_parts(ids: Any, seed: int, parts: int) -> Any:
+    """The partition of each row of a pandas partition (a Series on its index)."""
+    import pandas as pd
+
+    return pd.Series(unit_partition(ids, seed, parts), index=ids.index, name=_PART)
+
+
+def _by_unit(data: Any, unit: str) -> Any:
+    """A Dask DataFrame shuffled so that all rows of a unit are in one partition: by a keyed
+    hash of the unit (a secret seed drawn from the OS here, never shown)."""
+    if not (hasattr(data, "to_delayed") and hasattr(data, "columns")):
+        raise ParameterError(
+            f"The 'unit' parameter of {_WHERE} needs a Dask DataFrame holding the unit's column. "
+            f"Got a {type(data).__name__} instead."
+        )
+    missing_columns([unit], list(data.columns), _WHERE)
+    parts = data.npartitions
+    seed = partition_seed()
+    key = data[unit].map_partitions(_unit_parts, seed, parts, meta=(_PART, "i8"))
+    # The task-based shuffle runs on every scheduler (the peer-to-peer one that a running
+    # distributed Client would choose needs its workers, and fails under scheduler="sync").
+    moved = data.assign(**{_PART: key})
+    return moved.shuffle(on=_PART, npartitions=parts, shuffle_method="tasks")
+
+
+def _as_bag(
+    data: Any, columns: Sequence[str] | None, table: bool = False, unit: str | None = None
+) -> Any:
     """A dask.bag.Bag whose partitions are iterables of rows or of 2-D row arrays."""
     import dask
     import dask.array as da
     import dask.bag as db
+
+    if unit is not None:
+        parts = _by_unit(data, unit).to_delayed()
+        cols = None if columns is None else list(columns)
+        return db.from_delayed([dask.delayed(_frame_rows)(p, cols, table, unit) for p in parts])
 
     if isinstance(data, db.Bag):
         if columns is not None:
@@ -218,6 +273,7 @@ def summarize(
     columns: Sequence[str] | None = None,
     split_every: int = 8,
     batch_size: int = 65536,
+    unit: str | None = None,
 ) -> Any:
     """The merged summary of ``data`` as a lazy Dask object (call ``.compute()`` on it).
 
@@ -243,9 +299,14 @@ def summarize(
         Most summaries merged by one task of the tree reduction (``≥ 2``).
     batch_size : int, default 65536
         Rows per ``update_many`` call inside a partition.
+    unit : str, optional
+        The privacy unit's column of a DataFrame, for summaries built with that unit: the
+        frame is first shuffled by a keyed hash of the unit (module docstring); ``columns``
+        (default: every other column) are the summary's.
     """
     mode, split_every, batch_size, probe = check_call(_WHERE, make, mode, split_every, batch_size)
-    bag = _as_bag(data, columns, table=reads_tables(probe))
+    unit = check_unit(_WHERE, probe, unit)
+    bag = _as_bag(data, columns, table=reads_tables(probe), unit=unit)
     step = _Summarize(make, mode, batch_size)
     return _reduce(bag, step, type(probe), make, mode, split_every, "sketchsyn-summary")
 
@@ -260,6 +321,7 @@ def summarize_files(
     batch_size: int = 262144,
     files_per_task: int = 1,
     threads: bool = False,
+    partitioned_by_unit: bool = False,
     **reader: Any,
 ) -> Any:
     """The merged summary of data files as a lazy Dask object: each task reads its files itself.
@@ -294,6 +356,11 @@ def summarize_files(
         Let each task use a reader thread and PrivHP's second counting thread (for workers
         that have a spare core each); off, a task keeps to its one core, which suits the usual
         one worker thread per core.
+    partitioned_by_unit : bool, default False
+        For summaries built with a privacy unit: the caller's statement that all rows of each
+        unit are in one file (the files cannot be shuffled; without it such summaries are
+        refused, since a unit in ``k`` files would move ``2kL`` rows). The unit's column is
+        read beside the schema's (summaries of a table).
     **reader
         Further keyword arguments of the readers: ``on_bad``, ``fmt``, ``delimiter``.
 
@@ -319,6 +386,7 @@ def summarize_files(
 
     where = _WHERE + ".summarize_files"
     mode, split_every, batch_size, probe = check_call(where, make, mode, split_every, batch_size)
+    check_units_in_files(where, probe, partitioned_by_unit)
     cols, groups = check_file_call(where, paths, columns, files_per_task, reader)
     bag = db.from_sequence(groups, npartitions=len(groups)).flatten()
     step = FileTask(make, mode, cols, batch_size, bool(threads), dict(reader), where)
@@ -328,19 +396,19 @@ def summarize_files(
 def fit(data: Any, make: Callable[[], Any], **kwargs: Any) -> Any:
     """Compute :func:`summarize` and return the merged summary (not yet released).
 
-    Keywords of :func:`summarize` (``mode``, ``columns``, ``split_every``, ``batch_size``) are
-    taken from ``kwargs``; the rest go to ``compute`` (e.g. ``scheduler="sync"``). With a
-    ``dask.distributed.Client`` running, the computation runs on its cluster; without one, a
-    Bag computes on Dask's process pool, so a script that calls this needs the
-    ``if __name__ == "__main__":`` guard (the pool's processes import the script again).
+    Keywords of :func:`summarize` (``mode``, ``columns``, ``split_every``, ``batch_size``,
+    ``unit``) are taken from ``kwargs``; the rest go to ``compute`` (e.g.
+    ``scheduler="sync"``). With a ``dask.distributed.Client`` running, the computation runs
+    on its cluster; without one, a Bag computes on Dask's process pool, so a script that calls
+    this needs the ``if __name__ == "__main__":`` guard (the pool's processes import the
+    script again).
 
     Summaries cross processes as bytes. In trusted mode the bytes keep the exact diagnostics, so
     the merged summary's ``n_seen`` is the number of rows of every partition (PrivHP, PMM,
     PSMM, grid); in untrusted mode nothing exact leaves a worker and ``n_seen`` is 0.
     """
-    own = {
-        k: kwargs.pop(k) for k in ("mode", "columns", "split_every", "batch_size") if k in kwargs
-    }
+    names = ("mode", "columns", "split_every", "batch_size", "unit")
+    own = {k: kwargs.pop(k) for k in names if k in kwargs}
     return summarize(data, make, **own).compute(**kwargs)
 
 

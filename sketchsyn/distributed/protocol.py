@@ -16,6 +16,9 @@ summary once. This module holds that protocol; the two faces only map it onto th
   exact counts already), so the merged summary's ``n_seen`` is the sum of the partitions'; in
   untrusted mode they hold only what is private.
 - :func:`roomy_malloc`: glibc settings while a partition is summarised in a Dask worker.
+- :func:`check_unit`, :func:`unit_partition`: a privacy unit (summaries built with ``unit=``):
+  every row of a unit must reach one summary's contribution bounder, so the faces partition
+  the data by a keyed hash of the unit (a secret seed drawn per call) before summarising.
 
 >>> import functools, numpy as np
 >>> from sketchsyn import Box, PrivHP
@@ -56,6 +59,9 @@ __all__ = [
     "from_wire",
     "is_raw",
     "merge_wire",
+    "check_unit",
+    "check_units_in_files",
+    "unit_partition",
     "missing_columns",
     "reads_tables",
     "roomy_malloc",
@@ -139,6 +145,68 @@ def check_call(
     return mode, split_every, batch_size, probe
 
 
+def check_unit(where: str, probe: Any, unit: Any) -> str | None:
+    """The ``unit`` of an entry point, checked against the summaries ``make()`` builds: they
+    must take that unit (``unit=..., max_rows=...``), and summaries with a unit need it, so
+    that the data is partitioned by unit before a bounder sees it."""
+    has = getattr(probe, "unit", None)
+    if unit is None and has is not None:
+        raise ParameterError(
+            f"{where}: make() builds summaries with the privacy unit {has!r}: pass "
+            f"unit={has!r} too, so that all rows of a unit reach one of them"
+        )
+    if unit is not None and has != unit:
+        raise ParameterError(
+            f"The 'unit' parameter of {where} must be the privacy unit of the summaries make() "
+            f"builds ({has!r}: build them with unit={unit!r}, max_rows=...). Got {unit!r} "
+            "instead."
+        )
+    return unit
+
+
+def check_units_in_files(where: str, probe: Any, partitioned_by_unit: Any) -> None:
+    """The file entry points' rule for a privacy unit: the caller states that the files are
+    partitioned by it (all rows of a unit in one file), or summaries with a unit are refused;
+    without a unit the statement is refused as meaningless."""
+    from .errors import check_bool
+
+    stated = check_bool(partitioned_by_unit, "partitioned_by_unit", where)
+    unit = getattr(probe, "unit", None)
+    if unit is not None and not stated:
+        raise ParameterError(
+            f"{where} reads each file where it is and cannot bring a unit's rows together: "
+            f"with the privacy unit {unit!r}, pass partitioned_by_unit=True to state that all "
+            "rows of each unit are in one file (else a unit in k files moves 2kL rows, not 2L), "
+            "or read the files into a DataFrame and use fit(..., unit=...)"
+        )
+    if unit is None and stated:
+        raise ParameterError(
+            f"The 'partitioned_by_unit' parameter of {where} is for summaries built with a "
+            "privacy unit (unit=..., max_rows=...). Got True instead."
+        )
+
+
+def partition_seed() -> int:
+    """A secret 32-bit seed for one call's partitioning by unit (the OS CSPRNG)."""
+    return int.from_bytes(os.urandom(4), "little")
+
+
+def unit_partition(ids: Any, seed: int, parts: int) -> np.ndarray:
+    """The partition (``0 … parts − 1``) of each row: a keyed hash of its unit id
+    (:func:`sketchsyn.units.ids.unit_keys`, then MurmurHash3 with the secret ``seed``), so that
+    all rows of a unit go to one partition and no one can pick ids that crowd one of them.
+
+    >>> p = unit_partition(np.array(["a", "b", "a"]), 7, 4)
+    >>> bool(p[0] == p[2]), bool(((p >= 0) & (p < 4)).all())
+    (True, True)
+    """
+    from .sketches.hashing import murmur3_32
+    from .units.ids import unit_keys
+
+    h = murmur3_32(unit_keys(ids, seed), seed).astype(np.uint64)
+    return ((h * np.uint64(parts)) >> np.uint64(32)).astype(np.int64)
+
+
 def check_file_call(
     where: str, paths: Any, columns: Any, files_per_task: Any, reader: dict[str, Any]
 ) -> tuple[list[str], list[list[str]]]:
@@ -203,12 +271,35 @@ def summarize_items(
     make: Callable[[], Any], mode: str, items: Iterable[Any], batch_size: int, where: str
 ) -> Any:
     """A fresh summary from ``make()`` fed with ``items``: rows or 2-D arrays of rows (a
-    summary of a domain), keys or arrays of keys (a sketch)."""
+    summary of a domain), keys or arrays of keys (a sketch); with a privacy unit, frames
+    holding the unit's column or ``(rows, ids)`` pairs."""
     summary = make()
     check_summary(summary, mode, where)
     with roomy_malloc():
-        _feed(summary, items, batch_size)
+        if getattr(summary, "unit", None) is not None:
+            for item in items:
+                _feed_unit(summary, item)
+        else:
+            _feed(summary, items, batch_size)
     return summary
+
+
+def _feed_unit(summary: Any, item: Any) -> None:
+    """One block of a summary with a privacy unit: a frame or table holding the unit's column
+    (a summary of a table reads it by name; another one gets the other columns as rows and the
+    ids beside them), or a ``(rows, ids)`` pair."""
+    if isinstance(item, tuple):
+        summary.update_many(item[0], units=item[1])
+    elif reads_tables(summary):
+        summary.update_many(item)
+    else:
+        unit = summary.unit
+        names = list(item.schema.names) if hasattr(item, "schema") else list(item.columns)
+        rest = [c for c in names if c != unit]
+        ids = item.column(unit) if hasattr(item, "schema") else item[unit]
+        cols = [np.asarray(item.column(c)) if hasattr(item, "schema") else item[c].to_numpy()
+                for c in rest]  # fmt: skip
+        summary.update_many(np.column_stack(cols), units=ids)
 
 
 def _feed(summary: Any, items: Iterable[Any], batch_size: int) -> None:
@@ -292,9 +383,14 @@ def summarize_arrow_batches(
     summary = make()
     check_summary(summary, mode, where)
     keys = not hasattr(summary, "consume")
-    blocks = _gathered(batches, batch_size, keys, where, table=reads_tables(summary))
+    unit = getattr(summary, "unit", None) is not None
+    blocks = _gathered(batches, batch_size, keys, where, table=reads_tables(summary) or unit)
     with roomy_malloc():
-        _feed(summary, blocks, batch_size)
+        if unit:  # Arrow tables holding the unit's column
+            for block in blocks:
+                _feed_unit(summary, block)
+        else:
+            _feed(summary, blocks, batch_size)
     return summary
 
 
@@ -321,6 +417,13 @@ def summarize_paths(
     check_summary(summary, mode, where)
     rows = hasattr(summary, "consume")
     kwargs = {"batch_size": batch_size, "threads": threads, **reader}
+    if getattr(summary, "unit", None) is not None:  # files partitioned by unit (the caller's word)
+        if not reads_tables(summary):
+            raise ParameterError(
+                f"{where} with a privacy unit needs summaries of a table (a Schema): the unit's "
+                "column is read beside the schema's"
+            )
+        kwargs["unit"] = summary.unit
     opener = open_reader
     if reads_tables(summary):  # a table: its schema's columns read by name, typed
         from ..io.tables_reader import open_table_reader
@@ -383,6 +486,8 @@ def to_wire(summary: Any, mode: str) -> bytes:
     leaves the worker (the merged ``n_seen`` is then 0: an exact count is not private)."""
     if mode == "trusted" and "include_diagnostics" in inspect.signature(summary._state).parameters:
         return summary.to_bytes(include_diagnostics=True)
+    if getattr(summary, "bounder", None) is not None:  # untrusted: the private part only
+        return summary.to_bytes(include_bounder=False)
     return summary.to_bytes()
 
 

@@ -38,7 +38,15 @@ The two modes are those of :mod:`sketchsyn.dask`, with the same guarantees and r
     seeded ``rng`` are refused up front, sketches sharing one seeded draw when they merge
     (:class:`~sketchsyn.errors.IncompatibleError`).
 
-Privacy unit in both modes: one row of the DataFrame (or of the files).
+Privacy unit in both modes: one row of the DataFrame (or of the files), or, with ``unit=``
+and summaries built with that unit (``PrivHP(..., unit="client", max_rows=16)``), all rows of
+one unit, at most ``max_rows`` kept. Every row of a unit must then reach one summary's
+contribution bounder: :func:`fit` repartitions the DataFrame by a keyed hash of the unit
+(Spark's ``xxhash64`` of a secret 64-bit salt the driver draws from the OS and the unit) before
+summarising, so a unit is bounded once, the partition summaries merge with the ``2L`` bound,
+and nobody can choose ids that pile into one partition. :func:`fit_files` cannot move rows
+between files: it takes a unit only when the caller states that the files are partitioned by
+it (``partitioned_by_unit=True``: all rows of a unit in one file).
 
 The per-partition step is :func:`summarize_arrow`, which any engine that hands out Arrow
 record batches can call; here it summarises two batches of one "partition" and the bytes merge:
@@ -75,6 +83,8 @@ from .protocol import (
     FileTask,
     check_call,
     check_file_call,
+    check_unit,
+    check_units_in_files,
     from_wire,
     missing_columns,
     summarize_arrow_batches,
@@ -269,18 +279,47 @@ def _merge_tree(frame: Any, parts: int, cls: type, mode: str, split_every: int) 
     return None if merged is None else to_wire(merged, mode)
 
 
+def _by_unit(data: Any, unit: str, parts: int | None) -> Any:
+    """``data`` repartitioned so that all rows of a unit are in one partition: by Spark's
+    ``xxhash64`` of a secret salt (drawn here from the OS, never shown) and the unit."""
+    from pyspark.sql import functions as F
+
+    salt = int.from_bytes(os.urandom(8), "little", signed=True)
+    n = parts if parts is not None else max(_partitions(data), 1)
+    key = F.xxhash64(F.lit(salt), F.col(unit))
+    return data.repartition(n, key)
+
+
 def _summaries(
-    data: Any, make: Callable[[], Any], mode: str, columns: Any, batch_size: int, probe: Any
+    data: Any,
+    make: Callable[[], Any],
+    mode: str,
+    columns: Any,
+    batch_size: int,
+    probe: Any,
+    unit: str | None = None,
+    partitions: int | None = None,
 ) -> Any:
-    """The DataFrame of partition summaries (``part``, ``summary``) of ``data``, checked."""
+    """The DataFrame of partition summaries (``part``, ``summary``) of ``data``, checked; with
+    a privacy unit, of ``data`` repartitioned by a keyed hash of the unit."""
     if not (hasattr(data, "mapInArrow") and hasattr(data, "columns")):
         raise ParameterError(
             f"The 'data' parameter of {_WHERE} must be a Spark DataFrame. "
             f"Got a {type(data).__name__} instead."
         )
-    cols = list(data.columns) if columns is None else list(columns)
+    unit = check_unit(_WHERE, probe, unit)
+    cols = [c for c in data.columns if c != unit] if columns is None else list(columns)
+    if unit is not None:
+        missing_columns([unit], list(data.columns), _WHERE)
+        if unit in cols:
+            raise ParameterError(
+                f"The 'columns' parameter of {_WHERE} names the privacy unit {unit!r}: it is "
+                f"not a column of the summary. Got {cols!r} instead."
+            )
+        data = _by_unit(data, unit, partitions)
+        cols = [*cols, unit]
     missing_columns(cols, list(data.columns), _WHERE)
-    if not hasattr(probe, "consume") and len(cols) != 1:
+    if not hasattr(probe, "consume") and len(cols) != 1 + (unit is not None):
         raise ParameterError(
             f"A sketch in {_WHERE} summarises one column of keys; got columns {cols}. "
             f"Choose one with 'columns'."
@@ -297,6 +336,8 @@ def summarize(
     mode: str = "trusted",
     columns: Sequence[str] | None = None,
     batch_size: int = 65536,
+    unit: str | None = None,
+    unit_partitions: int | None = None,
 ) -> Any:
     """The partition summaries of ``data`` as a lazy Spark DataFrame (one row per partition).
 
@@ -315,12 +356,17 @@ def summarize(
         A trusted aggregator (raw summaries, noise once at the release) or untrusted executors
         (summaries private before they leave the executor); see the module docstring.
     columns : sequence of str, optional
-        The coordinates' columns, in the domain's order (default: every column).
+        The coordinates' columns, in the domain's order (default: every column but ``unit``).
     batch_size : int, default 65536
         Rows per ``update_many`` call in a partition.
+    unit : str, optional
+        The privacy unit's column, for summaries built with that unit: ``data`` is first
+        repartitioned by a keyed hash of it (module docstring), into ``unit_partitions``
+        partitions (default: as many as hold rows).
     """
     mode, _, batch_size, probe = check_call(_WHERE, make, mode, None, batch_size)
-    return _summaries(data, make, mode, columns, batch_size, probe).select(_COLUMN)
+    frame = _summaries(data, make, mode, columns, batch_size, probe, unit, unit_partitions)
+    return frame.select(_COLUMN)
 
 
 def fit(
@@ -331,6 +377,8 @@ def fit(
     columns: Sequence[str] | None = None,
     split_every: int = 8,
     batch_size: int = 65536,
+    unit: str | None = None,
+    unit_partitions: int | None = None,
 ) -> Any:
     """Summarise every partition of ``data`` and merge the summaries; return the merged
     summary (not yet released), on the driver.
@@ -343,16 +391,25 @@ def fit(
     mode the merged summary's ``n_seen`` is the number of rows; in untrusted mode it is 0
     (nothing exact leaves an executor).
 
+    With ``unit=`` (summaries built with that privacy unit) the DataFrame is repartitioned by a
+    keyed hash of the unit first, so that each unit is bounded by one summary; the merged
+    summary is ε-DP for all rows of one unit (user level) and has no bounder of its own.
+
     Parameters
     ----------
-    data, make, mode, columns, batch_size
+    data, make, mode, columns, batch_size, unit, unit_partitions
         As in :func:`summarize`.
     split_every : int, default 8
         Most summaries merged into one by a step of the tree (``≥ 2``).
     """
     mode, split_every, batch_size, probe = check_call(_WHERE, make, mode, split_every, batch_size)
-    frame = _summaries(data, make, mode, columns, batch_size, probe)
-    blob = _merge_tree(frame, _partitions(data), type(probe), mode, split_every)
+    if unit_partitions is not None:
+        check_int(unit_partitions, "unit_partitions", _WHERE, minimum=1)
+    parts = _partitions(data)
+    if unit is not None:
+        parts = unit_partitions or max(parts, 1)
+    frame = _summaries(data, make, mode, columns, batch_size, probe, unit, parts)
+    blob = _merge_tree(frame, parts, type(probe), mode, split_every)
     return make() if blob is None else from_wire(blob, type(probe))
 
 
@@ -367,6 +424,7 @@ def fit_files(
     batch_size: int = 262144,
     files_per_task: int = 1,
     threads: bool = False,
+    partitioned_by_unit: bool = False,
     **reader: Any,
 ) -> Any:
     """The merged summary of data files, each task reading its own files on its executor.
@@ -392,6 +450,12 @@ def fit_files(
         off: a task keeps to its core); the reader options ``on_bad``, ``fmt``, ``delimiter``.
     make, mode, split_every
         As in :func:`fit`.
+    partitioned_by_unit : bool, default False
+        For summaries built with a privacy unit: the caller's statement that all rows of each
+        unit are in one file. Files cannot be repartitioned here (the tasks read them where
+        they are), so without it a summary with a unit is refused: a unit in ``k`` files would
+        be bounded ``k`` times and move ``2kL`` rows, not ``2L``. The unit's column is read
+        beside the schema's (summaries of a table).
     """
     where = f"{_WHERE}.fit_files"
     if not (hasattr(spark, "range") and hasattr(spark, "createDataFrame")):
@@ -400,6 +464,7 @@ def fit_files(
             f"Got a {type(spark).__name__} instead."
         )
     mode, split_every, batch_size, probe = check_call(where, make, mode, split_every, batch_size)
+    check_units_in_files(where, probe, partitioned_by_unit)
     cols, groups = check_file_call(where, paths, columns, files_per_task, reader)
     _session_of(spark)
     task = FileTask(make, mode, cols, batch_size, bool(threads), dict(reader), where)

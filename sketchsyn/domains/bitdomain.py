@@ -228,6 +228,18 @@ class BitDomain(Domain):
         codes = keys >> _U64(self._bits - depth)
         return (codes, n_dropped) if return_dropped else codes
 
+    def kept(self, X: Any) -> np.ndarray:
+        """Keys of a valid batch inside ``[0, 2**bits)`` (the ones ``encode`` keeps under
+        ``"drop"``).
+
+        >>> BitDomain(8, out_of_bounds="drop").kept([3, 999]).tolist()
+        [True, False]
+        """
+        _, low, high = self._keys(self._from_frame(X))
+        if self._out_of_bounds != "drop":
+            return np.ones(low.shape[0], dtype=bool)
+        return ~(low | high)
+
     # ---------------------------------------------------------------- geometry
     def _spans(self, lv: np.ndarray, px: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """First key and (cell size − 1) of each cell, uint64."""

@@ -238,6 +238,17 @@ class Box(Domain):
         codes = self._codes(offsets, depth)
         return (codes, n_dropped) if return_dropped else codes
 
+    def kept(self, X: Any) -> np.ndarray:
+        """Rows of a valid batch inside the bounds (the ones ``encode`` keeps under ``"drop"``).
+
+        >>> Box.unit(1, out_of_bounds="drop").kept([[0.5], [2.0]]).tolist()
+        [True, False]
+        """
+        arr = self._points(X)
+        if self._out_of_bounds != "drop":
+            return np.ones(arr.shape[0], dtype=bool)
+        return ((arr >= self._lower) & (arr <= self._upper)).all(axis=1)
+
     def _offsets(self, arr: np.ndarray) -> tuple[np.ndarray, int]:
         """A fresh ``(d, n)`` float64 array of ``x_i − lower_i`` after the bounds policy."""
         lo, hi, span = self._lower, self._upper, self._span

@@ -251,6 +251,15 @@ class Schema(Domain):
         keep = ~np.isnan(out).any(axis=1)
         return out if keep.all() else out[keep]
 
+    def kept(self, X: Any) -> np.ndarray:
+        """Rows of a valid table that no column's ``"drop"`` policy removes (the rows
+        :meth:`units` and :meth:`encode` keep), one bool a row."""
+        cols, n = table_columns(X, self._columns)
+        keep = np.ones(n, dtype=bool)
+        for col, raw in zip(self._cols, cols, strict=True):
+            keep &= ~np.isnan(col.units(raw, Adjusted(), 0))
+        return keep
+
     def _column_codes(self, units: np.ndarray) -> list[np.ndarray]:
         return [c.codes(units[:, j]) for j, c in enumerate(self._cols)]
 

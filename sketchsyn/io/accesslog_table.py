@@ -195,6 +195,9 @@ class AccessLogTableReader(BatchReader):
         gzip and zstd are recognised by their first bytes.
     schema : Schema
         Columns among :data:`FIELDS`, each of the kind listed there.
+    unit : str, optional
+        A privacy unit's column among :data:`FIELDS` that is not in the schema (``"client"``:
+        each address's rows are one unit), read after the schema's.
     **kwargs
         ``batch_size``, ``on_bad``, ``skip_rows``, ``resume``, ``threads``: as for
         :class:`~sketchsyn.io.logread.AccessLogReader`.
@@ -205,7 +208,13 @@ class AccessLogTableReader(BatchReader):
         IPv6 client lines skipped so far (not in the IPv4 domain; not bad lines).
     """
 
-    def __init__(self, source: Any, schema: Any, **kwargs: Any) -> None:
+    def __init__(self, source: Any, schema: Any, unit: str | None = None, **kwargs: Any) -> None:
+        if unit is not None and (unit not in FIELDS or unit in schema.names):
+            raise ParameterError(
+                f"The privacy unit of an access log is one of its fields {list(FIELDS)} that "
+                f"is not in the schema (usually 'client'). Got {unit!r} instead."
+            )
+        self.unit = unit
         for c in schema._cols:
             want = FIELDS.get(c.name)
             if not want or c.kind not in want:
@@ -273,7 +282,8 @@ class AccessLogTableReader(BatchReader):
             "bytes": pa.array([0 if b == b"-" else int(b) for b in cols[12]], pa.int64()),
             "path": pa.array([self._prefix(r[1]) if len(r) > 1 else "-" for r in requests]),
         }
-        table = pa.table({name: out[name] for name in self.table_schema.names})
+        names = list(self.table_schema.names) + ([self.unit] if self.unit else [])
+        table = pa.table({name: out[name] for name in names})
         if not ok.all():
             table, nums = table.filter(pa.array(ok)), nums[ok]
         return table, nums, len(lines)

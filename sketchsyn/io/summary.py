@@ -92,11 +92,27 @@ class Summary(abc.ABC):
     # a blob of it without the state byte (container 1 or 2) was never written by sketchsyn.
     STATE_DECLARED: ClassVar[bool] = False
 
+    # Takes a privacy unit (``unit=``, ``max_rows=``): a summary with a contribution bounder.
+    TAKES_UNIT: ClassVar[bool] = False
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "kind" not in cls.__dict__:
             cls.kind = cls.__name__
         register(cls)
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        """Refuse a privacy unit for a class that has none, before its constructor runs."""
+        if not cls.TAKES_UNIT:
+            for name in ("unit", "max_rows"):
+                if name in kwargs:
+                    raise ParameterError(
+                        f"The {name!r} parameter of {cls.__name__} is not supported: "
+                        f"{cls.__name__} protects one row (event level). User-level privacy "
+                        "(all rows of one unit, at most max_rows kept) is offered by PrivHP "
+                        f"and MarginalSynthesizer. Got {kwargs[name]!r} instead."
+                    )
+        return super().__new__(cls)
 
     # ------------------------------------------------------------------ what a class supplies
     @property

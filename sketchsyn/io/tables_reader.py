@@ -87,12 +87,29 @@ def _output_type(kind: str) -> Any:
     return pa.timestamp("us") if kind == "datetime" else _arrow_type(kind)
 
 
-def _empty(schema: Any) -> Any:
+def _empty(schema: Any, unit: str | None = None) -> Any:
     import pyarrow as pa
 
-    return pa.table(
-        {c.name: pa.array([], _output_type(c.kind)) for c in schema._cols},
-    )
+    cols = {c.name: pa.array([], _output_type(c.kind)) for c in schema._cols}
+    if unit is not None:
+        cols[unit] = pa.array([], pa.string())
+    return pa.table(cols)
+
+
+def _unit_column(schema: Any, unit: str | None) -> list[str]:
+    """The privacy unit's column, read beside the schema's (refused if the schema has it)."""
+    if unit is None:
+        return []
+    if not isinstance(unit, str) or not unit:
+        raise ParameterError(
+            f"The 'unit' parameter of a table reader must be a column name. Got {unit!r} instead."
+        )
+    if unit in schema.names:
+        raise ParameterError(
+            f"The privacy unit's column {unit!r} is in the schema: a unit is neither in the "
+            "schema nor synthesized; take it out of the schema"
+        )
+    return [unit]
 
 
 def _iso_us(text: str) -> _dt.datetime:
@@ -200,6 +217,8 @@ class CSVTableReader(CSVReader):
         As for :class:`~sketchsyn.io.readers.CSVReader` (gzip and zstd by their first bytes).
     schema : Schema
         Its column names are looked up in the header (other columns are not read).
+    unit : str, optional
+        A privacy unit's column, read as text after the schema's (not in the schema).
     **kwargs
         ``batch_size``, ``on_bad``, ``delimiter``, ``skip_rows``, ``resume``, ``threads``: as
         for :class:`~sketchsyn.io.readers.CSVReader`.
@@ -209,11 +228,13 @@ class CSVTableReader(CSVReader):
     # view of the reader's reused buffer.
     _views = False
 
-    def __init__(self, source: Any, schema: Any, **kwargs: Any) -> None:
+    def __init__(self, source: Any, schema: Any, unit: str | None = None, **kwargs: Any) -> None:
         _pyarrow("a table (CSV with a schema)")
         self.table_schema = schema
+        self.unit = unit
+        self._out = list(schema.names) + _unit_column(schema, unit)
         kwargs.pop("engine", None)
-        super().__init__(source, list(schema.names), **kwargs)
+        super().__init__(source, self._out, **kwargs)
         import pyarrow as pa
         import pyarrow.csv as pacsv
 
@@ -222,7 +243,8 @@ class CSVTableReader(CSVReader):
         self._read_options = pacsv.ReadOptions(
             column_names=self._names, use_threads=False, block_size=_BLOCK
         )
-        types = {n: _arrow_type(c.kind) for n, c in zip(keep, schema._cols, strict=True)}
+        kinds = [c.kind for c in schema._cols] + (["unit"] if unit else [])
+        types = {n: _arrow_type(k) for n, k in zip(keep, kinds, strict=True)}
         self._convert_options = pacsv.ConvertOptions(
             include_columns=keep,
             column_types=types,
@@ -246,10 +268,10 @@ class CSVTableReader(CSVReader):
         if not pieces:
             for line, why in sorted(bad):
                 self._bad(line, why)
-            return _empty(self.table_schema), np.zeros(0, dtype=np.int64), n_lines
+            return _empty(self.table_schema, self.unit), np.zeros(0, dtype=np.int64), n_lines
         pa = self._pa
         table = pa.Table.from_batches(pieces)
-        table = pa.Table.from_arrays(table.columns, names=list(self.table_schema.names))
+        table = pa.Table.from_arrays(table.columns, names=self._out)
         nums = np.concatenate(numbers).astype(np.int64)
         blank = _blank_lines(buf, first)
         if blank.size:  # blank lines parse as rows of nulls: they are not records
@@ -423,7 +445,7 @@ def _json_value(kind: str, value: Any) -> tuple[Any, bool]:
         if 0 <= value < 2**32:
             return ".".join(str((value >> s) & 255) for s in (24, 16, 8, 0)), True
         return None, False
-    if kind == "categorical" and isinstance(value, int) and not isinstance(value, bool):
+    if kind in ("categorical", "unit") and isinstance(value, int) and not isinstance(value, bool):
         return str(value), True
     return (value, True) if isinstance(value, str) else (None, False)
 
@@ -463,15 +485,17 @@ class JSONLinesTableReader(BatchReader):
     [{'n': [3.0, 4.0]}]
     """
 
-    def __init__(self, source: Any, schema: Any, **kwargs: Any) -> None:
+    def __init__(self, source: Any, schema: Any, unit: str | None = None, **kwargs: Any) -> None:
         _pyarrow("a table (JSON lines with a schema)")
         self.table_schema = schema
-        super().__init__(source, list(schema.names), **kwargs)
+        self.unit = unit
+        super().__init__(source, list(schema.names) + _unit_column(schema, unit), **kwargs)
 
     def _parse(self, buf: bytes, first: int, count: int | None) -> tuple[Any, Any, int]:
         import pyarrow as pa
 
-        cols = self.table_schema._cols
+        cols = [(c.name, c.kind) for c in self.table_schema._cols]
+        cols += [(self.unit, "unit")] if self.unit else []
         values: list[list[Any]] = [[] for _ in cols]
         numbers: list[int] = []
         bad: list[tuple[int, str]] = []
@@ -479,11 +503,12 @@ class JSONLinesTableReader(BatchReader):
             if obj is None:
                 continue
             row = []
-            for c in cols:
-                value, ok = _json_value(c.kind, obj.get(c.name))
+            for name, kind in cols:
+                value, ok = _json_value(kind, obj.get(name))
                 if not ok:
-                    shown = obj.get(c.name)
-                    bad.append((lineno, f"key {c.name!r} = {shown!r} is not a {c.kind} value"))
+                    shown = obj.get(name)
+                    what = "unit id (text or an integer)" if kind == "unit" else f"{kind} value"
+                    bad.append((lineno, f"key {name!r} = {shown!r} is not a {what}"))
                     break
                 row.append(value)
             else:
@@ -491,7 +516,10 @@ class JSONLinesTableReader(BatchReader):
                     values[j].append(value)
                 numbers.append(lineno)
         table = pa.table(
-            {c.name: pa.array(v, _arrow_type(c.kind)) for c, v in zip(cols, values, strict=True)}
+            {
+                name: pa.array(v, _arrow_type(kind))
+                for (name, kind), v in zip(cols, values, strict=True)
+            }
         )
         nums = np.array(numbers, dtype=np.int64)
         table, more = _datetimes(table, self.table_schema, nums)
@@ -508,8 +536,17 @@ class _Typed:
 
     name: str
     table_schema: Any
+    unit: str | None = None
 
     def _check_type(self, name: str, t: Any, pa: Any) -> None:
+        if name == self.unit:
+            t = t.value_type if pa.types.is_dictionary(t) else t
+            if not (pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t)):
+                raise InputError(
+                    f"{self.name}: the privacy unit's column {name!r} has type {t}: unit ids "
+                    "are integers or text"
+                )
+            return
         kind = self.table_schema.column(name).kind
         if not _compatible(kind, t.value_type if pa.types.is_dictionary(t) else t, pa):
             raise InputError(
@@ -533,7 +570,11 @@ class _Typed:
             elif c.kind == "boolean" and not pa.types.is_boolean(t):
                 col = col.cast(pa.bool_())
             arrays.append(col)
-        table = pa.Table.from_arrays(arrays, names=list(self.table_schema.names))
+        names = list(self.table_schema.names)
+        if self.unit is not None:  # the unit's ids as they are (integers or text)
+            arrays.append(batch.column(batch.schema.get_field_index(self.unit)))
+            names.append(self.unit)
+        table = pa.Table.from_arrays(arrays, names=names)
         numbers = np.arange(first_row, first_row + batch.num_rows, dtype=np.int64)
         table, bad = _datetimes(table, self.table_schema, numbers)
         if bad:
@@ -559,24 +600,27 @@ class ParquetTableReader(_Typed, ParquetReader):
     """The ``schema``'s columns of a Parquet file, a record batch at a time, typed; other
     parameters as for :class:`~sketchsyn.io.arrowread.ParquetReader`."""
 
-    def __init__(self, source: Any, schema: Any, **kwargs: Any) -> None:
+    def __init__(self, source: Any, schema: Any, unit: str | None = None, **kwargs: Any) -> None:
         self.table_schema = schema
-        super().__init__(source, list(schema.names), **kwargs)
+        self.unit = unit
+        super().__init__(source, list(schema.names) + _unit_column(schema, unit), **kwargs)
 
 
 class ArrowTableReader(_Typed, ArrowReader):
     """The ``schema``'s columns of an Arrow IPC file or stream, typed; other parameters as for
     :class:`~sketchsyn.io.arrowread.ArrowReader`."""
 
-    def __init__(self, source: Any, schema: Any, **kwargs: Any) -> None:
+    def __init__(self, source: Any, schema: Any, unit: str | None = None, **kwargs: Any) -> None:
         self.table_schema = schema
-        super().__init__(source, list(schema.names), **kwargs)
+        self.unit = unit
+        super().__init__(source, list(schema.names) + _unit_column(schema, unit), **kwargs)
 
 
 def open_table_reader(source: Any, schema: Any, fmt: str | None = None, **kwargs: Any) -> Any:
     """The typed reader of ``source`` for ``schema``: ``fmt`` (``"csv"``, ``"jsonl"``,
     ``"parquet"``, ``"arrow"`` or ``"accesslog"``), else by the name or a file's first bytes as
-    :func:`~sketchsyn.io.readers.open_reader` does. Keyword arguments go to the reader.
+    :func:`~sketchsyn.io.readers.open_reader` does. Keyword arguments go to the reader
+    (``unit="client"``: a privacy unit's column, read after the schema's).
 
     >>> import io
     >>> from sketchsyn.domains import Schema

@@ -32,6 +32,7 @@ __all__ = [
     "privhp_depth",
     "fit_to_budget",
     "laplace_scale",
+    "share_of",
     "pure_to_zcdp",
     "zcdp_to_approx_dp",
 ]
@@ -68,6 +69,21 @@ def laplace_scale(sensitivity: float, epsilon: float, owner: str, name: str = "e
             f"Got {epsilon!r} instead."
         )
     return scale
+
+
+def share_of(epsilon: float, factor: int) -> float:
+    """The largest float ``e`` with ``factor · e ≤ epsilon`` exactly (as rationals): the budget
+    of a structure whose neighbours move ``factor`` times what one row moves (a privacy unit of
+    at most ``L`` rows: ``factor = 2L``), so that ``factor`` such events cost at most
+    ``epsilon``.
+
+    >>> share_of(1.0, 2), Fraction(share_of(1.0, 3)) * 3 <= 1
+    (0.5, True)
+    """
+    e = float(Fraction(epsilon) / factor)
+    while Fraction(e) * factor > Fraction(epsilon):
+        e = math.nextafter(e, 0.0)
+    return e
 
 
 def fit_to_budget(parts: Sequence[float], epsilon: float) -> np.ndarray:

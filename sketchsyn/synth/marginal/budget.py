@@ -26,15 +26,19 @@ True
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
 from ...errors import EPSILON_RANGE, ParameterError
 from ...privacy import accounting
 
-__all__ = ["ReleasePlan"]
+__all__ = ["SCARCE", "SELECT_SHARE", "SINGLES_SHARE", "ReleasePlan", "default_release"]
 
 _OWNER = "MarginalSynthesizer"
+SINGLES_SHARE = 0.35  # a table release's default share of ε for the one-way tables
+SELECT_SHARE = 0.1  # ... and for its private selections
+SCARCE = 1000.0  # rows × ε per column below which a release keeps to the spanning tree
 
 
 @dataclass(frozen=True)
@@ -135,3 +139,30 @@ class ReleasePlan:
             "select": self.selections * self.select_epsilon,
             "pairs": self.measured * self.pair_epsilon,
         }
+
+
+def default_release(d: int, epsilon: float, n: int | None) -> tuple[float, int]:
+    """``(singles_share, rounds)`` of a table release, a public rule of ``d``, ``ε`` and
+    ``expected_n`` through the rows per unit of budget and column, ``u = n·ε/d``:
+
+    * ``u`` below :data:`SCARCE` (1,000): the budget is scarce for every column: half of ε for
+      the one-way tables and only the spanning tree's pairs;
+    * else :data:`SINGLES_SHARE` and ``(d − 1)·k`` adaptive rounds, ``k`` = 1 below 10⁴, 2
+      below 10⁵, 3 above (every pair when there are no more);
+    * without ``expected_n``: as for ``u`` between 10³ and 10⁴.
+
+    (Chosen on four public tables at ε = 0.1, 1 and 10, ``benchmarks/bench_tables.py``: more
+    rounds spread the budget over more pair tables, which pays when each keeps enough rows
+    per unit of noise.)
+
+    >>> [default_release(12, e, 25_000) for e in (0.1, 1.0, 10.0)]
+    [(0.5, 0), (0.35, 11), (0.35, 22)]
+    """
+    pairs = d * (d - 1) // 2
+    if n is None:
+        return SINGLES_SHARE, min(d - 1, pairs - (d - 1))
+    u = n * epsilon / d
+    if u < SCARCE:
+        return 0.5, 0
+    k = min(3, int(math.log10(u / 100.0)))
+    return SINGLES_SHARE, min(k * (d - 1), pairs - (d - 1))

@@ -22,14 +22,25 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import EPSILON_RANGE, IncompatibleError, InputError, check_memory
+from ...domains import Schema
+from ...errors import (
+    EPSILON_RANGE,
+    IncompatibleError,
+    InputError,
+    ParameterError,
+    check_int,
+    check_memory,
+)
 from .layout import MAX_BITS, MAX_EXACT_BITS, MAX_FINE_BITS
 
 __all__ = [
     "MAX_COUNT",
+    "check_column_bits",
     "check_counts",
+    "check_given_bits",
     "check_params",
     "check_room",
+    "check_share",
     "check_size",
     "check_split",
     "exact_sum",
@@ -37,6 +48,7 @@ __all__ = [
 
 MAX_COUNT = 2**52  # rows of a table: far above any real stream, and level sums stay exact
 _LOW_BITS = 26
+_OWNER = "MarginalSynthesizer"
 _SPLIT_TOLERANCE = 1e-9  # the split is ε nudged down by a few ulps, never by more
 
 Fail = Callable[[str], Exception]
@@ -143,9 +155,12 @@ def check_params(params: Any, expected: Mapping[str, Any], fail: Fail) -> dict[s
         return {}
     if not isinstance(params, Mapping):
         raise fail(f"'params' must be a record, got {type(params).__name__}")
-    unknown = sorted(str(k) for k in set(params) - set(expected))
+    # A privacy unit's column and cap, stated by a user-level release (free values).
+    unit = {"unit": None, "max_rows": None}
+    unknown = sorted(str(k) for k in set(params) - set(expected) - set(unit))
     if unknown:
         raise fail(f"'params' has unknown fields {unknown} (known: {sorted(expected)})")
+    expected = {**unit, **expected}
     low, high = EPSILON_RANGE
     rules: dict[str, tuple[Callable[[Any], bool], str]] = {
         "epsilon": (lambda v: _number(v) and low <= v <= high, f"a number in [{low}, {high}]"),
@@ -157,6 +172,8 @@ def check_params(params: Any, expected: Mapping[str, Any], fail: Fail) -> dict[s
         "select_share": (lambda v: _number(v) and 0 <= v < 1, "a number in [0, 1)"),
         "rounds": (lambda v: _int(v, 0, 2016), "an int in [0, 2016]"),
         "column_bits": (_bit_pairs, "a list of [coarse, fine] ints"),
+        "unit": (lambda v: isinstance(v, str) and bool(v), "a non-empty str"),
+        "max_rows": (lambda v: _int(v, 1, 2**31 - 2), f"an int in [1, {2**31 - 2}]"),
     }
     out = {}
     for key, value in params.items():
@@ -184,3 +201,59 @@ def _bit_pairs(value: Any) -> bool:
 
 def _int(value: Any, low: int, high: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def check_share(value: Any, name: str, open_low: bool) -> float:
+    """A share of ε in (0, 1) (``open_low``) or [0, 1).
+
+    >>> check_share(0.25, "singles_share", open_low=True)
+    0.25
+    """
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    ok = ok and (0 < value < 1 if open_low else 0 <= value < 1)
+    if not ok:
+        interval = "(0, 1)" if open_low else "[0, 1)"
+        raise ParameterError(
+            f"The {name!r} parameter of {_OWNER} must be a number in {interval}. "
+            f"Got {value!r} instead."
+        )
+    return float(value)
+
+
+def check_given_bits(bits: Any, fine_bits: Any) -> tuple[int, int, str]:
+    """``bits`` and ``fine_bits`` given by hand (``fine_bits`` defaults to ``bits``)."""
+    if bits is None:
+        raise ParameterError(f"{_OWNER} needs 'bits' when 'fine_bits' is given.")
+    bits = check_int(bits, "bits", _OWNER, minimum=1, maximum=MAX_BITS)
+    fine_bits = bits if fine_bits is None else fine_bits
+    fine_bits = check_int(
+        fine_bits, "fine_bits", _OWNER, minimum=bits, maximum=MAX_FINE_BITS
+    )
+    return bits, fine_bits, f"bits={bits}, fine_bits={fine_bits} as given"
+
+
+def check_column_bits(value: Any, schema: Schema) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``[(coarse, fine), …]``, one per column: ints with ``1 ≤ coarse ≤ fine ≤`` the column's
+    code bits (and ``coarse ≤ 12``, ``fine ≤ 24``)."""
+    items = list(value) if isinstance(value, (list, tuple)) else None
+    if items is None or len(items) != schema.d:
+        raise ParameterError(
+            f"The 'column_bits' parameter of {_OWNER} must list {schema.d} (coarse, fine) "
+            f"pairs. Got {value!r} instead."
+        )
+    coarse, fine = [], []
+    for col, item in zip(schema._cols, items, strict=True):
+        pair = list(item) if isinstance(item, (list, tuple)) else []
+        top = min(col.bits, MAX_FINE_BITS)
+        ints = len(pair) == 2 and all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in pair
+        )
+        if not ints or not 1 <= pair[0] <= min(pair[1], MAX_BITS) or pair[1] > top:
+            raise ParameterError(
+                f"The 'column_bits' parameter of {_OWNER}: column {col.name!r} needs "
+                f"(coarse, fine) ints with 1 <= coarse <= fine <= {top} and coarse <= "
+                f"{MAX_BITS}. Got {item!r} instead."
+            )
+        coarse.append(int(pair[0]))
+        fine.append(int(pair[1]))
+    return tuple(coarse), tuple(fine)

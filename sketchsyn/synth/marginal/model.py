@@ -85,7 +85,15 @@ _MAX_ROUNDS = 1000
 _FIELDS = {"domain", "epsilon", "pair_epsilon", "single_epsilon", "bits", "fine_bits", "params"}
 _SELECTED_FIELDS = {"domain", "epsilon", "plan", "column_bits", "params"}
 # The synthesizer's parameters a table release states (only the first two are fixed by it).
-_SELECTED_PARAMS = ("epsilon", "column_bits", "singles_share", "select_share", "rounds")
+_SELECTED_PARAMS = (
+    "epsilon",
+    "column_bits",
+    "singles_share",
+    "select_share",
+    "rounds",
+    "unit",
+    "max_rows",
+)
 _U64 = np.uint64
 
 

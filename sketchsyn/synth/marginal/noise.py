@@ -31,10 +31,13 @@ them is post-processing of public values.
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from ...errors import ParameterError
 from ...privacy import accounting
 from ...privacy.noise import discrete_laplace
 from ..tree import consistent_levels_integer
@@ -46,18 +49,25 @@ THRESHOLD = 4.0  # a flat histogram's cell below 4 noise scales is read as empty
 _OWNER = "MarginalSynthesizer"
 
 
-def table_scales(layout: Layout, pair_epsilon: float, single_epsilon: float) -> list[np.ndarray]:
+def table_scales(
+    layout: Layout, pair_epsilon: float, single_epsilon: float, sensitivity: int = 1
+) -> list[np.ndarray]:
     """The integer Laplace scale of each level of each table (pairs first): PMM's levels on a
-    Box, one level (the cells) on a Schema. Refuses a budget too small for the sampler."""
+    Box, one level (the cells) on a Schema. ``sensitivity`` is the L1 bound on how much one
+    table's counts can change between neighbours (1 at event level, ``2L`` with a privacy unit
+    of at most ``L`` rows): every scale is multiplied by it, rounded up so that the realised
+    budget stays at most the table's share exactly. Refuses a budget too small for the
+    sampler."""
     flat = layout.schema is not None
     cache: dict[tuple[int, ...], np.ndarray] = {}
 
     def scales(eps: float, key: tuple[int, ...], gammas: Any) -> np.ndarray:
         if key not in cache:
             if flat:
-                cache[key] = np.array([accounting.laplace_scale(1, eps, _OWNER)])
+                cache[key] = np.array([accounting.laplace_scale(sensitivity, eps, _OWNER)])
             else:
-                cache[key] = accounting.pmm_scales(eps, sum(key[1:]), gammas=gammas())
+                levels = accounting.pmm_scales(eps, sum(key[1:]), gammas=gammas())
+                cache[key] = np.array([_times(s, sensitivity) for s in levels])
         return cache[key]
 
     out = []
@@ -66,6 +76,23 @@ def table_scales(layout: Layout, pair_epsilon: float, single_epsilon: float) -> 
         out.append(scales(pair_epsilon, (2, ci, cj), lambda ci=ci, cj=cj: pair_gammas(ci, cj)))
     for f in layout.fine:
         out.append(scales(single_epsilon, (1, f), lambda f=f: single_gammas(f)))
+    return out
+
+
+def _times(scale: float, sensitivity: int) -> float:
+    """``sensitivity · scale`` rounded up to a float (exactly, as rationals), refused above the
+    sampler's largest scale."""
+    if sensitivity == 1:
+        return float(scale)
+    out = float(scale) * sensitivity
+    while Fraction(out) < Fraction(scale) * sensitivity:
+        out = math.nextafter(out, math.inf)
+    if not out <= accounting.MAX_LAPLACE_SCALE:
+        raise ParameterError(
+            f"The 'epsilon' parameter of {_OWNER} is too small for a sensitivity of "
+            f"{sensitivity} rows: it needs integer Laplace noise of scale {out:.4g}, above the "
+            f"largest supported {accounting.MAX_LAPLACE_SCALE} (2**30)."
+        )
     return out
 
 

@@ -99,7 +99,6 @@ True
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -109,6 +108,7 @@ from ...domains import Box, Schema
 from ...domains.columns import Adjusted
 from ...errors import (
     EPSILON_RANGE,
+    InputError,
     ParameterError,
     SerializationError,
     check_choice,
@@ -118,12 +118,22 @@ from ...errors import (
 from ...io.serial import Arrays, MetaReader
 from ...io.stream import one_row
 from ...privacy import accounting
-from ...privacy.rng import RNGLike
+from ...privacy.rng import RNGLike, as_source
 from ...privacy.selection import selection_scale
+from ...units.bounder import ContributionBounder
+from ...units.level import UNIT_FIELDS, UnitLevel
 from ..offline.histogram import LevelCounts
 from . import layout
-from .budget import ReleasePlan
-from .checks import check_counts, check_room, check_size, exact_sum
+from .budget import SELECT_SHARE, ReleasePlan, default_release
+from .checks import (
+    check_column_bits,
+    check_counts,
+    check_given_bits,
+    check_room,
+    check_share,
+    check_size,
+    exact_sum,
+)
 from .layout import ColumnBins, Layout, column_bits, pair_grid, pair_spread, table_cells
 from .model import MarginalDistribution
 from .noise import exact_levels, noisy_levels, released_counts, table_scales
@@ -136,13 +146,12 @@ __all__ = ["DEFAULT_MEMORY", "MarginalDistribution", "MarginalSynthesizer", "pla
 _STATE_FIELDS = ("frozen", "lineage", "released", "diagnostics")
 _PARAM_FIELDS = {"domain", "epsilon", "bits", "fine_bits", "singles_share", "consistency"}
 _TABLE_FIELDS = {"domain", "epsilon", "column_bits", "singles_share", "select_share", "rounds"}
-SINGLES_SHARE = 0.35  # a table release's default share of ε for the one-way tables
-SELECT_SHARE = 0.1  # ... and for its private selections
+_UNIT_SHARE = 2  # a privacy unit's bounder takes at most 1/2 of memory_bytes
 _DIAGNOSTICS = {"n_seen", "n_dropped", "adjusted"}
 _OWNER = "MarginalSynthesizer"
 
 
-class MarginalSynthesizer(LevelCounts, ColumnBins):
+class MarginalSynthesizer(LevelCounts, ColumnBins, UnitLevel):
     """One-pass private synthesizer from every 1- and 2-way marginal of a box or a table.
 
     Saved state: **trusted** (``STATE_PRIVACY = "trusted"``): the exact counts of every pair and
@@ -174,7 +183,23 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
         PMM's comparable integer transform (a Box's trees; a Schema's flat histograms need none:
         only the default is accepted there).
     rng : None, int, SeedSequence, Generator or RandomSource, optional
-        Noise randomness (``None``: OS CSPRNG; a seed is for tests only, not private).
+        Noise randomness (``None``: OS CSPRNG; a seed is for tests only, not private); the
+        bounder's key comes from a stream of its own.
+    unit : str, optional
+        The privacy unit's column (``"client"``): a column of the frames given to
+        :meth:`update_many` (or ids beside an array, ``units=``), neither in the schema nor
+        synthesized. With it the guarantee is **user level**: all rows of one unit, at most
+        ``max_rows`` kept (:class:`~sketchsyn.units.ContributionBounder`, first rows first), and
+        every noise scale and every selection's score sensitivity is multiplied by
+        ``2·max_rows`` (:attr:`sensitivity`).
+    max_rows : int, optional
+        ``L``, the public cap on the rows kept of each unit (with ``unit``).
+    expected_units : int, optional
+        Public guess of the number of units: sizes the bounder's table (at most half of
+        ``memory_bytes``; units are pre-sampled by keyed hash when they do not fit), and caps
+        the rows the bins are planned for at ``expected_units · max_rows``.
+    bounder : ContributionBounder, optional
+        A fresh bounder to use instead (its parameters chosen by hand).
 
     Examples
     --------
@@ -191,6 +216,7 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
     READS = (1, 2)
     STATE_DECLARED = True  # first written with container 3: every blob says its state
     TAKES_RNG = True
+    TAKES_UNIT = True
 
     def __init__(
         self,
@@ -208,6 +234,10 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
         rounds: int | None = None,
         column_bits: Any = None,
         rng: RNGLike = None,
+        unit: str | None = None,
+        max_rows: int | None = None,
+        expected_units: int | None = None,
+        bounder: ContributionBounder | None = None,
     ) -> None:
         owner = _OWNER
         self._epsilon = check_epsilon(epsilon, owner)
@@ -237,11 +267,24 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
             memory = check_int(memory_bytes, "memory_bytes", owner, minimum=1)
         n = None if expected_n is None else check_int(expected_n, "expected_n", owner, minimum=1)
         self._domain = domain
-        self._sensitivity = 1  # rows two neighbouring inputs differ by, in every table
+        source = as_source(rng)
+        total = memory or DEFAULT_MEMORY
+        self._take_unit(
+            owner, unit, max_rows, expected_units, bounder, total // _UNIT_SHARE, source
+        )
+        # The L1 bound on how much one table's counts can change between neighbours: 1 at the
+        # event level, 2L with a privacy unit. Every noise draw and score is scaled by it.
+        self._sensitivity = self.sensitivity
+        tables = total - self._unit_bytes()  # the bytes left for the exact tables
+        if memory is not None and self._unit is not None:
+            memory = tables
+        if n is not None and expected_units is not None and self._max_rows is not None:
+            n = min(n, expected_units * self._max_rows)  # rows a bounder can pass on
         self._adjusted: dict[str, int] = {}
         if table:
             self._init_table(
                 memory,
+                tables,
                 n,
                 (bits, fine_bits, exact_bits, column_bits),
                 (singles_share, select_share, rounds),
@@ -258,27 +301,41 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
                         f"measures every pair). Got {value!r} instead."
                     )
             self._init_box(
-                memory, n, bits, fine_bits, 0.25 if singles_share is None else singles_share
+                memory,
+                tables,
+                n,
+                bits,
+                fine_bits,
+                0.25 if singles_share is None else singles_share,
             )
         check_size(self._layout.cells)
         self._pairs = self._layout.pairs
-        self._start(self._layout.cells, rng)
+        self._start(self._layout.cells, source)
 
     def _init_box(
-        self, memory: int | None, n: int | None, bits: Any, fine_bits: Any, singles_share: Any
+        self,
+        memory: int | None,
+        tables: int,
+        n: int | None,
+        bits: Any,
+        fine_bits: Any,
+        singles_share: Any,
     ) -> None:
-        """Bins and the split over all pairs of a Box (PMM trees)."""
+        """Bins and the split over all pairs of a Box (PMM trees); ``tables``: the bytes the
+        planner may give the tables."""
         owner, d = _OWNER, self._domain.d
-        share = _share(singles_share, "singles_share", open_low=True)
+        share = check_share(singles_share, "singles_share", open_low=True)
         if bits is None and fine_bits is None:
-            bits, fine_bits, why = plan(d, self._epsilon, memory or DEFAULT_MEMORY, n, share)
+            bits, fine_bits, why = plan(d, self._epsilon / self._sensitivity, tables, n, share)
         else:
-            bits, fine_bits, why = _given_bits(bits, fine_bits)
+            bits, fine_bits, why = check_given_bits(bits, fine_bits)
             need = layout_bytes(d, bits, fine_bits)
             if memory is not None and need > memory:
                 raise ParameterError(
-                    f"The 'memory_bytes' parameter of {owner} must be at least {need:,} for "
-                    f"bits={bits}, fine_bits={fine_bits} and {d} columns. Got {memory!r} instead."
+                    f"The 'memory_bytes' parameter of {owner} must be at least "
+                    f"{need + self._unit_bytes():,} for bits={bits}, fine_bits={fine_bits} and "
+                    f"{d} columns{' and the bounder' if self._unit else ''}. Got "
+                    f"{memory + self._unit_bytes()!r} instead."
                 )
         self._bits, self._fine_bits, self._why = int(bits), int(fine_bits), why
         self._exact_bits = None
@@ -299,22 +356,27 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
                     f"ε = {value:.3g}, below the smallest budget {low:.3g} (epsilon="
                     f"{self._epsilon!r}, {d} columns). Got {singles_share!r} instead."
                 )
-        self._scales = table_scales(lay, self._pair_eps, self._single_eps)
+        self._scales = table_scales(
+            lay, self._pair_eps, self._single_eps, sensitivity=self._sensitivity
+        )
         self._plan = None
 
-    def _init_table(self, memory: int | None, n: int | None, bins: tuple, shares: tuple) -> None:
-        """The release plan and each column's bins on a Schema."""
+    def _init_table(
+        self, memory: int | None, tables: int, n: int | None, bins: tuple, shares: tuple
+    ) -> None:
+        """The release plan and each column's bins on a Schema (``tables``: the bytes the
+        planner may give the tables)."""
         owner, schema = _OWNER, self._domain
         d = schema.d
         bits, fine_bits, exact_bits, given = bins
         singles_share, select_share, rounds = shares
         rule_share, rule_rounds = default_release(d, self._epsilon, n)
-        s1 = _share(
+        s1 = check_share(
             rule_share if singles_share is None else singles_share,
             "singles_share",
             open_low=True,
         )
-        s2 = _share(
+        s2 = check_share(
             SELECT_SHARE if select_share is None else select_share, "select_share", open_low=False
         )
         if not s1 + s2 < 1:
@@ -333,16 +395,16 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
                 raise ParameterError(
                     f"{owner} takes 'column_bits' or 'bits'/'fine_bits'/'exact_bits', not both."
                 )
-            coarse, fine = _check_column_bits(given, schema)
+            coarse, fine = check_column_bits(given, schema)
             why = "column_bits as given"
         elif bits is not None or fine_bits is not None:
-            bits, fine_bits, why = _given_bits(bits, fine_bits)
+            bits, fine_bits, why = check_given_bits(bits, fine_bits)
             exact = layout.EXACT_BITS if exact_bits is None else exact_bits
             coarse, fine = column_bits(schema, bits, fine_bits, exact)
         else:
             coarse, fine, why = plan_table(
                 schema,
-                memory or DEFAULT_MEMORY,
+                tables,
                 n,
                 self._plan.single_scale,
                 self._plan.pair_scale,
@@ -351,8 +413,10 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
         need = 8 * table_cells(coarse, fine) + layout.OVERHEAD
         if memory is not None and need > memory:
             raise ParameterError(
-                f"The 'memory_bytes' parameter of {owner} must be at least {need:,} for these "
-                f"bins ({why}). Got {memory!r} instead."
+                f"The 'memory_bytes' parameter of {owner} must be at least "
+                f"{need + self._unit_bytes():,} for these bins ({why})"
+                f"{' and the bounder' if self._unit else ''}. Got "
+                f"{memory + self._unit_bytes()!r} instead."
             )
         self._layout = Layout(schema, columns=(coarse, fine))
         self._bits, self._fine_bits = max(coarse), max(fine)
@@ -406,15 +470,21 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
             select = selection_scale(plan.select_epsilon, plan.sensitivity)
         return {"single": plan.single_scale, "pair": plan.pair_scale, "select": select}
 
+    @property
+    def nbytes(self) -> int:
+        """State size in bytes: the exact tables (``8`` bytes a cell plus 64) and, with a
+        privacy unit, the contribution bounder's table; fixed at construction."""
+        return int(self._counts.nbytes) + 64 + self._unit_bytes()
+
     def explain(self) -> str:
-        """What was chosen and why: bins, state bytes and the budget split."""
+        """What was chosen and why: bins, state bytes, the budget split and the privacy unit."""
         P, d = len(self._pairs), self._domain.d
         if self._plan is None:
             return (
                 f"MarginalSynthesizer: d={d} columns, {P} pairs; {self._why}; state "
                 f"{self.nbytes:,} bytes; ε={self._epsilon:g} split as {P} pair trees × "
                 f"{self._pair_eps:.4g} + {d} column trees × {self._single_eps:.4g} "
-                f"(singles_share={self._share:g})"
+                f"(singles_share={self._share:g}); {self._privacy_unit()}"
             )
         plan = self._plan
         bins = ", ".join(
@@ -440,12 +510,13 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
         )
 
     def _privacy_unit(self) -> str:
-        """The neighbouring relation the budget protects."""
-        return "event-level: one row added or removed"
+        """The neighbouring relation the budget protects, and the bounder when there is one."""
+        text = f"privacy: {self.privacy_unit}"
+        return text if self._bounder is None else f"{text}; bounder: {self._bounder.describe()}"
 
     def _params(self) -> dict[str, Any]:
         if self._plan is None:
-            return {
+            params = {
                 "domain": self._domain.to_dict(),
                 "epsilon": self._epsilon,
                 "bits": self._bits,
@@ -453,18 +524,23 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
                 "singles_share": self._share,
                 "consistency": self._consistency,
             }
-        return {
-            "domain": self._domain.to_dict(),
-            "epsilon": self._epsilon,
-            "column_bits": [list(cf) for cf in self.column_bits],
-            "singles_share": self._share,
-            "select_share": self._select_share,
-            "rounds": self._rounds,
-        }
+        else:
+            params = {
+                "domain": self._domain.to_dict(),
+                "epsilon": self._epsilon,
+                "column_bits": [list(cf) for cf in self.column_bits],
+                "singles_share": self._share,
+                "select_share": self._select_share,
+                "rounds": self._rounds,
+            }
+        return params | self._unit_params()
 
     @classmethod
     def _from_params(cls, fields: MetaReader, rng: RNGLike) -> MarginalSynthesizer:
         domain = _read_domain(fields, cls.kind)
+        unit: dict[str, Any] = cls._read_unit(fields)
+        if unit:  # a placeholder: the loader puts the saved bounder (or none) in its place
+            unit = unit | {"bounder": ContributionBounder(unit["max_rows"], 1, rng=0)}
         try:
             if isinstance(domain, Schema) and fields.has("column_bits"):
                 pairs = domain.d * (domain.d - 1) // 2
@@ -476,6 +552,7 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
                     select_share=fields.float("select_share", minimum=0.0, maximum=1.0),
                     rounds=fields.int("rounds", minimum=0, maximum=pairs - (domain.d - 1)),
                     rng=rng,
+                    **unit,
                 )
             bits = fields.int("bits", minimum=1, maximum=layout.MAX_BITS)
             more = {}
@@ -495,17 +572,17 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
                 ),
                 rng=rng,
                 **more,
+                **unit,
             )
         except ParameterError as exc:
             raise SerializationError(f"{cls.kind} blob header field: {exc}") from exc
 
     # ---------------------------------------------------------------- updates
-    def update(self, x: Any) -> None:
-        """Add one row (on a Schema: a dict of the row's values, or its ``d`` values)."""
-        if isinstance(self._domain, Schema):
-            self.update_many(one_row(x, self._domain.d, "update"))
-        else:
-            super().update(x)
+    def update(self, x: Any, unit: Any = None) -> None:
+        """Add one row (on a Schema: a dict of the row's values, or its ``d`` values). With a
+        privacy unit, a dict row holds the unit's key, or ``unit`` is the row's unit id."""
+        row = one_row(x, self._domain.d, "update")
+        self.update_many(row, units=None if unit is None else [unit])
 
     def _fine_codes(self, X: Any) -> tuple[list[np.ndarray], int, Adjusted]:
         """Each column's fine bin of every row of ``X`` (checked whole), the rows a ``"drop"``
@@ -531,16 +608,27 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
             codes.append(col.codes(units[:, j]) >> np.uint64(col.bits - lay.fine[j]))
         return codes, int(dropped), adjusted
 
-    def update_many(self, X: Any) -> None:
+    def update_many(self, X: Any, units: Any = None) -> None:
         """Add a batch of rows (checked whole before the counts change; on a Schema, a table
         of any library read by :meth:`~sketchsyn.domains.Schema.units`, errors naming the row
-        and the column)."""
+        and the column). With a privacy unit, its ids are the unit's column of a frame, or
+        ``units`` (one a row) beside an array; the contribution bounder passes on at most
+        ``max_rows`` rows of each unit, the first ones."""
         self._check_open()
         with self._usage.enter(type(self).__name__):
             lay = self._layout
+            X, keys = self._unit_split(X, units, type(self).__name__)
             fine, dropped, adjusted = self._fine_codes(X)
             n = fine[0].shape[0]
             check_room(self._rows(), n)
+            if keys is not None:  # the last step that changes nothing: all is checked now
+                kept = self._domain.kept(X) if dropped else None
+                if (keys.size if kept is None else int(kept.sum())) != n or (
+                    kept is not None and kept.size != keys.size
+                ):
+                    raise InputError(f"units has {keys.size} ids for the rows of X")
+                keep = self._unit_admit(keys, kept)
+                fine = [f[keep] for f in fine]
             add_single = [
                 np.bincount(fine[j].astype(np.intp), minlength=lay.single_sizes[j])
                 for j in range(lay.d)
@@ -553,10 +641,20 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
                 add_pair.append(np.bincount(cells.astype(np.intp), minlength=lay.pair_sizes[k]))
             self._counts[: lay.pair_cells] += np.concatenate(add_pair).astype(np.int64)
             self._counts[lay.pair_cells :] += np.concatenate(add_single).astype(np.int64)
-            self._n_seen += n
+            self._n_seen += fine[0].shape[0]
             self._n_dropped += dropped
             for key, value in adjusted.items():
                 self._adjusted[key] = self._adjusted.get(key, 0) + value
+
+    def consume(self, iterable: Any, batch_size: int = 65536) -> int:
+        """Stream any iterable of rows in bounded memory (event level only: with a privacy
+        unit, feed :meth:`update_many` frames holding the unit's column, or ``units=``)."""
+        if self._unit is not None:
+            raise ParameterError(
+                f"consume() reads rows without their privacy unit ({self._unit!r}): feed "
+                "update_many(frame) with the unit's column, or update_many(X, units=ids)"
+            )
+        return super().consume(iterable, batch_size)
 
     def _rows(self) -> int:
         """Rows counted so far: the exact total of the smallest table (every table holds
@@ -568,12 +666,20 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
     def merge(self, other: Any) -> None:
         """Add the exact counts of another synthesizer with the same parameters (before its
         release), as :meth:`sketchsyn.synth.offline.histogram.LevelCounts.merge` does; refused
-        when the two hold more than ``2**52`` rows together."""
+        when the two hold more than ``2**52`` rows together.
+
+        With a privacy unit, every unit's rows must have gone to one of the two (data
+        partitioned by unit: :func:`sketchsyn.spark.fit` and :func:`sketchsyn.dask.fit` with
+        ``unit=`` do it); the merged summary keeps the ``2L`` bound, has no bounder and takes no
+        more rows."""
         if isinstance(other, MarginalSynthesizer) and other is not self:
             check_room(self._rows(), other._rows(), merging=True)
         super().merge(other)
         for key, value in other._adjusted.items():
             self._adjusted[key] = self._adjusted.get(key, 0) + value
+        # Each operand bounded its own units (all of a unit's rows reach one of them): the sum
+        # keeps the bound, but this bounder knows only its units, so no more rows are taken.
+        self._bounder = None
 
     # ---------------------------------------------------------------- release
     def _pair_tables(self) -> list[np.ndarray]:
@@ -648,12 +754,16 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
 
     # ---------------------------------------------------------------- bytes
     def _state(
-        self, include_diagnostics: bool = False
+        self, include_diagnostics: bool = False, include_bounder: bool = True
     ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The bytes' header and arrays; with a privacy unit, the header states it
+        (``privacy``) and the bounder's bytes are an array (``include_bounder=False`` leaves
+        them out: the copy then takes no more rows)."""
         meta, arrays = super()._state(include_diagnostics)
         if include_diagnostics and self._adjusted:
             meta["diagnostics"]["adjusted"] = dict(self._adjusted)
-        return meta, arrays
+        unit_meta, unit_arrays = self._unit_state(include_bounder)
+        return meta | unit_meta, arrays | unit_arrays
 
     @classmethod
     def _from_state(
@@ -663,19 +773,22 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
         and the bits before anything is built, and every count must lie in ``[0, 2**52]`` with
         each table summing to at most ``2**52``; ``rng`` seeds the noise of a later release."""
         domain = _read_domain(fields, cls.kind)
-        known = set(_STATE_FIELDS) | _PARAM_FIELDS
+        known = set(_STATE_FIELDS) | _PARAM_FIELDS | set(UNIT_FIELDS)
         if isinstance(domain, Schema):
-            known = set(_STATE_FIELDS) | (
-                _TABLE_FIELDS if fields.has("column_bits") else _PARAM_FIELDS | {"exact_bits"}
+            known = (
+                set(_STATE_FIELDS)
+                | set(UNIT_FIELDS)
+                | (_TABLE_FIELDS if fields.has("column_bits") else _PARAM_FIELDS | {"exact_bits"})
             )
         unknown = fields.names() - known
         if unknown:
             raise SerializationError(f"{cls.kind} blob header has unknown fields {sorted(unknown)}")
+        bounder = cls._read_bounder(fields, arrays, cls._read_unit(fields))
         obj = cls._from_params(fields, rng)  # every parameter checked, the size refused if huge
         lay = obj._layout
         counts = fields.array(arrays, "counts", np.int64, (lay.cells,))
         for name in arrays:
-            if name not in ("counts", "release"):
+            if name not in ("counts", "release", "bounder"):
                 raise SerializationError(f"{cls.kind} blob has an unexpected array {name!r}")
         adjusted: dict[str, int] = {}
         if fields.has("diagnostics"):
@@ -694,12 +807,15 @@ class MarginalSynthesizer(LevelCounts, ColumnBins):
         copy = cls._read_copy(fields, arrays, MarginalDistribution)
         obj._load_copy(counts, copy, {})
         obj._adjusted = adjusted
+        if obj._unit is not None:
+            obj._bounder = bounder
         return obj
 
     def __repr__(self) -> str:
+        unit = "" if self._unit is None else f", unit={self._unit!r}, max_rows={self._max_rows}"
         return (
             f"MarginalSynthesizer(d={self._domain.d}, epsilon={self._epsilon!r}, "
-            f"bits={self._bits}, fine_bits={self._fine_bits}, nbytes={self.nbytes})"
+            f"bits={self._bits}, fine_bits={self._fine_bits}{unit}, nbytes={self.nbytes})"
         )
 
 
@@ -712,84 +828,3 @@ def _read_domain(fields: MetaReader, kind: str) -> Box | Schema:
             f"{layout.MAX_COLUMNS} columns"
         )
     return domain
-
-
-SCARCE = 1000.0  # rows × ε per column below which a release keeps to the spanning tree
-
-
-def default_release(d: int, epsilon: float, n: int | None) -> tuple[float, int]:
-    """``(singles_share, rounds)`` of a table release, a public rule of ``d``, ``ε`` and
-    ``expected_n`` through the rows per unit of budget and column, ``u = n·ε/d``:
-
-    * ``u`` below :data:`SCARCE` (1,000): the budget is scarce for every column: half of ε for
-      the one-way tables and only the spanning tree's pairs;
-    * else :data:`SINGLES_SHARE` and ``(d − 1)·k`` adaptive rounds, ``k`` = 1 below 10⁴, 2
-      below 10⁵, 3 above (every pair when there are no more);
-    * without ``expected_n``: as for ``u`` between 10³ and 10⁴.
-
-    (Chosen on four public tables at ε = 0.1, 1 and 10, ``benchmarks/bench_tables.py``: more
-    rounds spread the budget over more pair tables, which pays when each keeps enough rows
-    per unit of noise.)
-
-    >>> [default_release(12, e, 25_000) for e in (0.1, 1.0, 10.0)]
-    [(0.5, 0), (0.35, 11), (0.35, 22)]
-    """
-    pairs = d * (d - 1) // 2
-    if n is None:
-        return SINGLES_SHARE, min(d - 1, pairs - (d - 1))
-    u = n * epsilon / d
-    if u < SCARCE:
-        return 0.5, 0
-    k = min(3, int(math.log10(u / 100.0)))
-    return SINGLES_SHARE, min(k * (d - 1), pairs - (d - 1))
-
-
-def _share(value: Any, name: str, open_low: bool) -> float:
-    """A share of ε in (0, 1) (``open_low``) or [0, 1)."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    ok = ok and (0 < value < 1 if open_low else 0 <= value < 1)
-    if not ok:
-        interval = "(0, 1)" if open_low else "[0, 1)"
-        raise ParameterError(
-            f"The {name!r} parameter of {_OWNER} must be a number in {interval}. "
-            f"Got {value!r} instead."
-        )
-    return float(value)
-
-
-def _given_bits(bits: Any, fine_bits: Any) -> tuple[int, int, str]:
-    if bits is None:
-        raise ParameterError(f"{_OWNER} needs 'bits' when 'fine_bits' is given.")
-    bits = check_int(bits, "bits", _OWNER, minimum=1, maximum=layout.MAX_BITS)
-    fine_bits = bits if fine_bits is None else fine_bits
-    fine_bits = check_int(
-        fine_bits, "fine_bits", _OWNER, minimum=bits, maximum=layout.MAX_FINE_BITS
-    )
-    return bits, fine_bits, f"bits={bits}, fine_bits={fine_bits} as given"
-
-
-def _check_column_bits(value: Any, schema: Schema) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """``[(coarse, fine), …]``, one per column: ints with ``1 ≤ coarse ≤ fine ≤`` the column's
-    code bits (and ``coarse ≤ 12``, ``fine ≤ 24``)."""
-    items = list(value) if isinstance(value, (list, tuple)) else None
-    if items is None or len(items) != schema.d:
-        raise ParameterError(
-            f"The 'column_bits' parameter of {_OWNER} must list {schema.d} (coarse, fine) "
-            f"pairs. Got {value!r} instead."
-        )
-    coarse, fine = [], []
-    for col, item in zip(schema._cols, items, strict=True):
-        pair = list(item) if isinstance(item, (list, tuple)) else []
-        top = min(col.bits, layout.MAX_FINE_BITS)
-        ints = len(pair) == 2 and all(
-            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in pair
-        )
-        if not ints or not 1 <= pair[0] <= min(pair[1], layout.MAX_BITS) or pair[1] > top:
-            raise ParameterError(
-                f"The 'column_bits' parameter of {_OWNER}: column {col.name!r} needs "
-                f"(coarse, fine) ints with 1 <= coarse <= fine <= {top} and coarse <= "
-                f"{layout.MAX_BITS}. Got {item!r} instead."
-            )
-        coarse.append(int(pair[0]))
-        fine.append(int(pair[1]))
-    return tuple(coarse), tuple(fine)

@@ -69,11 +69,11 @@ def check_same_params(mine: Mapping[str, Any], theirs: Mapping[str, Any], what: 
     ...
     sketchsyn.errors.IncompatibleError: cannot merge PMM summaries with different 'depth': 4 != 5
     """
-    for key in mine:
-        if mine[key] != theirs[key]:
+    for key in [*mine, *(k for k in theirs if k not in mine)]:  # a field one of them lacks too
+        if mine.get(key) != theirs.get(key):
             raise IncompatibleError(
                 f"cannot merge {what + ' ' if what else ''}with different {key!r}: "
-                f"{mine[key]!r} != {theirs[key]!r}"
+                f"{mine.get(key)!r} != {theirs.get(key)!r}"
             )
 
 

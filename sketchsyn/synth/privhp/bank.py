@@ -185,21 +185,34 @@ class LevelBank:
     _n_dropped: int
     _adjusted: dict[str, int]
     _check_open: Callable[[], None]
+    _unit_split: Callable[..., tuple[Any, Any]]
+    _unit_admit: Callable[..., np.ndarray]
 
     def _one_row(self, x: Any, method: str) -> np.ndarray:
         """One point ``x`` as a batch of one row, for ``update(x)`` and ``remove(x)``."""
         return one_row(x, self._domain.d, method)
 
-    def _count_rows(self, X: Any, sign: int) -> None:
+    def _count_rows(self, X: Any, sign: int, units: Any = None) -> None:
         """Add (``sign = 1``) or remove (``sign = −1``) the rows of ``X``, all or none.
 
         The batch is encoded and counted before any change, so a refused batch (a bad row, or a
-        removal that a raw summary knows to be impossible) leaves the state as it was.
+        removal that a raw summary knows to be impossible) leaves the state as it was. With a
+        privacy unit (the host's ``_unit_split`` and ``_unit_admit``), the unit ids are checked
+        with the rows, then the contribution bounder keeps at most ``max_rows`` rows of each
+        unit: only those are counted.
         """
         self._check_open()
         with self._usage.enter("PrivHP"):
             adjusted: dict[str, int] = {}
+            X, keys = self._unit_split(X, units, "PrivHP")
             codes, dropped = self._encode(X, adjusted)
+            if keys is not None:  # everything is checked: the bounder's state may change
+                kept = self._domain.kept(X) if dropped else None
+                if (keys.size if kept is None else int(kept.sum())) != codes.size or (
+                    kept is not None and kept.size != keys.size
+                ):
+                    raise InputError(f"units has {keys.size} ids for the rows of X")
+                codes = codes[self._unit_admit(keys, kept)]
             tree_counts, bank_counts = self._level_counts(codes)
             if sign > 0:
                 self._tree += tree_counts

@@ -23,13 +23,16 @@ from ...errors import SerializationError, check_memory
 from ...io.serial import Arrays, MetaReader
 from ...privacy.lineage import Lineage
 from ...privacy.rng import as_source
+from ...units.level import UnitLevel
 from ..distribution import PrivateDistribution
 
 __all__ = ["load_state", "read_params", "state_shape"]
 
 KIND = "PrivHP"
 #: Header fields of the state beside the constructor parameters.
-STATE_FIELDS = ("raw", "frozen", "lineage", "released", "diagnostics", "flushed")
+STATE_FIELDS = (
+    "raw", "frozen", "lineage", "released", "diagnostics", "flushed", "privacy", "with_bounder",
+)  # fmt: skip
 SKETCHES = ("count-min", "count-sketch")
 ALLOCATIONS = ("optimal", "uniform")
 NEIGHBOURS = ("add-remove", "replace")
@@ -42,13 +45,14 @@ def read_params(fields: MetaReader) -> dict[str, Any]:
     """The constructor parameters in a blob's header, each checked for type and range."""
     known = {
         "domain", "epsilon", "k", "width", "sketch_depth", "depth", "sketch", "allocation",
-        "seed", "neighbours", "counter_depth", "release_k",
+        "seed", "neighbours", "counter_depth", "release_k", "unit", "max_rows",
     }  # fmt: skip
     unknown = fields.names() - known - set(STATE_FIELDS)
     if unknown:
         raise SerializationError(f"{KIND} blob header has unknown fields {sorted(unknown)}")
     depth = fields.int("depth", minimum=1, maximum=64)
-    return {
+    unit = UnitLevel._read_unit(fields)  # a privacy unit's fields (user level), checked
+    return unit | {
         "domain": fields.domain().to_dict(),  # checked here, rebuilt by the constructor
         "epsilon": fields.epsilon("epsilon"),
         "k": fields.int("k", minimum=1, maximum=MAX_K),
@@ -129,8 +133,10 @@ def load_state(
     release = None
     if released and "release" in arrays:
         release = fields.nested(arrays, "release", PrivateDistribution)
+    unit = {k: params[k] for k in ("unit", "max_rows") if k in params}
+    bounder = UnitLevel._read_bounder(fields, arrays, unit)
     fields.done(arrays)  # no header field or array the class does not write
-    obj = cls._from_params(params, rng=None, raw=True)
+    obj = cls._from_params(params, rng=None, raw=True, bounder=bounder)
     obj._tree[...] = tree_arr
     obj._bank[...] = bank_arr
     obj._raw = raw

@@ -14,8 +14,9 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from ...errors import UtilityWarning
+from ...errors import ParameterError, UtilityWarning, check_epsilon, check_int
 from ...privacy.rng import RNGLike
+from ...units import sizing
 from . import planner
 from .planner import Plan
 
@@ -107,6 +108,9 @@ class Sizing:
         seed: int = 0,
         rng: RNGLike = None,
         neighbours: str = "add-remove",
+        unit: str | None = None,
+        max_rows: int | None = None,
+        expected_units: int | None = None,
     ) -> Any:
         """A PrivHP whose ``nbytes`` is at most ``memory_bytes``, built from :meth:`plan`.
 
@@ -114,6 +118,12 @@ class Sizing:
         which uses all of ``d``, ``ε``, ``n`` and the bytes (the rule and its measurements are
         in :mod:`sketchsyn.synth.privhp.planner` and docs/parameters.md); call :meth:`plan` to see
         them and why (``plan.explain()``). A budget above ``plan.useful_bytes`` is not spent.
+
+        With a privacy unit (``unit``, ``max_rows`` and the public ``expected_units``) the
+        contribution bounder takes at most half of ``memory_bytes`` (sized for
+        ``expected_units``, units pre-sampled when they do not fit; without it, all of that
+        half and no sampling: :func:`sketchsyn.units.sizing.plan`) and the tree is planned in
+        the rest, for the noise of ``2·max_rows`` rows (``epsilon / (2·max_rows)``).
 
         Raises :class:`ParameterError` naming the argument when one is invalid or when no
         summary of depth ``≥ 1`` fits. Warns (:class:`~sketchsyn.errors.UtilityWarning`) when
@@ -123,17 +133,47 @@ class Sizing:
         >>> php = PrivHP.for_memory(Box.unit(2), 1.0, 40_000, expected_n=2**18, rng=0)
         >>> php.nbytes <= 40_000, php.depth, php.width, php.counter_depth
         (True, 18, 148, 8)
+        >>> php = PrivHP.for_memory(Box.unit(2), 1.0, 400_000, expected_n=2**20, unit="device",
+        ...                         max_rows=8, expected_units=20_000, rng=0)
+        >>> php.nbytes <= 400_000, php.bounder.capacity >= 20_000, php.sensitivity
+        (True, True, 16)
+        >>> php.privacy_unit
+        "user-level: all rows of one unit, at most 8 kept (unit 'device')"
         """
-        p = cls.plan(domain, epsilon, memory_bytes, expected_n)
+        planned = epsilon
+        tree_bytes = memory_bytes
+        bounder_bytes = None
+        if unit is not None:
+            if max_rows is None:
+                raise ParameterError(
+                    "PrivHP.for_memory with unit=... needs 'max_rows' (the public cap L)."
+                )
+            L = check_int(max_rows, "max_rows", "PrivHP", minimum=1, maximum=sizing.MAX_ROWS)
+            memory = check_int(memory_bytes, "memory_bytes", "PrivHP", minimum=1)
+            bounder_bytes = memory // 2
+            buckets, _ = sizing.plan(L, expected_units, bounder_bytes, owner="PrivHP")
+            tree_bytes = memory - sizing.table_bytes(buckets, sizing.SLOTS, L)
+            factor = 2 * L * (2 if neighbours == "replace" else 1)
+            planned = check_epsilon(epsilon, "PrivHP") / factor
+        p = cls.plan(domain, planned, tree_bytes, expected_n)
         for text in p.warnings:
             if "close to uniform" in text:
                 warnings.warn(f"PrivHP.for_memory: {text}", UtilityWarning, stacklevel=2)
+        more: dict[str, Any] = {}
+        if unit is not None:
+            more = {
+                "unit": unit,
+                "max_rows": max_rows,
+                "expected_units": expected_units,
+                "bounder_bytes": bounder_bytes,
+            }
         return cls(
             domain,
-            p.epsilon,
+            epsilon,
             sketch=sketch,
             seed=seed,
             rng=rng,
             neighbours=neighbours,
             **p.kwargs(),
+            **more,
         )

