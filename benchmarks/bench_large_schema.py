@@ -62,5 +62,6 @@ def main() -> None:
     print(f"  from_bytes (load)        {load:6.2f} s")
     print(f"  from_bytes (NaN refused) {best(refuse, args.repeat):6.2f} s")
 
+
 if __name__ == "__main__":
     main()

@@ -54,8 +54,20 @@ def fit_seconds(data: Path, schema: Path, out: Path) -> tuple[float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "sketchsyn", "fit", str(data), "--schema", str(schema),
-         "--epsilon", "1", "-o", str(out), "-q"],  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "sketchsyn",
+            "fit",
+            str(data),
+            "--schema",
+            str(schema),
+            "--epsilon",
+            "1",
+            "-o",
+            str(out),
+            "-q",
+        ],  # fmt: skip
         check=True,
         cwd=ROOT,
     )

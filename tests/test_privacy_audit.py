@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from unittest import mock
 from dataclasses import dataclass
+from unittest import mock
 
 import numpy as np
 import pytest

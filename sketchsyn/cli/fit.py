@@ -488,9 +488,7 @@ def _save_run(
         "n_bad": prior.get("n_bad", 0) + getattr(reader, "n_bad_at_position", reader.n_bad),
     }
     # A trusted local file (exact counts): readable by its owner only, whatever the umask.
-    _write_atomic(
-        path, pack_run(summary.to_bytes(include_diagnostics=True), run), owner_only=True
-    )
+    _write_atomic(path, pack_run(summary.to_bytes(include_diagnostics=True), run), owner_only=True)
 
 
 def public_guess(n: int) -> int:

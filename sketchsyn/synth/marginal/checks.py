@@ -226,9 +226,7 @@ def check_given_bits(bits: Any, fine_bits: Any) -> tuple[int, int, str]:
         raise ParameterError(f"{_OWNER} needs 'bits' when 'fine_bits' is given.")
     bits = check_int(bits, "bits", _OWNER, minimum=1, maximum=MAX_BITS)
     fine_bits = bits if fine_bits is None else fine_bits
-    fine_bits = check_int(
-        fine_bits, "fine_bits", _OWNER, minimum=bits, maximum=MAX_FINE_BITS
-    )
+    fine_bits = check_int(fine_bits, "fine_bits", _OWNER, minimum=bits, maximum=MAX_FINE_BITS)
     return bits, fine_bits, f"bits={bits}, fine_bits={fine_bits} as given"
 
 

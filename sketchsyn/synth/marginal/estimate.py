@@ -51,9 +51,7 @@ _PRIOR = 1e-6  # share of an independent table mixed in before fitting (fills em
 Measured = tuple[tuple[int, int], np.ndarray, np.ndarray, np.ndarray]
 
 
-def fine_probabilities(
-    layout: Layout, singles: list[np.ndarray], scale: float
-) -> list[np.ndarray]:
+def fine_probabilities(layout: Layout, singles: list[np.ndarray], scale: float) -> list[np.ndarray]:
     """Each column's fine-bin probabilities from its noisy one-way table
     (:func:`~sketchsyn.synth.marginal.marginals.one_way`)."""
     return [
