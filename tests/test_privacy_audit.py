@@ -252,8 +252,11 @@ def _marginal_table(epsilon: float) -> Mechanism:
         syn.update_many(table)
         if seed is None:
             return syn
-        blob = MarginalSynthesizer.from_bytes(syn.to_bytes(), rng=seed).release().to_bytes()
-        return MarginalDistribution.from_bytes(blob)  # the release, as shipped
+        release = syn.release()
+        if seed in (0, TRIALS):  # the release, as shipped, holds the same noisy counts
+            shipped = MarginalDistribution.from_bytes(release.to_bytes())
+            assert np.array_equal(state(shipped), state(release))
+        return release
 
     def state(obj):
         if isinstance(obj, MarginalSynthesizer):

@@ -168,7 +168,7 @@ def check_units_in_files(where: str, probe: Any, partitioned_by_unit: Any) -> No
     """The file entry points' rule for a privacy unit: the caller states that the files are
     partitioned by it (all rows of a unit in one file), or summaries with a unit are refused;
     without a unit the statement is refused as meaningless."""
-    from .errors import check_bool
+    from ..errors import check_bool
 
     stated = check_bool(partitioned_by_unit, "partitioned_by_unit", where)
     unit = getattr(probe, "unit", None)
@@ -200,8 +200,8 @@ def unit_partition(ids: Any, seed: int, parts: int) -> np.ndarray:
     >>> bool(p[0] == p[2]), bool(((p >= 0) & (p < 4)).all())
     (True, True)
     """
-    from .sketches.hashing import murmur3_32
-    from .units.ids import unit_keys
+    from ..sketches.hashing import murmur3_32
+    from ..units.ids import unit_keys
 
     h = murmur3_32(unit_keys(ids, seed), seed).astype(np.uint64)
     return ((h * np.uint64(parts)) >> np.uint64(32)).astype(np.int64)
