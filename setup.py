@@ -18,7 +18,13 @@ MODULES = ("_words", "_noise", "_privhp", "_counters")
 
 class BuildExt(build_ext):
     """Optimised builds with GCC and clang (``-O3``: the hash loops are vectorised; ``-g0``:
-    no debugging information, a third of the size, so a process maps less at import)."""
+    no debugging information, a third of the size, so a process maps less at import), one
+    compiler per CPU."""
+
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        if self.parallel is None:  # the modules compile side by side (``-j`` still overrides)
+            self.parallel = os.cpu_count() or 1
 
     def build_extensions(self) -> None:
         if self.compiler.compiler_type == "unix":
@@ -45,7 +51,9 @@ def extensions() -> list[Extension]:
         )
         for name in MODULES
     ]
-    built = cythonize(exts, compiler_directives={"language_level": 3}, quiet=True)
+    built = cythonize(
+        exts, compiler_directives={"language_level": 3}, quiet=True, nthreads=os.cpu_count() or 1
+    )
     for ext in built:  # (cythonize makes new Extensions, without the flag)
         ext.optional = True
     return built
