@@ -151,7 +151,9 @@ def fit_release(
     if one_ways is None:
         one_ways = fine_probabilities(layout, singles, single_scale)
     fine = [fine_given_coarse(one_ways[j], valid[j], layout.coarse[j]) for j in range(d)]
-    marg, total = consensus(singles, valid, layout.coarse, single_scale, measured, pair_scale)
+    marg, total = consensus(
+        singles, valid, layout.coarse, single_scale, measured, pair_scale, one_ways
+    )
     fitted: dict[tuple[int, int], np.ndarray] = {}
     groups: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
     mi: dict[tuple[int, int], float] = {}

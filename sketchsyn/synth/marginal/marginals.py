@@ -110,10 +110,14 @@ def consensus(
     single_scale: float,
     measured: list[tuple[tuple[int, int], np.ndarray, np.ndarray, np.ndarray]],
     pair_scale: float,
+    denoised: list[np.ndarray] | None = None,
 ) -> tuple[list[np.ndarray], float]:
     """``(marginals, n̂)``: each column's coarse marginal (probabilities) and the row count
     from the noisy one-way tables ``singles`` (fine bins, ``valid`` masks) and the measured
-    pairs ``(pair, gi, gj, noisy table)`` (module docstring).
+    pairs ``(pair, gi, gj, noisy table)`` (module docstring). With ``denoised`` (each column's
+    fine probabilities from :func:`one_way`), a column's one-way estimate is those times n̂
+    instead of its raw noisy counts, so that the noise of a wide range's empty bins does not
+    become mass.
 
     >>> one = [np.array([52, 48]), np.array([70, 30])]
     >>> ok = [np.ones(2, bool)] * 2
@@ -135,7 +139,8 @@ def consensus(
     marginals = []
     for j, (s, ok) in enumerate(zip(singles, valid, strict=True)):
         k = 2 ** coarse[j]
-        y0 = np.where(ok, s, 0).astype(np.float64).reshape(k, -1).sum(axis=1)
+        raw = np.where(ok, s, 0).astype(np.float64) if denoised is None else denoised[j] * n_hat
+        y0 = raw.reshape(k, -1).sum(axis=1)
         units = ok.reshape(k, -1).sum(axis=1)
         held = units > 0
         w0 = np.where(held, 1.0 / (v1 * np.maximum(units, 1)), 0.0)
