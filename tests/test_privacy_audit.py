@@ -49,7 +49,7 @@ from sketchsyn.io.serial import unpack
 from sketchsyn.privacy.noise import discrete_laplace_pmf
 from sketchsyn.synth.marginal.layout import pair_grid
 
-TRIALS = 1500
+TRIALS = 1000
 CONFIDENCE = 1e-3  # each Clopper–Pearson bound holds with probability ≥ 1 − 1e-3
 
 

@@ -180,6 +180,7 @@ def path(request):
     yield request.param
 
 
+@pytest.mark.xdist_group("sparsebank_scalar_reference")  # one worker computes it once
 @pytest.mark.parametrize(
     ("window", "bits", "shared"),
     [

@@ -25,7 +25,7 @@ from sketchsyn import Box, StreamingPrivTree
 from sketchsyn.errors import InputError, ParameterError, ReleasedError, SerializationError
 from sketchsyn.io.serial import pack, read
 
-TRIALS = 1500
+TRIALS = 1000
 
 
 def _blob_points(n: int, seed: int, centre: float = 0.5, sd: float = 0.1) -> np.ndarray:
