@@ -110,7 +110,6 @@ from ...errors import (
     EPSILON_RANGE,
     InputError,
     ParameterError,
-    SerializationError,
     check_choice,
     check_epsilon,
     check_int,
@@ -121,13 +120,12 @@ from ...privacy import accounting
 from ...privacy.rng import RNGLike, as_source
 from ...privacy.selection import selection_scale
 from ...units.bounder import ContributionBounder
-from ...units.level import UNIT_FIELDS, UnitLevel
+from ...units.level import UnitLevel
 from ..offline.histogram import LevelCounts
-from . import layout
+from . import layout, loading
 from .budget import SELECT_SHARE, ReleasePlan, default_release
 from .checks import (
     check_column_bits,
-    check_counts,
     check_given_bits,
     check_room,
     check_share,
@@ -143,11 +141,7 @@ from .selected import SelectedTables
 
 __all__ = ["DEFAULT_MEMORY", "MarginalDistribution", "MarginalSynthesizer", "plan", "state_bytes"]
 
-_STATE_FIELDS = ("frozen", "lineage", "released", "diagnostics")
-_PARAM_FIELDS = {"domain", "epsilon", "bits", "fine_bits", "singles_share", "consistency"}
-_TABLE_FIELDS = {"domain", "epsilon", "column_bits", "singles_share", "select_share", "rounds"}
 _UNIT_SHARE = 2  # a privacy unit's bounder takes at most 1/2 of memory_bytes
-_DIAGNOSTICS = {"n_seen", "n_dropped", "adjusted"}
 _OWNER = "MarginalSynthesizer"
 
 
@@ -537,45 +531,7 @@ class MarginalSynthesizer(LevelCounts, ColumnBins, UnitLevel):
 
     @classmethod
     def _from_params(cls, fields: MetaReader, rng: RNGLike) -> MarginalSynthesizer:
-        domain = _read_domain(fields, cls.kind)
-        unit: dict[str, Any] = cls._read_unit(fields)
-        if unit:  # a placeholder: the loader puts the saved bounder (or none) in its place
-            unit = unit | {"bounder": ContributionBounder(unit["max_rows"], 1, rng=0)}
-        try:
-            if isinstance(domain, Schema) and fields.has("column_bits"):
-                pairs = domain.d * (domain.d - 1) // 2
-                return cls(
-                    domain,
-                    fields.epsilon("epsilon"),
-                    column_bits=fields.as_dict()["column_bits"],
-                    singles_share=fields.float("singles_share", minimum=0.0, maximum=1.0),
-                    select_share=fields.float("select_share", minimum=0.0, maximum=1.0),
-                    rounds=fields.int("rounds", minimum=0, maximum=pairs - (domain.d - 1)),
-                    rng=rng,
-                    **unit,
-                )
-            bits = fields.int("bits", minimum=1, maximum=layout.MAX_BITS)
-            more = {}
-            if isinstance(domain, Schema):  # version 1: bits, fine_bits and exact_bits
-                more["exact_bits"] = fields.int(
-                    "exact_bits", minimum=1, maximum=layout.MAX_EXACT_BITS
-                )
-            else:
-                more["consistency"] = fields.str("consistency", ("uniform", "proportional"))
-            return cls(
-                domain,
-                fields.epsilon("epsilon"),
-                bits=bits,
-                fine_bits=fields.int("fine_bits", minimum=bits, maximum=layout.MAX_FINE_BITS),
-                singles_share=fields.float(
-                    "singles_share", positive=True, minimum=0.0, maximum=1.0
-                ),
-                rng=rng,
-                **more,
-                **unit,
-            )
-        except ParameterError as exc:
-            raise SerializationError(f"{cls.kind} blob header field: {exc}") from exc
+        return loading.from_params(cls, fields, rng)
 
     # ---------------------------------------------------------------- updates
     def update(self, x: Any, unit: Any = None) -> None:
@@ -771,45 +727,9 @@ class MarginalSynthesizer(LevelCounts, ColumnBins, UnitLevel):
     ) -> MarginalSynthesizer:
         """Every field is checked, the counts' dtype and shape are validated against the domain
         and the bits before anything is built, and every count must lie in ``[0, 2**52]`` with
-        each table summing to at most ``2**52``; ``rng`` seeds the noise of a later release."""
-        domain = _read_domain(fields, cls.kind)
-        known = set(_STATE_FIELDS) | _PARAM_FIELDS | set(UNIT_FIELDS)
-        if isinstance(domain, Schema):
-            known = (
-                set(_STATE_FIELDS)
-                | set(UNIT_FIELDS)
-                | (_TABLE_FIELDS if fields.has("column_bits") else _PARAM_FIELDS | {"exact_bits"})
-            )
-        unknown = fields.names() - known
-        if unknown:
-            raise SerializationError(f"{cls.kind} blob header has unknown fields {sorted(unknown)}")
-        bounder = cls._read_bounder(fields, arrays, cls._read_unit(fields))
-        obj = cls._from_params(fields, rng)  # every parameter checked, the size refused if huge
-        lay = obj._layout
-        counts = fields.array(arrays, "counts", np.int64, (lay.cells,))
-        for name in arrays:
-            if name not in ("counts", "release", "bounder"):
-                raise SerializationError(f"{cls.kind} blob has an unexpected array {name!r}")
-        adjusted: dict[str, int] = {}
-        if fields.has("diagnostics"):
-            diag = MetaReader(fields.dict("diagnostics"), cls.kind)
-            extra = diag.names() - _DIAGNOSTICS
-            if extra:
-                raise SerializationError(
-                    f"{cls.kind} blob header field 'diagnostics' has unknown fields {sorted(extra)}"
-                )
-            adjusted = diag.counts("adjusted")
-        check_counts(
-            lay.pair_tables(counts[: lay.pair_cells]) + lay.single_tables(counts[lay.pair_cells :]),
-            [f"pair table {p}" for p in lay.pairs] + [f"column {j}'s table" for j in range(lay.d)],
-            lambda text: SerializationError(f"{cls.kind} blob array 'counts': {text}"),
-        )
-        copy = cls._read_copy(fields, arrays, MarginalDistribution)
-        obj._load_copy(counts, copy, {})
-        obj._adjusted = adjusted
-        if obj._unit is not None:
-            obj._bounder = bounder
-        return obj
+        each table summing to at most ``2**52``; ``rng`` seeds the noise of a later release
+        (:func:`~sketchsyn.synth.marginal.loading.from_state`)."""
+        return loading.from_state(cls, fields, arrays, rng)
 
     def __repr__(self) -> str:
         unit = "" if self._unit is None else f", unit={self._unit!r}, max_rows={self._max_rows}"
@@ -817,14 +737,3 @@ class MarginalSynthesizer(LevelCounts, ColumnBins, UnitLevel):
             f"MarginalSynthesizer(d={self._domain.d}, epsilon={self._epsilon!r}, "
             f"bits={self._bits}, fine_bits={self._fine_bits}{unit}, nbytes={self.nbytes})"
         )
-
-
-def _read_domain(fields: MetaReader, kind: str) -> Box | Schema:
-    """The header's domain: a Box or a Schema of 2 to 64 columns."""
-    domain = fields.domain()
-    if not isinstance(domain, (Box, Schema)) or not 2 <= domain.d <= layout.MAX_COLUMNS:
-        raise SerializationError(
-            f"{kind} blob header field 'domain' must be a Box or a Schema of 2 to "
-            f"{layout.MAX_COLUMNS} columns"
-        )
-    return domain
