@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .fit import maximum_spanning_tree
+from .fit import _IPF_ROUNDS, _PRIOR, information_of, maximum_spanning_tree
 from .groups import group_sums
 from .layout import Layout
 from .marginals import as_ordered, consensus, fine_given_coarse, one_way
@@ -44,8 +44,6 @@ __all__ = [
     "tree_joints",
 ]
 
-_IPF_ROUNDS = 40
-_PRIOR = 1e-6  # share of an independent table mixed in before fitting (fills emptied rows)
 
 # One measured pair: ((i, j), groups of i's coarse bins, groups of j's, noisy table K_i × K_j).
 Measured = tuple[tuple[int, int], np.ndarray, np.ndarray, np.ndarray]
@@ -66,10 +64,7 @@ def mutual_information(table: np.ndarray) -> float:
     total = t.sum()
     if not total > 0:
         return 0.0
-    t = t / total
-    indep = np.outer(t.sum(axis=1), t.sum(axis=0))
-    pos = (t > 0) & (indep > 0)
-    return float((t[pos] * np.log(t[pos] / indep[pos])).sum())
+    return information_of(t / total)
 
 
 def simplex_projection(y: np.ndarray, total: float) -> np.ndarray:

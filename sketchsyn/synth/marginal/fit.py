@@ -36,6 +36,7 @@ __all__ = [
     "consensus_weights",
     "draw_rows",
     "fit_model",
+    "information_of",
     "maximum_spanning_tree",
     "mutual_information",
     "normalise",
@@ -89,7 +90,12 @@ def mutual_information(table: np.ndarray, groups: tuple[Any, Any] = (None, None)
         t = np.zeros((int(groups[1].max()) + 1, n0))
         np.add.at(t, groups[1], table.T)
         table, n1, g1 = t.T, t.shape[0], 1
-    t = table.reshape(n0 // g0, g0, n1 // g1, g1).sum(axis=(1, 3))
+    return information_of(table.reshape(n0 // g0, g0, n1 // g1, g1).sum(axis=(1, 3)))
+
+
+def information_of(t: np.ndarray) -> float:
+    """``Σ t·log(t / (rows ⊗ cols))`` over the cells where both are positive: the mutual
+    information of a joint probability table ``t`` (not normalised here)."""
     indep = np.outer(t.sum(axis=1), t.sum(axis=0))
     pos = (t > 0) & (indep > 0)
     return float((t[pos] * np.log(t[pos] / indep[pos])).sum())
