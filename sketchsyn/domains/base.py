@@ -151,11 +151,11 @@ class Domain(abc.ABC):
             )
         return X[list(names)].to_numpy()
 
+    @abc.abstractmethod
     def kept(self, X: Any) -> np.ndarray:
         """Which rows of a valid batch ``encode`` keeps: all but those the ``"drop"`` policy
         removes (a bool mask, one a row). A summary that must line rows up with something
         else (a privacy unit's ids) asks for it when ``encode`` reports dropped rows."""
-        raise NotImplementedError(f"{type(self).__name__} does not report its dropped rows")
 
     # ------------------------------------------------------------------ shared behaviour
     def encode_one(self, x: Any, depth: int) -> int | None:
