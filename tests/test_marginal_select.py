@@ -258,10 +258,12 @@ def test_the_api_states_the_split() -> None:
     schema = Schema([{"name": f"x{k}", "kind": "numeric", "low": 0, "high": 1} for k in range(6)])
     syn = MarginalSynthesizer(schema, 1.0, expected_n=10_000, rounds=3, rng=0)
     parts = syn.epsilon_parts
-    assert set(parts) == {"singles", "select", "pairs"}
-    assert sum(Fraction(v) for v in parts.values()) <= 1
+    assert set(parts) == {"count", "singles", "select", "pairs"}
+    assert parts["count"] == pytest.approx(0.01)  # numeric columns: bins fitted to the count
+    assert syn.plan.total_fraction() <= 1 and sum(parts.values()) == pytest.approx(1.0)
     text = syn.explain()
     assert "8 private choices" in text and "8 of the 15 pair tables" in text
+    assert "a row count × 0.01 (the release fits ordered columns' one-way bins and " in text
     assert "event-level" in text
     syn.update_many(np.random.default_rng(0).random((10_000, 6)))
     dist = syn.release()

@@ -47,6 +47,7 @@ from sketchsyn import (
 )
 from sketchsyn.io.serial import unpack
 from sketchsyn.privacy.noise import discrete_laplace_pmf
+from sketchsyn.synth.marginal.budget import COUNT_SHARE
 from sketchsyn.synth.marginal.layout import pair_grid
 
 TRIALS = 1000
@@ -116,6 +117,8 @@ def _fit(noise: np.ndarray, scales: np.ndarray) -> None:
         support = np.arange(-int(6 * scale) - 1, int(6 * scale) + 2)
         expected = discrete_laplace_pmf(support, scale) * z.size
         keep = support[expected > 5]
+        if keep.size < 5:  # too few draws of this scale to bin (the marginal table's row
+            continue  # count: its law is fitted on its own mechanism, at scale 1)
         obs = np.array([(z == v).sum() for v in keep], dtype=float)
         exp = discrete_laplace_pmf(keep, scale) * z.size
         obs = np.append(obs, z.size - obs.sum())  # every other value in one bin
@@ -238,7 +241,9 @@ def _marginal_table(epsilon: float) -> Mechanism:
     output is the release's noisy counts, read back from the release's bytes: both columns'
     one-way tables and the one pair table (two columns: every pair is measured, nothing is
     selected), on the groups the release cut from its noisy one-way counts, which here are the
-    categories themselves (every category holds 400 rows; the unused code joins the last)."""
+    categories themselves (every category holds 400 rows; the unused code joins the last),
+    and the row count it drew first (its one-way share is chosen for that count: 1,200 rows
+    at ε = 1 choose the same share whatever the count's noise, so every trial has one plan)."""
     schema = Schema(
         [
             {"name": "c", "kind": "categorical", "categories": ["a", "b", "c"]},
@@ -246,6 +251,7 @@ def _marginal_table(epsilon: float) -> Mechanism:
         ]
     )
     groups = (np.array([0, 1, 2, 2]), np.array([0, 1]))
+    plan = MarginalSynthesizer(schema, epsilon, column_bits=[(2, 2), (1, 1)])._release_plan(1200)
 
     def build(table, seed):
         syn = MarginalSynthesizer(schema, epsilon, column_bits=[(2, 2), (1, 1)], rng=seed)
@@ -269,14 +275,48 @@ def _marginal_table(epsilon: float) -> Mechanism:
             singles = sel.singles
             (_, gi, gj, table) = sel.measured[0]
             assert (gi == groups[0]).all() and (gj == groups[1]).all()
-        return np.concatenate([singles[0][:3], singles[1], table.ravel()])
+            assert sel.plan == plan  # the count's noise chose the same plan
+        count = int(np.sum(singles[1])) if isinstance(obj, MarginalSynthesizer) else sel.count
+        return np.concatenate([singles[0][:3], singles[1], table.ravel(), [count]])
 
     def scales(syn):
-        return np.array([syn.noise_scales["single"]] * 5 + [syn.noise_scales["pair"]] * 6)
+        return np.array(
+            [plan.single_scale] * 5 + [plan.pair_scale] * 6 + [plan.count_scale], dtype=float
+        )
 
     D = {"c": ["a", "b", "c"] * 400, "ok": [True] * 600 + [False] * 600}
     D2 = {"c": D["c"] + ["c"], "ok": D["ok"] + [False]}
     return Mechanism("MarginalSynthesizer-table", epsilon, build, state, scales, (D, D2))
+
+
+def _marginal_count(epsilon: float) -> Mechanism:
+    """The row count a MarginalSynthesizer's table release draws first (it fits the numeric
+    column's one-way bins to it), read back from the release's bytes: the synthesizer is
+    given ``epsilon / COUNT_SHARE``, so that the count's own part is ``epsilon``."""
+    schema = Schema([{"name": "x", "kind": "numeric", "low": 0, "high": 1},
+                     {"name": "ok", "kind": "boolean"}])  # fmt: skip
+    total = epsilon / COUNT_SHARE
+
+    def build(table, seed):
+        syn = MarginalSynthesizer(schema, total, column_bits=[(2, 4), (1, 1)], rng=seed)
+        syn.update_many(table)
+        if seed is None:
+            return syn
+        release = syn.release()
+        assert release._selected.plan.count_epsilon == epsilon
+        return MarginalDistribution.from_bytes(release.to_bytes())
+
+    def state(obj):
+        if isinstance(obj, MarginalSynthesizer):
+            return np.array([obj.n_seen], dtype=np.int64)
+        return np.array([obj._selected.count], dtype=np.int64)
+
+    def scales(syn):
+        return np.array([syn.noise_scales["count"]])
+
+    D = {"x": np.linspace(0, 1, 300), "ok": [True, False] * 150}
+    D2 = {"x": np.append(D["x"], 0.5), "ok": D["ok"] + [True]}
+    return Mechanism("MarginalSynthesizer-count", epsilon, build, state, scales, (D, D2))
 
 
 # ------------------------------------------------------------------ user level (privacy units)
@@ -406,6 +446,7 @@ MECHANISMS = [
     _privhp_table(1.0),
     _grid(1.0),
     _marginal_table(1.0),
+    _marginal_count(1.0),
 ]
 # Halving the noise of a unit-level pair that is L rows apart (half the bound) breaks nothing:
 # the unit-level mechanisms have their own checks of too little noise (the end of this file).

@@ -86,8 +86,9 @@ def share_of(epsilon: float, factor: int) -> float:
     return e
 
 
-def fit_to_budget(parts: Sequence[float], epsilon: float) -> np.ndarray:
-    """``parts`` lowered by a few ulps where needed so that their exact sum is ``≤ epsilon``.
+def fit_to_budget(parts: Sequence[float], epsilon: float, spent: float = 0.0) -> np.ndarray:
+    """``parts`` lowered by a few ulps where needed so that their exact sum, plus ``spent``
+    (a part fixed already, left as it is), is ``≤ epsilon``.
 
     A split computed in floating point (``ε·w_l/S``) can sum to a few ulps above ``ε``; the
     largest parts are nudged down one ulp at a time until the rational sum fits.
@@ -95,10 +96,13 @@ def fit_to_budget(parts: Sequence[float], epsilon: float) -> np.ndarray:
     >>> parts = fit_to_budget([0.1] * 10, 1.0)
     >>> sum(Fraction(p) for p in parts) <= 1
     True
+    >>> parts = fit_to_budget([0.49, 0.49], 1.0, spent=0.02)
+    >>> sum(Fraction(p) for p in parts) + Fraction(0.02) <= 1
+    True
     """
     out = [float(p) for p in parts]
     eps = Fraction(epsilon)
-    total = sum(Fraction(p) for p in out)
+    total = Fraction(spent) + sum(Fraction(p) for p in out)
     order = sorted(range(len(out)), key=lambda i: -out[i])
     i = 0
     while total > eps:

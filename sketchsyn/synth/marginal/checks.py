@@ -172,6 +172,13 @@ def check_params(params: Any, expected: Mapping[str, Any], fail: Fail) -> dict[s
         "select_share": (lambda v: _number(v) and 0 <= v < 1, "a number in [0, 1)"),
         "rounds": (lambda v: _int(v, 0, 2016), "an int in [0, 2016]"),
         "column_bits": (_bit_pairs, "a list of [coarse, fine] ints"),
+        "rule": (
+            lambda v: (
+                isinstance(v, list)
+                and v in ([], ["singles_share", "rounds"], ["singles_share"], ["rounds"])
+            ),
+            "a list of 'singles_share' and 'rounds', in that order",
+        ),
         "unit": (lambda v: isinstance(v, str) and bool(v), "a non-empty str"),
         "max_rows": (lambda v: _int(v, 1, 2**31 - 2), f"an int in [1, {2**31 - 2}]"),
     }

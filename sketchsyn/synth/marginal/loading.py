@@ -30,7 +30,15 @@ __all__ = ["from_params", "from_state", "read_domain"]
 
 _STATE_FIELDS = ("frozen", "lineage", "released", "diagnostics")
 _PARAM_FIELDS = {"domain", "epsilon", "bits", "fine_bits", "singles_share", "consistency"}
-_TABLE_FIELDS = {"domain", "epsilon", "column_bits", "singles_share", "select_share", "rounds"}
+_TABLE_FIELDS = {
+    "domain",
+    "epsilon",
+    "column_bits",
+    "singles_share",
+    "select_share",
+    "rounds",
+    "rule",
+}
 _DIAGNOSTICS = {"n_seen", "n_dropped", "adjusted"}
 
 
@@ -45,8 +53,26 @@ def read_domain(fields: MetaReader, kind: str) -> Box | Schema:
     return domain
 
 
-def from_params(cls: Any, fields: MetaReader, rng: RNGLike) -> Any:
-    """A summary of class ``cls`` built from the header's parameters (an empty state)."""
+RULE_PARTS = ("singles_share", "rounds")
+
+
+def read_rule(fields: MetaReader, fail: Any, required: bool) -> tuple[str, ...]:
+    """The header's ``rule`` (written since format version 3, absent before: none): the release
+    parts chosen for the noisy row count, distinct names from :data:`RULE_PARTS` in that order."""
+    if not fields.has("rule"):
+        if required:
+            raise fail("header field 'rule' is missing")
+        return ()
+    raw = fields.as_dict()["rule"]
+    ok = isinstance(raw, list) and all(isinstance(v, str) for v in raw)
+    if not ok or [v for v in RULE_PARTS if v in raw] != raw:
+        raise fail(f"header field 'rule' must list names from {list(RULE_PARTS)} in that order")
+    return tuple(raw)
+
+
+def from_params(cls: Any, fields: MetaReader, rng: RNGLike, version: int | None = None) -> Any:
+    """A summary of class ``cls`` built from the header's parameters (an empty state);
+    ``version``: the blob's format version, when read from one."""
     domain = read_domain(fields, cls.kind)
     unit: dict[str, Any] = cls._read_unit(fields)
     if unit:  # a placeholder: the loader puts the saved bounder (or none) in its place
@@ -54,7 +80,12 @@ def from_params(cls: Any, fields: MetaReader, rng: RNGLike) -> Any:
     try:
         if isinstance(domain, Schema) and fields.has("column_bits"):
             pairs = domain.d * (domain.d - 1) // 2
-            return cls(
+            rule = read_rule(
+                fields,
+                lambda text: SerializationError(f"{cls.kind} blob {text}"),
+                required=version is not None and version >= 3,
+            )
+            obj = cls(
                 domain,
                 fields.epsilon("epsilon"),
                 column_bits=fields.as_dict()["column_bits"],
@@ -64,6 +95,9 @@ def from_params(cls: Any, fields: MetaReader, rng: RNGLike) -> Any:
                 rng=rng,
                 **unit,
             )
+            if rule:  # the parts its release chooses for its noisy row count
+                obj._set_rule(rule)
+            return obj
         bits = fields.int("bits", minimum=1, maximum=layout.MAX_BITS)
         more = {}
         if isinstance(domain, Schema):  # version 1: bits, fine_bits and exact_bits
@@ -84,7 +118,7 @@ def from_params(cls: Any, fields: MetaReader, rng: RNGLike) -> Any:
         raise SerializationError(f"{cls.kind} blob header field: {exc}") from exc
 
 
-def from_state(cls: Any, fields: MetaReader, arrays: Arrays, rng: Any) -> Any:
+def from_state(cls: Any, fields: MetaReader, arrays: Arrays, rng: Any, version: int = 3) -> Any:
     """Every field is checked, the counts' dtype and shape are validated against the domain
     and the bits before anything is built, and every count must lie in ``[0, 2**52]`` with
     each table summing to at most ``2**52``; ``rng`` seeds the noise of a later release."""
@@ -100,7 +134,7 @@ def from_state(cls: Any, fields: MetaReader, arrays: Arrays, rng: Any) -> Any:
     if unknown:
         raise SerializationError(f"{cls.kind} blob header has unknown fields {sorted(unknown)}")
     bounder = cls._read_bounder(fields, arrays, cls._read_unit(fields))
-    obj = from_params(cls, fields, rng)  # every parameter checked, the size refused if huge
+    obj = from_params(cls, fields, rng, version)  # every parameter checked, the size refused
     lay = obj._layout
     counts = fields.array(arrays, "counts", np.int64, (lay.cells,))
     for name in arrays:

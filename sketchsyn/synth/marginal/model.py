@@ -91,6 +91,7 @@ _SELECTED_PARAMS = (
     "singles_share",
     "select_share",
     "rounds",
+    "rule",
     "unit",
     "max_rows",
 )
@@ -165,8 +166,8 @@ class MarginalDistribution(Summary, ColumnBins):
     """
 
     STATE_PRIVACY = "private"
-    FORMAT_VERSION = 2  # 2: a table release that chose its pairs (version 1 still loads)
-    READS = (1, 2)
+    FORMAT_VERSION = 3  # 3: its row count; 2: a table release that chose its pairs
+    READS = (1, 2, 3)
     STATE_DECLARED = True  # first written with container 3: every blob says its state
 
     def __init__(
@@ -287,12 +288,21 @@ class MarginalDistribution(Summary, ColumnBins):
         obj._exact_bits = None
         bits = [[c, f] for c, f in zip(selected.layout.coarse, selected.layout.fine, strict=True)]
         expected: dict[str, Any] = dict.fromkeys(_SELECTED_PARAMS)
-        expected |= {"epsilon": obj._epsilon, "column_bits": bits}
+        expected |= {"epsilon": obj._epsilon}
 
         def fail(text: str) -> ParameterError:
             return ParameterError(f"{_KIND}: {text}.")
 
         obj._params = check_params(params, expected, fail)
+        state_bits = obj._params.get("column_bits")  # the synthesizer's: as many bins or more
+        if state_bits is not None and (
+            len(state_bits) != len(bits)
+            or any(c > sc or f > sf for (c, f), (sc, sf) in zip(bits, state_bits, strict=True))
+        ):
+            raise fail(
+                f"'params' field 'column_bits' must give every column at least the bins the "
+                f"release measured ({bits}), got {state_bits!r}"
+            )
         obj._pairs = obj._singles = np.zeros(0, dtype=np.int64)
         obj._pair_tables, obj._single_tables = [], []
         obj._model = None
@@ -369,11 +379,17 @@ class MarginalDistribution(Summary, ColumnBins):
 
     @property
     def epsilon_parts(self) -> dict[str, float]:
-        """Budget spent on the one-way tables, the private selections and the pair tables."""
+        """Budget spent on the row count, the one-way tables, the private selections and the
+        pair tables."""
         if self._selected is not None:
             return self._selected.plan.parts()
         P, d = len(self._layout.pairs), self._domain.d
-        return {"singles": d * self._single_epsilon, "select": 0.0, "pairs": P * self._pair_epsilon}
+        return {
+            "count": 0.0,
+            "singles": d * self._single_epsilon,
+            "select": 0.0,
+            "pairs": P * self._pair_epsilon,
+        }
 
     @property
     def nbytes(self) -> int:

@@ -20,7 +20,16 @@ from ...errors import ParameterError
 from ...privacy import accounting
 from .layout import EXACT_BITS, MAX_BITS, MAX_FINE_BITS, OVERHEAD, column_bits, table_cells
 
-__all__ = ["DEFAULT_MEMORY", "ONE_WAY_NOISE", "plan", "plan_table", "state_bytes", "table_rule"]
+__all__ = [
+    "DEFAULT_MEMORY",
+    "ONE_WAY_NOISE",
+    "mergeable_columns",
+    "plan",
+    "plan_table",
+    "release_bits",
+    "state_bytes",
+    "table_rule",
+]
 
 DEFAULT_MEMORY = 1 << 20
 _MAX_FINE_PLAN = 12  # finer single-column grids than 4096 bins buy nothing at W1 ≈ 10⁻³
@@ -144,7 +153,7 @@ def _refuse(domain: Any, d: int, least: int, memory_bytes: int, exact_bits: int)
     )
 
 
-def table_rule(n: int, single_scale: float, pair_scale: float) -> tuple[int, int]:
+def table_rule(n: float, single_scale: float, pair_scale: float) -> tuple[int, int]:
     """``(fine, coarse)``: the most bits of an ordered column's one-way bins and pair-table bins
     that ``n`` rows support, at a uniform spread over the column's public range:
 
@@ -162,6 +171,51 @@ def table_rule(n: int, single_scale: float, pair_scale: float) -> tuple[int, int
     fine = int(math.floor(math.log2(max(n / (ONE_WAY_NOISE * single_scale), 2.0))))
     coarse = int(math.floor(math.log2(max(n / (PAIR_NOISE * pair_scale), 4.0)) / 2))
     return max(fine, 1), max(min(coarse, fine), 1)
+
+
+def mergeable_columns(schema: Schema) -> tuple[bool, ...]:
+    """For each column: True when a release may merge its one-way bins (:func:`release_bits`):
+    an ordered column (numeric, datetime, integer, IPv4) of more than one code bit.
+
+    >>> from sketchsyn.domains import Schema
+    >>> s = Schema([{"name": "c", "kind": "categorical", "categories": ["a", "b", "c"]},
+    ...             {"name": "m", "kind": "integer", "low": 1, "high": 12},
+    ...             {"name": "x", "kind": "numeric", "low": 0, "high": 1}])
+    >>> mergeable_columns(s)
+    (False, True, True)
+    """
+    return tuple(c.kind not in ("categorical", "boolean") and c.bits > 1 for c in schema._cols)
+
+
+def release_bits(
+    coarse: tuple[int, ...],
+    fine: tuple[int, ...],
+    mergeable: tuple[bool, ...],
+    n_hat: float,
+    single_scale: float,
+    pair_scale: float,
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``(coarse, fine)`` a release measures: each mergeable column's one-way bins and
+    pair-table bins merged, by neighbouring pairs, down to what :func:`table_rule` allows for the
+    noisy row count ``n_hat`` (never more bins than the state has). The state's bins were fixed
+    from ``expected_n``, a guess made before any row arrived; a guess ten times too large
+    leaves about ten times too few rows per one-way bin for its noise, which this undoes. A
+    function of a released count and public parameters.
+
+    >>> release_bits((6, 2), (10, 2), (True, False), 20_000, 100.0, 100.0)
+    ((4, 2), (5, 2))
+    >>> release_bits((6, 2), (10, 2), (True, False), 10**7, 100.0, 100.0)
+    ((6, 2), (10, 2))
+    """
+    rule_fine, rule_coarse = table_rule(n_hat, single_scale, pair_scale)
+    out_c, out_f = [], []
+    for c, f, merge in zip(coarse, fine, mergeable, strict=True):
+        if merge:
+            f = min(f, rule_fine)
+            c = min(c, f, rule_coarse)
+        out_c.append(c)
+        out_f.append(f)
+    return tuple(out_c), tuple(out_f)
 
 
 def plan_table(

@@ -2,6 +2,10 @@
 
 :func:`measure` runs the plan of a :class:`~sketchsyn.synth.marginal.budget.ReleasePlan`:
 
+0. **The row count**, when the plan has a part for it: integer Laplace noise (``count_scale``)
+   on the number of rows. Each mergeable column's bins are then merged to what the noisy count
+   supports (:func:`~sketchsyn.synth.marginal.planner.release_bits`): every table below is
+   measured on those bins, the release's own layout.
 1. **One-way tables.** Every column's fine bins get integer Laplace noise (``single_scale``).
    Their post-processed counts give each column's coarse marginal, from which each pair's
    groups are cut (:mod:`~sketchsyn.synth.marginal.groups`): about ``n̂ / (CELL_NOISE · b)``
@@ -22,7 +26,8 @@
 ``sensitivity`` rows under a contribution bound), so every score above, a real number computed
 from one exact table and released values only, moves by at most ``sensitivity``; floored to an
 integer it still does. Every grouping, prediction and candidate list is a function of released
-noisy counts and public parameters. Each selection is ``select_epsilon``-DP and each measured
+noisy counts and public parameters. The count is ``count_epsilon``-DP (a row moves it by
+one). Each selection is ``select_epsilon``-DP and each measured
 table ``pair_epsilon``-DP (a row is in one cell), each one-way table ``singles_epsilon``-DP; by
 adaptive sequential composition the release is ``ε``-DP with the plan's parts summing to at most
 ``ε`` (:meth:`~sketchsyn.synth.marginal.budget.ReleasePlan.total_fraction`).
@@ -31,6 +36,7 @@ adaptive sequential composition the release is ``ε``-DP with the plan's parts s
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,8 +56,16 @@ from .groups import (
 )
 from .layout import Layout
 from .marginals import as_ordered, consensus
+from .planner import release_bits
 
-__all__ = ["Measurements", "independence_scores", "measure", "model_scores", "pair_groups"]
+__all__ = [
+    "Measurements",
+    "independence_scores",
+    "measure",
+    "merged_tables",
+    "model_scores",
+    "pair_groups",
+]
 
 
 @dataclass
@@ -61,6 +75,9 @@ class Measurements:
     singles: list[np.ndarray]  # each column's noisy one-way table (fine bins, int64)
     measured: list[Measured] = field(default_factory=list)  # in the order measured
     tree: list[tuple[int, int]] = field(default_factory=list)  # the pairs picked as the tree
+    layout: Layout | None = None  # the bins measured
+    count: int | None = None  # the noisy row count (None: not measured)
+    plan: ReleasePlan | None = None  # the plan measured
 
 
 def _coarse_marginals(layout: Layout, fine: list[np.ndarray]) -> list[np.ndarray]:
@@ -86,21 +103,61 @@ def _noisy(exact: np.ndarray, scale: float, source: Any) -> np.ndarray:
     return exact.astype(np.int64) + discrete_laplace(scale, exact.shape, rng=source)
 
 
+def merged_tables(
+    layout: Layout,
+    bits: tuple[tuple[int, ...], tuple[int, ...]],
+    pair_tables: dict[tuple[int, int], np.ndarray],
+    single_tables: list[np.ndarray],
+) -> tuple[Layout, dict[tuple[int, int], np.ndarray], list[np.ndarray]]:
+    """The layout of ``bits = (coarse, fine)`` (at most the state's) and the exact tables
+    summed into its bins: a bin's code range is the union of the state's bins under it."""
+    coarse, fine = bits
+    merged = Layout(layout.domain, columns=(coarse, fine))
+    singles = [t.reshape(2**f, -1).sum(axis=1) for t, f in zip(single_tables, fine, strict=True)]
+    pairs = {}
+    for (i, j), t in pair_tables.items():
+        ci, cj = 2 ** coarse[i], 2 ** coarse[j]
+        pairs[(i, j)] = t.reshape(ci, t.shape[0] // ci, cj, t.shape[1] // cj).sum(axis=(1, 3))
+    return merged, pairs, singles
+
+
 def measure(
     layout: Layout,
     pair_tables: dict[tuple[int, int], np.ndarray],
     single_tables: list[np.ndarray],
     plan: ReleasePlan,
     source: Any,
+    mergeable: tuple[bool, ...] | None = None,
+    replan: Callable[[int], ReleasePlan] | None = None,
 ) -> Measurements:
-    """Noisy one-way tables, then the pairs of the plan chosen and measured (module
-    docstring). ``pair_tables[(i, j)][a, c]``: the exact counts of coarse bins ``a, c``."""
+    """The noisy row count (when planned), noisy one-way tables, then the pairs of the plan
+    chosen and measured (module docstring). ``pair_tables[(i, j)][a, c]``: the exact counts of
+    coarse bins ``a, c``; ``mergeable``: the columns whose bins the count may merge;
+    ``replan``: the plan for the noisy count (its count part the same as ``plan``'s)."""
+    streams = source.spawn(3)
+    count = None
+    if plan.count_epsilon:
+        exact = int(np.asarray(single_tables[0]).sum())
+        count = exact + int(discrete_laplace(plan.count_scale, 1, rng=streams[2])[0])
+        if replan is not None:
+            new = replan(count)
+            if new.count_epsilon != plan.count_epsilon:
+                raise AssertionError("a release's plan changed its row count's budget")
+            plan = new
+        bits = release_bits(
+            layout.coarse,
+            layout.fine,
+            mergeable or (False,) * layout.d,
+            max(count, 1),
+            plan.single_scale,
+            plan.pair_scale,
+        )
+        layout, pair_tables, single_tables = merged_tables(layout, bits, pair_tables, single_tables)
     b1, b = plan.single_scale, plan.pair_scale
-    streams = source.spawn(2)
     singles = [
         _noisy(t, b1, s) for t, s in zip(single_tables, streams[0].spawn(layout.d), strict=True)
     ]
-    out = Measurements(singles)
+    out = Measurements(singles, layout=layout, count=count, plan=plan)
     fine = fine_probabilities(layout, singles, b1)
     marg = _coarse_marginals(layout, fine)
     _, n_hat = consensus(

@@ -11,8 +11,10 @@ grouping rule do. :meth:`SelectedTables.fit` builds the sampling model from them
 Bytes: arrays ``singles`` (int64, every column's fine bins one after another), ``pairs``
 (int64 ``(M, 2)``), ``groups`` (int64, for each measured pair the groups of its first column's
 coarse bins then its second's), ``tables`` (int64, the noisy grouped tables one after another,
-row-major) and ``tree`` (int64 ``(T, 2)``, ``T`` = ``d − 1`` or 0); the header's ``plan`` and
-``column_bits``. :meth:`SelectedTables.read` checks every field and array before building.
+row-major), ``tree`` (int64 ``(T, 2)``, ``T`` = ``d − 1`` or 0) and, when the plan measured
+the row count, ``count`` (int64 ``(1,)``); the header's ``plan`` and ``column_bits`` (the bins
+measured: the state's, or fewer where the noisy count merged them).
+:meth:`SelectedTables.read` checks every field and array before building.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ class SelectedTables:
             for (i, j), gi, gj, t in measurements.measured
         ]
         self.tree = [(int(i), int(j)) for i, j in measurements.tree]
+        self.count = None if measurements.count is None else int(measurements.count)
 
     @property
     def nbytes(self) -> int:
@@ -73,18 +76,22 @@ class SelectedTables:
             self.plan == other.plan
             and self.layout.coarse == other.layout.coarse
             and self.layout.fine == other.layout.fine
+            and a.keys() == b.keys()
             and all(np.array_equal(a[k], b[k]) for k in a)
         )
 
     # ------------------------------------------------------------------ bytes
     def meta(self) -> dict[str, Any]:
         plan = {name: getattr(self.plan, name) for name in _PLAN_FIELDS}
+        if self.plan.count_epsilon:
+            plan["count_epsilon"] = self.plan.count_epsilon
         bits = [[c, f] for c, f in zip(self.layout.coarse, self.layout.fine, strict=True)]
         return {"plan": plan, "column_bits": bits}
 
     def arrays(self) -> dict[str, np.ndarray]:
         empty = np.zeros(0, dtype=np.int64)
-        return {
+        count = {} if self.count is None else {"count": np.array([self.count], dtype=np.int64)}
+        return count | {
             "singles": np.concatenate(self.singles),
             "pairs": np.array([m[0] for m in self.measured], dtype=np.int64).reshape(-1, 2),
             "groups": np.concatenate([np.concatenate(m[1:3]) for m in self.measured] or [empty]),
@@ -131,15 +138,20 @@ class SelectedTables:
         tree_pairs = [(int(a), int(b)) for a, b in tree]
         if not set(tree_pairs) <= set(measured_pairs):
             raise fail("array 'tree' names a pair that was not measured")
+        count = None
+        if plan.count_epsilon:
+            count = int(fields.bounded(arrays, "count", np.int64, (1,), -MAX_NOISY, MAX_NOISY)[0])
         for name in arrays:
-            if name not in ("singles", "pairs", "groups", "tables", "tree"):
+            if name not in ("singles", "pairs", "groups", "tables", "tree") + (
+                ("count",) if plan.count_epsilon else ()
+            ):
                 raise fail(f"unexpected array {name!r}")
         measured, start = [], 0
         for pair, (gi, gj), size in zip(measured_pairs, maps, cells, strict=True):
             shape = (int(gi.max()) + 1, int(gj.max()) + 1)
             measured.append((pair, gi, gj, tables[start : start + size].reshape(shape)))
             start += size
-        return cls(layout, plan, Measurements(singles, measured, tree_pairs))
+        return cls(layout, plan, Measurements(singles, measured, tree_pairs, count=count))
 
 
 def _column_bits(fields: MetaReader, schema: Any, fail: Any) -> tuple[tuple[int, ...], ...]:
@@ -173,7 +185,7 @@ def _column_bits(fields: MetaReader, schema: Any, fail: Any) -> tuple[tuple[int,
 
 def _plan(fields: MetaReader, d: int, epsilon: float, fail: Any) -> ReleasePlan:
     raw = MetaReader(fields.dict("plan"), _KIND)
-    extra = raw.names() - set(_PLAN_FIELDS)
+    extra = raw.names() - set(_PLAN_FIELDS) - {"count_epsilon"}
     if extra:
         raise fail(f"header field 'plan' has unknown fields {sorted(extra)}")
     pairs = d * (d - 1) // 2
@@ -188,6 +200,7 @@ def _plan(fields: MetaReader, d: int, epsilon: float, fail: Any) -> ReleasePlan:
         raw.epsilon("pair_epsilon"),
         rounds,
         sensitivity,
+        raw.epsilon("count_epsilon") if raw.has("count_epsilon") else 0.0,
     )
     if plan.selections and not select >= EPSILON_RANGE[0]:
         raise fail("header field 'plan' needs a positive 'select_epsilon' for its selections")

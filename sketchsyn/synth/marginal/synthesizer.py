@@ -123,7 +123,7 @@ from ...units.bounder import ContributionBounder
 from ...units.level import UnitLevel
 from ..offline.histogram import LevelCounts
 from . import layout, loading
-from .budget import SELECT_SHARE, ReleasePlan, default_release
+from .budget import COUNT_SHARE, SCARCE_SHARE, SELECT_SHARE, ReleasePlan, default_release
 from .checks import (
     check_column_bits,
     check_given_bits,
@@ -135,7 +135,14 @@ from .checks import (
 from .layout import ColumnBins, Layout, column_bits, pair_grid, pair_spread, table_cells
 from .model import MarginalDistribution
 from .noise import exact_levels, noisy_levels, released_counts, table_scales
-from .planner import DEFAULT_MEMORY, layout_bytes, plan, plan_table, state_bytes
+from .planner import (
+    DEFAULT_MEMORY,
+    layout_bytes,
+    mergeable_columns,
+    plan,
+    plan_table,
+    state_bytes,
+)
 from .select import measure
 from .selected import SelectedTables
 
@@ -206,8 +213,8 @@ class MarginalSynthesizer(LevelCounts, ColumnBins, UnitLevel):
     """
 
     STATE_PRIVACY = "trusted"
-    FORMAT_VERSION = 2  # 2: a table's per-column bits and its release plan (1 still loads)
-    READS = (1, 2)
+    FORMAT_VERSION = 3  # 3: a table's release rule; 2: its per-column bits and release plan
+    READS = (1, 2, 3)
     STATE_DECLARED = True  # first written with container 3: every blob says its state
     TAKES_RNG = True
     TAKES_UNIT = True
@@ -373,17 +380,16 @@ class MarginalSynthesizer(LevelCounts, ColumnBins, UnitLevel):
         s2 = check_share(
             SELECT_SHARE if select_share is None else select_share, "select_share", open_low=False
         )
-        if not s1 + s2 < 1:
-            raise ParameterError(
-                f"The 'singles_share' and 'select_share' parameters of {owner} must leave a "
-                f"share for the pair tables. Got {s1!r} and {s2!r} instead."
-            )
         P = d * (d - 1) // 2
+        # The parts the release chooses for its noisy row count: those not given (rounds only
+        # where there can be some: a spanning tree of every pair leaves none).
+        rule = ("singles_share",) if singles_share is None else ()
+        rule += ("rounds",) if rounds is None and P > d - 1 else ()
         if rounds is None:
             rounds = rule_rounds
         rounds = check_int(rounds, "rounds", owner, minimum=0, maximum=P - (d - 1))
-        self._plan = ReleasePlan.make(d, self._epsilon, s1, s2, rounds, self._sensitivity)
         self._share, self._select_share, self._rounds = s1, s2, rounds
+        self._set_rule(rule)
         if given is not None:
             if bits is not None or fine_bits is not None or exact_bits is not None:
                 raise ParameterError(
@@ -418,6 +424,45 @@ class MarginalSynthesizer(LevelCounts, ColumnBins, UnitLevel):
         self._why = why
         self._pair_eps, self._single_eps = self._plan.pair_epsilon, self._plan.singles_epsilon
 
+    def _set_rule(self, rule: tuple[str, ...]) -> None:
+        """The plan of a table's release: its parts from the given shares and rounds, and a row
+        count when the release fits ordered columns' bins, or the parts named in ``rule``
+        (``"singles_share"``, ``"rounds"``: chosen by :func:`default_release`), to it."""
+        owner, d = _OWNER, self._domain.d
+        self._rule = rule
+        self._mergeable = mergeable_columns(self._domain)
+        s0 = COUNT_SHARE if any(self._mergeable) or rule else 0.0
+        s1 = max(self._share, SCARCE_SHARE) if "singles_share" in rule else self._share
+        if not s0 + s1 + self._select_share < 1:
+            raise ParameterError(
+                f"The 'singles_share' and 'select_share' parameters of {owner} must leave a "
+                f"share for the pair tables{' and the row count' if s0 else ''}. Got "
+                f"{self._share!r} and {self._select_share!r} instead."
+            )
+        self._plan = ReleasePlan.make(
+            d,
+            self._epsilon,
+            self._share,
+            self._select_share,
+            self._rounds,
+            self._sensitivity,
+            count_share=s0,
+        )
+
+    def _release_plan(self, n_hat: float) -> ReleasePlan:
+        """The release's plan once its row count ``n_hat`` is drawn: the parts named in the
+        rule chosen for ``n_hat`` instead of ``expected_n`` (the count's part unchanged)."""
+        share, rounds = default_release(self._domain.d, self._epsilon, max(int(n_hat), 1))
+        return ReleasePlan.make(
+            self._domain.d,
+            self._epsilon,
+            share if "singles_share" in self._rule else self._share,
+            self._select_share,
+            rounds if "rounds" in self._rule else self._rounds,
+            self._sensitivity,
+            count_share=COUNT_SHARE,
+        )
+
     # ---------------------------------------------------------------- parameters
     epsilon = ReadOnly[float](
         "Total privacy budget ε (split over the marginals: ``epsilon_parts``)."
@@ -436,17 +481,31 @@ class MarginalSynthesizer(LevelCounts, ColumnBins, UnitLevel):
 
     @property
     def epsilon_parts(self) -> dict[str, float]:
-        """Budget spent on the one-way tables (``"singles"``), the private choices of pairs
-        (``"select"``, 0 on a Box: it measures every pair) and the pair tables (``"pairs"``)."""
-        if self._plan is not None:
-            return self._plan.parts()
+        """Budget spent on the row count (``"count"``, 0 on a Box), the one-way tables
+        (``"singles"``), the private choices of pairs (``"select"``, 0 on a Box: it measures
+        every pair) and the pair tables (``"pairs"``): :attr:`plan`'s parts on a Schema."""
+        plan = self.plan
+        if plan is not None:
+            return plan.parts()
         P, d = len(self._pairs), self._domain.d
-        return {"pairs": P * self._pair_eps, "singles": d * self._single_eps, "select": 0.0}
+        return {
+            "count": 0.0,
+            "singles": d * self._single_eps,
+            "select": 0.0,
+            "pairs": P * self._pair_eps,
+        }
 
     @property
     def plan(self) -> ReleasePlan | None:
-        """On a Schema: the release's budget for each one-way table, selection and measured
-        pair (:class:`~sketchsyn.synth.marginal.budget.ReleasePlan`); ``None`` on a Box."""
+        """On a Schema: the release's budget for its row count, each one-way table, selection
+        and measured pair (:class:`~sketchsyn.synth.marginal.budget.ReleasePlan`); ``None`` on
+        a Box. Before the release, the plan for ``expected_n``; a release whose rule chooses
+        ``singles_share`` or ``rounds`` for its noisy row count may change those two, and
+        once released this is the plan it measured."""
+        if self._plan is not None:
+            stored = self._stored()
+            if stored is not None and stored[0]._selected is not None:
+                return stored[0]._selected.plan
         return self._plan
 
     @property
@@ -454,15 +513,21 @@ class MarginalSynthesizer(LevelCounts, ColumnBins, UnitLevel):
         """Integer Laplace scale of each level of a pair tree and of a single-column tree on a
         Box; on a Schema the scale of every cell of a one-way table (``"single"``) and of a
         measured pair table (``"pair"``), and the geometric scale of a selection's noise
-        (``"select"``, 0 when every pair is measured)."""
+        (``"select"``, 0 when every pair is measured) and of the row count (``"count"``, 0
+        when it is not measured)."""
         P = len(self._pairs)
         if self._plan is None:
             return {"pair": self._scales[0].copy(), "single": self._scales[P].copy()}
-        plan = self._plan
+        plan = self.plan
         select = 0.0
         if plan.selections:
             select = selection_scale(plan.select_epsilon, plan.sensitivity)
-        return {"single": plan.single_scale, "pair": plan.pair_scale, "select": select}
+        return {
+            "single": plan.single_scale,
+            "pair": plan.pair_scale,
+            "select": select,
+            "count": plan.count_scale,
+        }
 
     @property
     def nbytes(self) -> int:
@@ -480,7 +545,7 @@ class MarginalSynthesizer(LevelCounts, ColumnBins, UnitLevel):
                 f"{self._pair_eps:.4g} + {d} column trees × {self._single_eps:.4g} "
                 f"(singles_share={self._share:g}); {self._privacy_unit()}"
             )
-        plan = self._plan
+        plan = self.plan
         bins = ", ".join(
             f"{name} {2**c}/{2**f}"
             for name, (c, f) in zip(self._domain.names, self.column_bits, strict=True)
@@ -496,6 +561,13 @@ class MarginalSynthesizer(LevelCounts, ColumnBins, UnitLevel):
             how = (
                 f"{d} one-way tables × {plan.singles_epsilon:.4g} and all {P} pair tables × "
                 f"{plan.pair_epsilon:.4g}"
+            )
+        if plan.count_epsilon:
+            fits = ["ordered columns' one-way bins"] if any(self._mergeable) else []
+            fits += [name for name in self._rule]
+            how = (
+                f"a row count × {plan.count_epsilon:.4g} (the release fits {' and '.join(fits)} "
+                f"to it), {how}"
             )
         return (
             f"MarginalSynthesizer: d={d} columns; bins (pair-table/one-way) {bins} ({self._why}); "
@@ -527,6 +599,7 @@ class MarginalSynthesizer(LevelCounts, ColumnBins, UnitLevel):
                 "select_share": self._select_share,
                 "rounds": self._rounds,
             }
+            params["rule"] = list(self._rule)
         return params | self._unit_params()
 
     @classmethod
@@ -667,8 +740,16 @@ class MarginalSynthesizer(LevelCounts, ColumnBins, UnitLevel):
             p: t[pair_grid(lay.coarse[p[0]], lay.coarse[p[1]])]
             for p, t in zip(lay.pairs, self._pair_tables(), strict=True)
         }
-        measurements = measure(lay, pairs, self._single_tables(), self._plan, self._source)
-        selected = SelectedTables(lay, self._plan, measurements)
+        measurements = measure(
+            lay,
+            pairs,
+            self._single_tables(),
+            self._plan,
+            self._source,
+            self._mergeable,
+            self._release_plan if self._rule else None,
+        )
+        selected = SelectedTables(measurements.layout, measurements.plan, measurements)
         return (
             MarginalDistribution.from_selected(
                 self._domain, self._epsilon, selected, self._release_params()
@@ -729,7 +810,7 @@ class MarginalSynthesizer(LevelCounts, ColumnBins, UnitLevel):
         and the bits before anything is built, and every count must lie in ``[0, 2**52]`` with
         each table summing to at most ``2**52``; ``rng`` seeds the noise of a later release
         (:func:`~sketchsyn.synth.marginal.loading.from_state`)."""
-        return loading.from_state(cls, fields, arrays, rng)
+        return loading.from_state(cls, fields, arrays, rng, version)
 
     def __repr__(self) -> str:
         unit = "" if self._unit is None else f", unit={self._unit!r}, max_rows={self._max_rows}"
