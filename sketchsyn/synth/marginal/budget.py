@@ -34,6 +34,7 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -48,6 +49,7 @@ __all__ = [
     "SINGLES_SHARE",
     "ReleasePlan",
     "default_release",
+    "rule_plan",
 ]
 
 _OWNER = "MarginalSynthesizer"
@@ -163,6 +165,28 @@ class ReleasePlan:
         )
         return total / Fraction(self.epsilon)
 
+    def describe(self, fitted: Sequence[str] = ()) -> str:
+        """The split in words; ``fitted``: what the release fits to its row count."""
+        d, P = self.d, self.pairs
+        if self.selections:
+            how = (
+                f"{d} one-way tables × {self.singles_epsilon:.4g}, {self.selections} private "
+                f"choices of a pair × {self.select_epsilon:.4g} (a spanning tree of {d - 1}, "
+                f"then {self.rounds} adaptive rounds), {self.measured} of the {P} pair tables "
+                f"measured × {self.pair_epsilon:.4g}"
+            )
+        else:
+            how = (
+                f"{d} one-way tables × {self.singles_epsilon:.4g} and all {P} pair tables × "
+                f"{self.pair_epsilon:.4g}"
+            )
+        if self.count_epsilon:
+            how = (
+                f"a row count × {self.count_epsilon:.4g} (the release fits "
+                f"{' and '.join(fitted)} to it), {how}"
+            )
+        return how
+
     def parts(self) -> dict[str, float]:
         """Budget spent on the row count, the one-way tables, the selections and the pair
         tables, each together."""
@@ -172,6 +196,44 @@ class ReleasePlan:
             "select": self.selections * self.select_epsilon,
             "pairs": self.measured * self.pair_epsilon,
         }
+
+
+def rule_plan(
+    d: int,
+    epsilon: float,
+    parts: tuple[float, float, int],
+    sensitivity: int,
+    rule: tuple[str, ...],
+    counted: bool,
+    n_hat: float | None = None,
+) -> ReleasePlan:
+    """The plan of a table release from ``parts = (singles_share, select_share, rounds)``,
+    with a row count (:data:`COUNT_SHARE`) when the release fits bins to it (``counted``) or
+    chooses the parts named in ``rule`` (``"singles_share"``, ``"rounds"``) for it: with the
+    noisy count ``n_hat``, those parts by :func:`default_release` (``None``: as given, the plan
+    shown before the release). The count's part is the same whatever ``n_hat`` is.
+
+    >>> before = rule_plan(6, 1.0, (0.35, 0.1, 5), 1, ("rounds",), True)
+    >>> after = rule_plan(6, 1.0, (0.35, 0.1, 5), 1, ("rounds",), True, n_hat=3_000)
+    >>> before.rounds, after.rounds, before.count_epsilon == after.count_epsilon == 0.01
+    (5, 0, True)
+    """
+    singles_share, select_share, rounds = parts
+    if n_hat is not None:
+        share, chosen = default_release(d, epsilon, max(int(n_hat), 1))
+        singles_share = share if "singles_share" in rule else singles_share
+        rounds = chosen if "rounds" in rule else rounds
+    count = COUNT_SHARE if counted or rule else 0.0
+    top = max(singles_share, SCARCE_SHARE) if "singles_share" in rule else singles_share
+    if not count + top + select_share < 1:
+        raise ParameterError(
+            f"The 'singles_share' and 'select_share' parameters of {_OWNER} must leave a "
+            f"share for the pair tables{' and the row count' if count else ''}. Got "
+            f"{singles_share!r} and {select_share!r} instead."
+        )
+    return ReleasePlan.make(
+        d, epsilon, singles_share, select_share, rounds, sensitivity, count_share=count
+    )
 
 
 def default_release(d: int, epsilon: float, n: int | None) -> tuple[float, int]:

@@ -123,7 +123,7 @@ from ...units.bounder import ContributionBounder
 from ...units.level import UnitLevel
 from ..offline.histogram import LevelCounts
 from . import layout, loading
-from .budget import COUNT_SHARE, SCARCE_SHARE, SELECT_SHARE, ReleasePlan, default_release
+from .budget import SELECT_SHARE, ReleasePlan, default_release, rule_plan
 from .checks import (
     check_column_bits,
     check_given_bits,
@@ -425,43 +425,18 @@ class MarginalSynthesizer(LevelCounts, ColumnBins, UnitLevel):
         self._pair_eps, self._single_eps = self._plan.pair_epsilon, self._plan.singles_epsilon
 
     def _set_rule(self, rule: tuple[str, ...]) -> None:
-        """The plan of a table's release: its parts from the given shares and rounds, and a row
-        count when the release fits ordered columns' bins, or the parts named in ``rule``
-        (``"singles_share"``, ``"rounds"``: chosen by :func:`default_release`), to it."""
-        owner, d = _OWNER, self._domain.d
+        """The plan of a table's release for ``expected_n``, with ``rule`` naming the parts the
+        release chooses for its noisy row count (:func:`rule_plan`)."""
         self._rule = rule
         self._mergeable = mergeable_columns(self._domain)
-        s0 = COUNT_SHARE if any(self._mergeable) or rule else 0.0
-        s1 = max(self._share, SCARCE_SHARE) if "singles_share" in rule else self._share
-        if not s0 + s1 + self._select_share < 1:
-            raise ParameterError(
-                f"The 'singles_share' and 'select_share' parameters of {owner} must leave a "
-                f"share for the pair tables{' and the row count' if s0 else ''}. Got "
-                f"{self._share!r} and {self._select_share!r} instead."
-            )
-        self._plan = ReleasePlan.make(
-            d,
-            self._epsilon,
-            self._share,
-            self._select_share,
-            self._rounds,
-            self._sensitivity,
-            count_share=s0,
-        )
+        self._plan = self._release_plan(None)
 
-    def _release_plan(self, n_hat: float) -> ReleasePlan:
-        """The release's plan once its row count ``n_hat`` is drawn: the parts named in the
-        rule chosen for ``n_hat`` instead of ``expected_n`` (the count's part unchanged)."""
-        share, rounds = default_release(self._domain.d, self._epsilon, max(int(n_hat), 1))
-        return ReleasePlan.make(
-            self._domain.d,
-            self._epsilon,
-            share if "singles_share" in self._rule else self._share,
-            self._select_share,
-            rounds if "rounds" in self._rule else self._rounds,
-            self._sensitivity,
-            count_share=COUNT_SHARE,
-        )
+    def _release_plan(self, n_hat: float | None) -> ReleasePlan:
+        """The plan for a noisy row count ``n_hat`` (``None``: before it is drawn)."""
+        parts = (self._share, self._select_share, self._rounds)
+        counted = any(self._mergeable)
+        return rule_plan(self._domain.d, self._epsilon, parts, self._sensitivity, self._rule,
+                         counted, n_hat)  # fmt: skip
 
     # ---------------------------------------------------------------- parameters
     epsilon = ReadOnly[float](
@@ -550,25 +525,8 @@ class MarginalSynthesizer(LevelCounts, ColumnBins, UnitLevel):
             f"{name} {2**c}/{2**f}"
             for name, (c, f) in zip(self._domain.names, self.column_bits, strict=True)
         )
-        if plan.selections:
-            how = (
-                f"{d} one-way tables × {plan.singles_epsilon:.4g}, {plan.selections} private "
-                f"choices of a pair × {plan.select_epsilon:.4g} (a spanning tree of {d - 1}, "
-                f"then {plan.rounds} adaptive rounds), {plan.measured} of the {P} pair tables "
-                f"measured × {plan.pair_epsilon:.4g}"
-            )
-        else:
-            how = (
-                f"{d} one-way tables × {plan.singles_epsilon:.4g} and all {P} pair tables × "
-                f"{plan.pair_epsilon:.4g}"
-            )
-        if plan.count_epsilon:
-            fits = ["ordered columns' one-way bins"] if any(self._mergeable) else []
-            fits += [name for name in self._rule]
-            how = (
-                f"a row count × {plan.count_epsilon:.4g} (the release fits {' and '.join(fits)} "
-                f"to it), {how}"
-            )
+        fits = ["ordered columns' one-way bins"] if any(self._mergeable) else []
+        how = plan.describe(fits + list(self._rule))
         return (
             f"MarginalSynthesizer: d={d} columns; bins (pair-table/one-way) {bins} ({self._why}); "
             f"state {self.nbytes:,} bytes; ε={self._epsilon:g} split as {how}; "
