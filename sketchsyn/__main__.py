@@ -1,5 +1,6 @@
-"""``python -m sketchsyn …`` and the installed ``sketchsyn`` command: :func:`command`."""
+"""``python -m sketchsyn …`` and the installed ``sketchsyn`` command: :func:`run`."""
 
+import atexit
 import os
 import sys
 
@@ -19,5 +20,31 @@ def command() -> int:
     return main()
 
 
+def run() -> None:
+    """The installed ``sketchsyn`` command and ``python -m sketchsyn``: :func:`command`, then
+    the process ends with its status (:func:`_exit`)."""
+    _exit(command())
+
+
+def _exit(status: int) -> None:
+    """End the process with ``status`` once Python's own exit work is done (the ``atexit``
+    handlers, the standard streams flushed), without the C++ libraries' static destructors.
+
+    pyarrow's CSV reader reads ahead on Arrow's I/O threads; when a command stops a few
+    milliseconds after its last read (a damaged input, refused at its last line), such a
+    task can still be running when the process tears Arrow's thread pool down, and the
+    process aborted ("terminate called without an active exception", exit -6, about one run
+    in 30 on a busy machine; apache/arrow#34314 and #43604). Every file a command writes is
+    closed before it returns.
+    """
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can be said
+            pass
+    os._exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(command())
+    run()
