@@ -23,6 +23,13 @@ ROOT = Path(__file__).resolve().parents[1]
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
+# One BLAS thread per process, as the command line runs (sketchsyn/__main__.py): the suite runs
+# one pytest-xdist worker per core, and a BLAS pool of one thread per core in each (they spin
+# while they wait) cost the 2-core CI about 20 CPU-s. Set before the workers start, so that
+# their numpy reads it; a value set by the caller is kept.
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
 
 def _with_root_on_path() -> dict[str, str | None]:
     """Put this checkout first on PYTHONPATH (worker processes import this sketchsyn); returns

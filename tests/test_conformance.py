@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pytest
 from conformance_examples import EXAMPLES, Example
-from test_privacy_audit import MECHANISMS, audit  # tests/ is on sys.path (no __init__)
+from test_privacy_audit import MECHANISMS  # tests/ is on sys.path (no __init__)
 
 import sketchsyn
 from sketchsyn.errors import ReleasedError, SerializationError
@@ -340,19 +340,9 @@ def check_state_privacy_truthful(cls: type, ex: Example, monkeypatch: Any) -> No
         f"{cls.__name__} declares private state, but its bytes tell one record from none "
         f"exactly: {leaks[:5]}"
     )
-    for mech in _audits(cls.kind):
-        eps_hat, *_ = audit(mech)
-        assert eps_hat <= mech.epsilon, f"{mech.name}: audited ε ≥ {eps_hat:.3f} > {mech.epsilon}"
-
-
-def _audits(kind: str) -> list[Any]:
-    """The mechanisms of tests/test_privacy_audit.py that audit ``kind``'s shipped state, with
-    fewer trials (the bounds stay valid, with less power)."""
-    return [
-        dataclasses.replace(m, trials=min(m.trials, 400))
-        for m in MECHANISMS
-        if m.name.split("-")[0] == kind
-    ]
+    # The audits of the shipped state (tests/test_privacy_audit.py's mechanisms of this kind)
+    # run there at their full trials, each beside its 2× under-noised build; a second, smaller
+    # run of the same audits here added about 25 CPU-s and no check.
 
 
 CHECKS = [
@@ -438,7 +428,8 @@ def test_every_public_stateful_class_is_registered() -> None:
 
 
 def test_audit_helpers_cover_the_private_sketches() -> None:
-    assert {m.name.split("-")[0] for m in MECHANISMS} >= {"CountMinSketch", "PrivHP"}
+    names = {m.name.split("-")[0] for m in MECHANISMS}
+    assert names >= {"CountMinSketch", "CountSketch", "PrivHP", "MarginalSynthesizer"}
 
 
 # ------------------------------------------------------------------ format version 1 stays readable
