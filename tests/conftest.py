@@ -283,14 +283,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_Groups(), "sketchsyn-xdist-groups")
 
 
-@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's (absent with -p no:xdist)
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto``: one worker more than the cores. Many tests wait on a child process (the
-    command line, a saved docs example, the Spark JVM, Dask's workers) while their worker
-    idles; a third worker on the 2-core CI keeps both cores busy then."""
-    return (os.cpu_count() or 1) + 1
-
-
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Note, after any deselection, the last test of the last module that uses each shared
