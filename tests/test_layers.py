@@ -25,7 +25,7 @@ LAYERS = [
     {"cli", "distributed", "dask", "spark", "__main__", "__init__"},
 ]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
-MAX_LINES = 850
+MAX_LINES = 800  # the guide: about 800 lines at most
 
 # Inside synth/, lowest first: the shared modules at its top, then one subpackage per family. A
 # family imports only the shared modules, itself and the families before it; the shared modules
