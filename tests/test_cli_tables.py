@@ -19,6 +19,7 @@ import pytest
 from cli_run import kill_after_writes as _kill_after_writes
 from cli_run import run, user_error
 
+from sketchsyn import MarginalDistribution
 from sketchsyn.cli.common import _load_run
 from sketchsyn.domains import Schema
 from sketchsyn.errors import ParameterError
@@ -423,7 +424,11 @@ def test_the_marginal_synthesizer_on_a_table(files):
     out = ok(run("evaluate", files["csv"], tmp / "m.parquet", "--schema", model)).out
     tvd1 = float(out.split("data vs synthetic ")[1].split(",")[0])
     assert tvd1 < 0.05, out
-    assert "tree of column pairs" in ok(run("info", model)).out
+    info = ok(run("info", model)).out
+    assert "tree of column pairs" in info
+    dist = MarginalDistribution.load(model)
+    assert dist.noisy_row_count is not None
+    assert f"noisy row count: {dist.noisy_row_count:,} (ε 0.01); bins measured" in info, info
 
 
 def test_output_files_respect_the_umask_and_trusted_states_stay_private(files, tmp_path):

@@ -89,6 +89,7 @@ def test_the_release_plans_for_its_count_not_for_expected_n() -> None:
     )
     assert syn.plan == plan and syn.epsilon_parts == dist.epsilon_parts
     assert abs(dist._selected.count - 20_000) < 20 * plan.count_scale
+    assert dist.noisy_row_count == dist._selected.count
     # given shares and rounds stay as given: the count only fits the bins
     syn2, dist2 = _released(10**6, singles_share=0.3, rounds=1)
     assert syn2._rule == () and dist2._selected.plan == syn2.plan

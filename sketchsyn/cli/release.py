@@ -162,6 +162,16 @@ def _info(args: argparse.Namespace) -> int:
         else:
             _budget_lines(obj, obj.params, default=str)
             print(f"  tree of column pairs: {obj.tree}; noisy total: {obj.total:,.1f}")
+            if obj.noisy_row_count is not None:
+                bins = ", ".join(
+                    f"{name} {2**c}/{2**f}"
+                    for name, (c, f) in zip(domain.names, obj.column_bits, strict=True)
+                )
+                print(
+                    f"  noisy row count: {obj.noisy_row_count:,} (ε "
+                    f"{obj.epsilon_parts['count']:.4g}); bins measured for it "
+                    f"(pair-table/one-way): {bins}"
+                )
         _bytes_line(obj, args.model)
     else:
         params = obj._params()

@@ -378,6 +378,12 @@ class MarginalDistribution(Summary, ColumnBins):
         return [m[0] for m in self._selected.measured]
 
     @property
+    def noisy_row_count(self) -> int | None:
+        """The noisy row count a table release drew first (its bins and plan were fitted to
+        it), ``None`` when it drew none."""
+        return None if self._selected is None else self._selected.count
+
+    @property
     def epsilon_parts(self) -> dict[str, float]:
         """Budget spent on the row count, the one-way tables, the private selections and the
         pair tables."""
