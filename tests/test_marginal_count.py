@@ -112,7 +112,7 @@ def test_no_count_when_nothing_is_fitted_to_it() -> None:
         dist._selected.count is None
         and "count" not in read(dist.to_bytes(), "MarginalDistribution").arrays
     )
-    assert "row count" not in syn.explain()
+    assert "row count" not in syn.explain() and dist.noisy_row_count is None
 
 
 # ------------------------------------------------------------------ bins
