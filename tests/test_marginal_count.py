@@ -193,3 +193,13 @@ def test_the_count_and_the_rule_round_trip_and_forgeries_are_refused() -> None:
     # a version-2 state has no rule: it loads, and its release keeps its shares and rounds
     old = pack("MarginalSynthesizer", 2, meta, dict(got.arrays), state="trusted")
     assert MarginalSynthesizer.from_bytes(old)._rule == ()
+
+
+def test_the_count_is_scaled_for_a_privacy_unit() -> None:
+    """With a privacy unit (``L`` rows kept per unit) the count moves by up to ``2L`` between
+    neighbours, as every table does: its scale is ``2L`` times the event-level one."""
+    event = MarginalSynthesizer(SCHEMA, 1.0, expected_n=10_000)
+    user = MarginalSynthesizer(SCHEMA, 1.0, expected_n=10_000, unit="client", max_rows=4)
+    assert event.noise_scales["count"] == pytest.approx(1 / (COUNT_SHARE * 1.0))
+    assert user.noise_scales["count"] == pytest.approx(8 * event.noise_scales["count"])
+    assert user.plan.count_epsilon == event.plan.count_epsilon == COUNT_SHARE
