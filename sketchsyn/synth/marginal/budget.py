@@ -47,8 +47,10 @@ __all__ = [
     "SCARCE_SHARE",
     "SELECT_SHARE",
     "SINGLES_SHARE",
+    "RULE_PARTS",
     "ReleasePlan",
     "default_release",
+    "is_rule",
     "rule_plan",
 ]
 
@@ -196,6 +198,20 @@ class ReleasePlan:
             "select": self.selections * self.select_epsilon,
             "pairs": self.measured * self.pair_epsilon,
         }
+
+
+RULE_PARTS = ("singles_share", "rounds")  # the parts a release may choose for its row count
+
+
+def is_rule(value: object) -> bool:
+    """True for a release rule: a list of distinct names from :data:`RULE_PARTS`, in that order.
+
+    >>> is_rule(["singles_share", "rounds"]), is_rule(["rounds", "singles_share"]), is_rule([])
+    (True, False, True)
+    """
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return False
+    return [v for v in RULE_PARTS if v in value] == value
 
 
 def rule_plan(

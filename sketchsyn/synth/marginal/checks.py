@@ -31,10 +31,12 @@ from ...errors import (
     check_int,
     check_memory,
 )
+from .budget import RULE_PARTS, is_rule
 from .layout import MAX_BITS, MAX_EXACT_BITS, MAX_FINE_BITS
 
 __all__ = [
     "MAX_COUNT",
+    "TABLE_PARAMS",
     "check_column_bits",
     "check_counts",
     "check_given_bits",
@@ -139,6 +141,10 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+# A table synthesizer's parameters, in its header and in its release's ``params``.
+TABLE_PARAMS = ("column_bits", "singles_share", "select_share", "rounds", "rule")
+
+
 def check_params(params: Any, expected: Mapping[str, Any], fail: Fail) -> dict[str, Any]:
     """A release's ``params`` record, checked field by field: only the keys of ``expected``
     (the values the release's own fields fix; ``singles_share`` and ``consistency`` are free),
@@ -172,13 +178,7 @@ def check_params(params: Any, expected: Mapping[str, Any], fail: Fail) -> dict[s
         "select_share": (lambda v: _number(v) and 0 <= v < 1, "a number in [0, 1)"),
         "rounds": (lambda v: _int(v, 0, 2016), "an int in [0, 2016]"),
         "column_bits": (_bit_pairs, "a list of [coarse, fine] ints"),
-        "rule": (
-            lambda v: (
-                isinstance(v, list)
-                and v in ([], ["singles_share", "rounds"], ["singles_share"], ["rounds"])
-            ),
-            "a list of 'singles_share' and 'rounds', in that order",
-        ),
+        "rule": (is_rule, f"a list of names from {list(RULE_PARTS)}, in that order"),
         "unit": (lambda v: isinstance(v, str) and bool(v), "a non-empty str"),
         "max_rows": (lambda v: _int(v, 1, 2**31 - 2), f"an int in [1, {2**31 - 2}]"),
     }

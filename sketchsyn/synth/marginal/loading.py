@@ -23,22 +23,15 @@ from ...privacy.rng import RNGLike
 from ...units.bounder import ContributionBounder
 from ...units.level import UNIT_FIELDS
 from . import layout
-from .checks import check_counts
+from .budget import RULE_PARTS, is_rule
+from .checks import TABLE_PARAMS, check_counts
 from .model import MarginalDistribution
 
 __all__ = ["from_params", "from_state", "read_domain"]
 
 _STATE_FIELDS = ("frozen", "lineage", "released", "diagnostics")
 _PARAM_FIELDS = {"domain", "epsilon", "bits", "fine_bits", "singles_share", "consistency"}
-_TABLE_FIELDS = {
-    "domain",
-    "epsilon",
-    "column_bits",
-    "singles_share",
-    "select_share",
-    "rounds",
-    "rule",
-}
+_TABLE_FIELDS = {"domain", "epsilon", *TABLE_PARAMS}
 _DIAGNOSTICS = {"n_seen", "n_dropped", "adjusted"}
 
 
@@ -53,19 +46,15 @@ def read_domain(fields: MetaReader, kind: str) -> Box | Schema:
     return domain
 
 
-RULE_PARTS = ("singles_share", "rounds")
-
-
 def read_rule(fields: MetaReader, fail: Any, required: bool) -> tuple[str, ...]:
     """The header's ``rule`` (written since format version 3, absent before: none): the release
-    parts chosen for the noisy row count, distinct names from :data:`RULE_PARTS` in that order."""
+    parts chosen for the noisy row count (:func:`~sketchsyn.synth.marginal.budget.is_rule`)."""
     if not fields.has("rule"):
         if required:
             raise fail("header field 'rule' is missing")
         return ()
     raw = fields.as_dict()["rule"]
-    ok = isinstance(raw, list) and all(isinstance(v, str) for v in raw)
-    if not ok or [v for v in RULE_PARTS if v in raw] != raw:
+    if not is_rule(raw):
         raise fail(f"header field 'rule' must list names from {list(RULE_PARTS)} in that order")
     return tuple(raw)
 

@@ -50,7 +50,7 @@ from ...errors import ParameterError, SerializationError, check_epsilon, check_i
 from ...io.serial import Arrays, MetaReader
 from ...io.summary import Summary
 from ...privacy.rng import RNGLike, as_source
-from .checks import check_counts, check_params, check_split
+from .checks import TABLE_PARAMS, check_counts, check_params, check_split
 from .fit import draw_rows, fit_model, maximum_spanning_tree
 from .layout import (
     EXACT_BITS,
@@ -85,16 +85,7 @@ _MAX_ROUNDS = 1000
 _FIELDS = {"domain", "epsilon", "pair_epsilon", "single_epsilon", "bits", "fine_bits", "params"}
 _SELECTED_FIELDS = {"domain", "epsilon", "plan", "column_bits", "params"}
 # The synthesizer's parameters a table release states (only the first two are fixed by it).
-_SELECTED_PARAMS = (
-    "epsilon",
-    "column_bits",
-    "singles_share",
-    "select_share",
-    "rounds",
-    "rule",
-    "unit",
-    "max_rows",
-)
+_SELECTED_PARAMS = ("epsilon", *TABLE_PARAMS, "unit", "max_rows")
 _U64 = np.uint64
 
 
