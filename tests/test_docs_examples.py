@@ -101,6 +101,8 @@ def test_example_runs_as_a_saved_script(page: str, index: int, code: str, tmp_pa
     env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYTHONHOME")}
     env["PATH"] = os.pathsep.join([str(fake), env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    if "pyspark" in code:  # a short-lived JVM, as the Spark fixtures start theirs: quick start-up
+        env.setdefault("JDK_JAVA_OPTIONS", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
     out = subprocess.run(
         [sys.executable, str(script)],
         cwd=tmp_path,

@@ -10,6 +10,8 @@ Four extension modules, compiled from Cython (and a little C) by the package's b
 * :mod:`~sketchsyn.kernels._words`: the words those loops draw (a seeded numpy bit generator's,
   or the OS CSPRNG's: :mod:`~sketchsyn.kernels.oswords`).
 
+(A fifth, ``_cyutility``, holds the Cython runtime code the four share, compiled once.)
+
 Each has a numpy reference in the module that calls it, and both give the same state bit for
 bit (``tests/test_privhp_kernels.py``, ``tests/test_counter_kernels.py``). The numpy path runs
 where the extension is absent (a source install without a C compiler, an unsupported

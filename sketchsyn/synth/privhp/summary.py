@@ -102,6 +102,7 @@ from .. import tree
 from ..distribution import PrivateDistribution
 from . import loading
 from .bank import LevelBank
+from .budgets import level_budgets
 from .combine import Combine
 from .loading import ALLOCATIONS, KIND, NEIGHBOURS, SKETCHES
 from .release import least_squares_levels, noisy_state, release_once
@@ -275,18 +276,6 @@ class PrivHP(Combine, LevelBank, Sizing, UnitLevel, Summary):
             release_k = self.auto_release_k(self._k, self._width)
         self._release_k = check_int(release_k, "release_k", "PrivHP", minimum=1)
 
-        gammas = np.array([domain.gamma(level) for level in range(-1, self._depth + 1)])
-        self._sigmas = np.asarray(
-            accounting.privhp_allocation(
-                self._epsilon,
-                self._release_k,
-                self._depth,
-                gammas=gammas,
-                allocation=self._allocation,
-                counter_depth=self._L_c,
-            ),
-            dtype=np.float64,
-        )
         self._source = as_source(rng)
         self._take_unit(
             "PrivHP", unit, max_rows, expected_units, bounder, bounder_bytes, self._source,
@@ -294,9 +283,19 @@ class PrivHP(Combine, LevelBank, Sizing, UnitLevel, Summary):
         )  # fmt: skip
         # Rows one neighbour moves in each cell: 1 (a row), 2 (replace), times 2L (a unit).
         factor = (2 if self._neighbours == "replace" else 1) * self.sensitivity
-        self._sigmas = self._realisable(self._sigmas, float(factor))
+        sigmas, level_eps = level_budgets(
+            self._epsilon,
+            self._release_k,
+            self._depth,
+            tuple(float(domain.gamma(level)) for level in range(-1, self._depth + 1)),
+            self._allocation,
+            self._L_c,
+            self._sketch_depth,
+            float(factor),
+        )
+        self._sigmas = np.array(sigmas, dtype=np.float64)
         # Each structure's budget σ_l / factor (rounded down: factor times it is at most σ_l).
-        self._level_eps = np.array([accounting.share_of(s, factor) for s in self._sigmas])
+        self._level_eps = np.array(level_eps)
         # Each level's integer Laplace scale, rounded up (the realised budget is at most the
         # level's share exactly); a budget too small for the sampler is refused here.
         self._scales = np.array(
@@ -350,32 +349,6 @@ class PrivHP(Combine, LevelBank, Sizing, UnitLevel, Summary):
             as_source(None) if self._raw else self._source, KIND, self._params()
         )
         self._usage = UsageGuard()
-
-    def _realisable(self, sigmas: np.ndarray, factor: float) -> np.ndarray:
-        """Raise tiny level shares to the least the exact sampler realises (scale ≤ 2**30).
-
-        Lemma 5 gives very deep levels (e.g. ``depth = 56`` in d = 1) shares so small that their
-        noise scale would exceed ``MAX_LAPLACE_SCALE``; such a level carries no information
-        anyway. Each share is raised to ``sensitivity·factor/2**30`` (one ulp more) and the
-        other levels are scaled down so that the total stays ε. Refused only when ε cannot
-        cover even those floors.
-        """
-        sens = np.where(np.arange(self._depth + 1) <= self._L_c, 1.0, float(self._sketch_depth))
-        floor = np.nextafter(sens * factor / accounting.MAX_LAPLACE_SCALE, np.inf) * (1 + 1e-12)
-        low = sigmas < floor
-        if not low.any():
-            return sigmas
-        rest = self._epsilon - floor[low].sum()
-        if rest <= 0 or not (~low).any():
-            raise ParameterError(
-                f"The 'epsilon' parameter of PrivHP is too small for depth={self._depth}: its "
-                f"levels would need integer Laplace noise above the largest supported scale "
-                f"2**30. Got {self._epsilon!r} instead."
-            )
-        out = sigmas.copy()
-        out[low] = floor[low]
-        out[~low] *= rest / sigmas[~low].sum()
-        return accounting.fit_to_budget(out, self._epsilon)
 
     # ------------------------------------------------------------------ read-only parameters
     domain = ReadOnly[Any]("The public domain.")
