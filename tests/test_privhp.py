@@ -338,9 +338,11 @@ def _w1_tree(X, release, domain):
 
 @pytest.fixture(scope="module")
 def utility_grid():
-    """Mean tree-bound W1 over 5 seeds, n = 2^18 multifractal B = 0.8, d = 2, ε = 1."""
+    """Mean tree-bound W1 over 3 seeds, n = 2^18 multifractal B = 0.8, d = 2, ε = 1 (the
+    trends below hold by factors of 1.5–2.4 against the 1.1 asked; 5 seeds moved no ratio by
+    more than 0.01)."""
     n, dom = 2**18, Box.unit(2)
-    data = [multifractal(n, d=2, B=0.8, depth=24, seed=100 + s) for s in range(5)]
+    data = [multifractal(n, d=2, B=0.8, depth=24, seed=100 + s) for s in range(3)]
     configs = {
         "k4": dict(k=4, width=1024),
         "k16": dict(k=16, width=1024),

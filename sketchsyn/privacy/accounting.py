@@ -14,6 +14,7 @@ sketchsyn.errors.BudgetExceededError: cannot spend epsilon=0.01 (''): only 0 of 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
@@ -41,6 +42,7 @@ __all__ = [
 MAX_LAPLACE_SCALE = 2**30  # the largest scale noise.discrete_laplace accepts
 
 
+@functools.lru_cache(maxsize=4096, typed=True)  # exact arithmetic, once per parameter set
 def laplace_scale(sensitivity: float, epsilon: float, owner: str, name: str = "epsilon") -> float:
     """The smallest float ``s`` with ``sensitivity / s ≤ epsilon`` exactly (as rationals).
 
@@ -71,6 +73,7 @@ def laplace_scale(sensitivity: float, epsilon: float, owner: str, name: str = "e
     return scale
 
 
+@functools.lru_cache(maxsize=4096, typed=True)
 def share_of(epsilon: float, factor: int) -> float:
     """The largest float ``e`` with ``factor · e ≤ epsilon`` exactly (as rationals): the budget
     of a structure whose neighbours move ``factor`` times what one row moves (a privacy unit of

@@ -66,6 +66,7 @@ __all__ = [
 _MAX_SCALE = 2**30  # wider noise would carry no information; keeps the geometric digits few
 
 
+@lru_cache(maxsize=4096, typed=True)  # a noise scale is converted once, not at every draw
 def exact_rational(value: object, name: str, owner: str) -> Fraction:
     """``value`` (a finite real in ``(0, 2**30]``) as its exact Fraction, with no rounding.
 
@@ -438,7 +439,7 @@ def discrete_laplace(scale: float, size: int | tuple[int, ...], rng: RNGLike = N
     """
     frac = exact_rational(scale, "scale", "discrete_laplace")
     shape = _shape(size, "discrete_laplace")
-    n = int(np.prod(shape, dtype=np.int64))
+    n = math.prod(shape)
     return _laplace_core(frac, n, as_source(rng)).reshape(shape)
 
 
@@ -467,7 +468,7 @@ def discrete_gaussian(
     """
     s2 = exact_rational(sigma2, "sigma2", "discrete_gaussian")
     shape = _shape(size, "discrete_gaussian")
-    n = int(np.prod(shape, dtype=np.int64))
+    n = math.prod(shape)
     src = as_source(rng)
     a, b = s2.numerator, s2.denominator  # sigma2 = a/b exactly
     t = math.isqrt(a // b) + 1  # floor(sqrt(x)) == isqrt(floor(x)): floor(sigma) + 1, exactly

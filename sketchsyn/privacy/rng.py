@@ -22,6 +22,7 @@ True
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 from typing import Any, Union
 
@@ -177,7 +178,7 @@ class RandomSource:
         ``m`` is below ``(2**32 − h) mod h``, in which case ``w`` is redrawn. This is exactly
         uniform (Lemire 2019, "Fast random integer generation in an interval").
         """
-        n = int(np.prod(shape, dtype=np.int64))
+        n = math.prod(shape)
         scalar = high_arr.size == 1  # one bound for every draw
         h = (
             _U64(int(high_arr.reshape(-1)[0]))
@@ -205,7 +206,7 @@ class RandomSource:
     def random(self, size: int | tuple[int, ...]) -> np.ndarray:
         """Uniform float64 in ``[0, 1)`` with 53 random bits (for placing points, not for noise)."""
         shape = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
-        n = int(np.prod(shape, dtype=np.int64))
+        n = math.prod(shape)
         words = self.uint64(n) >> _U64(11)
         return (words.astype(np.float64) * (1.0 / 2**53)).reshape(shape)
 
