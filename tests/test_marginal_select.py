@@ -132,19 +132,84 @@ def test_one_row_moves_every_score_by_at_most_one(seed, n, extra) -> None:
     marg = select._coarse_marginals(lay, select.fine_probabilities(lay, singles, plan.single_scale))
     n_hat = float(sum(s[lay.valid_fine(j)].sum() for j, s in enumerate(singles)) / 4)
     cells = n_hat / (select.CELL_NOISE * plan.pair_scale)
-    groups = {p: select.pair_groups(lay, marg, p, cells) for p in lay.pairs}
+    groups = select.candidate_groups(lay, marg, cells)  # every pair at each resolution
     scored = []
     for s in (syn, syn2):
+        tables = _tables(s)
         grouped = {
-            p: group_table(t, *groups[p], int(groups[p][0].max()) + 1, int(groups[p][1].max()) + 1)
-            for p, t in _tables(s).items()
+            key: group_table(tables[key[0]], gi, gj, int(gi.max()) + 1, int(gj.max()) + 1)
+            for key, (gi, gj) in groups.items()
         }
         indep = select.independence_scores(grouped, groups, marg, n_hat)
         model = select.fit_release(lay, singles, released.measured[:3], 1.0, 1.0)
-        cands = [p for p in lay.pairs if p not in {m[0] for m in released.measured[:3]}]
+        cands = [key for key in groups if key[0] not in {m[0] for m in released.measured[:3]}]
         rounds = select.model_scores(cands, grouped, groups, model, plan.pair_scale)
-        scored.append(np.array([indep[p] for p in lay.pairs] + list(rounds)))
+        scored.append(np.array([indep[key] for key in groups] + list(rounds)))
     assert np.abs(scored[0] - scored[1]).max() <= 1
+
+
+def _candidates(epsilon: float, n: int = 40_000):
+    """A table (x; y, x plus a little noise; an independent z; booleans b, c), its layout, a
+    plan at ``epsilon``, its released one-way marginals and its candidates' exact tables."""
+    rng = np.random.default_rng(0)
+    x, z = rng.random(n), rng.random(n)
+    num = {"kind": "numeric", "low": 0, "high": 1}
+    schema = Schema(
+        [{"name": c, **num} for c in "xyz"] + [{"name": c, "kind": "boolean"} for c in "bc"]
+    )
+    syn = MarginalSynthesizer(schema, epsilon, column_bits=[(6, 8)] * 3 + [(1, 1)] * 2, rng=0)
+    y = np.clip(x + rng.normal(0, 0.01, n), 0, 1)
+    syn.update_many({"x": x, "y": y, "z": z, "b": x > 0.5, "c": rng.random(n) < 0.3})
+    lay, tables = syn._layout, _tables(syn)
+    plan = ReleasePlan.make(5, epsilon, 0.35, 0.1, 4)
+    released = select.measure(lay, tables, syn._single_tables(), plan, as_source(1))
+    fine = select.fine_probabilities(lay, released.singles, plan.single_scale)
+    marg = select._coarse_marginals(lay, fine)
+    groups = select.candidate_groups(lay, marg, n / (select.CELL_NOISE * plan.pair_scale))
+    grouped = {
+        key: group_table(tables[key[0]], gi, gj, int(gi.max()) + 1, int(gj.max()) + 1)
+        for key, (gi, gj) in groups.items()
+    }
+    return syn, plan, marg, groups, grouped
+
+
+def test_each_pair_is_a_candidate_at_each_resolution_that_cuts_other_groups() -> None:
+    """Three resolutions of a pair of two wide numeric columns, finer and finer; two booleans
+    one (every resolution cuts the same groups, and no pair counts twice); and the score
+    ``‖M − n̂·p pᵀ‖₁ − b·cells`` of two independent columns is highest on the coarsest
+    groups: finer cells add noise and no dependence."""
+    _, plan, marg, groups, grouped = _candidates(1.0)
+    sizes = [grouped[key].size for key in groups if key[0] == (0, 2)]
+    assert len(sizes) == len(select.RESOLUTIONS) and sizes == sorted(sizes) and sizes[0] < sizes[-1]
+    assert [key for key in groups if key[0] == (3, 4)] == [((3, 4), select.RESOLUTIONS[0])]
+    indep = select.independence_scores(grouped, groups, marg, 40_000.0)
+    scores = {
+        key[1]: indep[key] - select._noise_cost(grouped[key], plan.pair_scale)
+        for key in groups
+        if key[0] == (1, 2)  # y and z: independent
+    }
+    assert max(scores, key=scores.get) == min(select.RESOLUTIONS), scores
+
+
+def test_the_tree_measures_a_pair_at_the_resolution_it_picked(monkeypatch) -> None:
+    """Where a pair's finer groups score highest (here by a patched distance), the release
+    measures that pair on those groups, and says so in its groups (the shape of its table)."""
+    syn, plan, marg, groups, grouped = _candidates(1.0)
+    real = select.independence_scores
+
+    def favour_fine_xy(grouped_, groups_, marg_, n_hat):
+        out = real(grouped_, groups_, marg_, n_hat)
+        return {
+            k: v + (10**9 if k == ((0, 1), max(select.RESOLUTIONS)) else 0) for k, v in out.items()
+        }
+
+    monkeypatch.setattr(select, "independence_scores", favour_fine_xy)
+    got = select.measure(syn._layout, _tables(syn), syn._single_tables(), plan, as_source(1))
+    assert got.tree[0] == (0, 1)
+    pair, gi, gj, table = got.measured[0]
+    want_i, want_j = groups[((0, 1), max(select.RESOLUTIONS))]
+    assert pair == (0, 1) and table.shape == (want_i.max() + 1, want_j.max() + 1)
+    assert table.size > min(grouped[k].size for k in groups if k[0] == (0, 1))
 
 
 # ------------------------------------------------------------------ the selection, audited

@@ -30,7 +30,7 @@ from ...privacy.noise import discrete_laplace_variance
 
 __all__ = ["HAAR_T", "consensus", "haar", "one_way"]
 
-HAAR_T = 3.0  # a split (or a category) is kept when it exceeds 3 noise standard deviations
+HAAR_T = 2.5  # a split (or a category) is kept when it exceeds 2.5 noise standard deviations
 _STEPS = 300  # projected gradient steps of the least squares
 
 

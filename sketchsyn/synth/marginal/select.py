@@ -8,29 +8,36 @@
    measured on those bins, the release's own layout.
 1. **One-way tables.** Every column's fine bins get integer Laplace noise (``single_scale``).
    Their post-processed counts give each column's coarse marginal, from which each pair's
-   groups are cut (:mod:`~sketchsyn.synth.marginal.groups`): about ``n̂ / (CELL_NOISE · b)``
-   cells, ``b`` the pair tables' noise scale and ``n̂`` the noisy row count.
+   groups are cut (:mod:`~sketchsyn.synth.marginal.groups`) at three **resolutions**
+   (:data:`RESOLUTIONS`): about ``r · n̂ / (CELL_NOISE · b)`` cells for ``r`` = ½, 1 and 2,
+   ``b`` the pair tables' noise scale and ``n̂`` the noisy row count. A candidate is a pair at
+   one resolution (:func:`candidate_groups`).
 2. **A spanning tree of pairs**, as MST picks it (McKenna, Miklau and Sheldon, "Winning the
-   NIST Contest"): ``d − 1`` rounds; each round scores every pair that joins two parts of the
-   forest so far by the L1 distance between its exact grouped table and the table independence
-   predicts from the noisy one-way marginals, ``‖M_ij − n̂·p_i p_jᵀ‖₁``, picks one with
+   NIST Contest"): ``d − 1`` rounds; each round scores every candidate whose pair joins two
+   parts of the forest so far by the L1 distance between its exact grouped table and the table
+   independence predicts from the noisy one-way marginals, less the noise its cells would add,
+   ``‖M_ij − n̂·p_i p_jᵀ‖₁ − b·cells`` (AIM's trade of a table's size against its noise, here
+   between a pair's coarser and finer groups: a pair far from independence is worth finer
+   cells, a pair close to it coarser ones), picks one with
    :func:`~sketchsyn.privacy.selection.report_noisy_max` and measures it (integer Laplace noise
    on every grouped cell).
 3. **Adaptive rounds**, as AIM picks its marginals (McKenna, Mullins, Sheldon and Miklau, "AIM:
    An Adaptive and Iterative Mechanism for Differentially Private Synthetic Data"): the model of
-   what was measured so far (:mod:`~sketchsyn.synth.marginal.estimate`) predicts every pair not
-   yet measured; each round scores them by ``‖M_ij − n̂·P̂_ij‖₁ − b·cells``, the model's error
-   minus the noise a measurement would add, picks one the same way and measures it.
+   what was measured so far (:mod:`~sketchsyn.synth.marginal.estimate`) predicts every
+   candidate whose pair is not yet measured; each round scores them by
+   ``‖M_ij − n̂·P̂_ij‖₁ − b·cells``, the model's error minus the noise a measurement would add,
+   picks one the same way and measures it.
 
 **Privacy.** A row added or removed moves one cell of every exact table by one (by
 ``sensitivity`` rows under a contribution bound), so every score above, a real number computed
 from one exact table and released values only, moves by at most ``sensitivity``; floored to an
-integer it still does. Every grouping, prediction and candidate list is a function of released
-noisy counts and public parameters. The count is ``count_epsilon``-DP (a row moves it by
-one). Each selection is ``select_epsilon``-DP and each measured
-table ``pair_epsilon``-DP (a row is in one cell), each one-way table ``singles_epsilon``-DP; by
-adaptive sequential composition the release is ``ε``-DP with the plan's parts summing to at most
-``ε`` (:meth:`~sketchsyn.synth.marginal.budget.ReleasePlan.total_fraction`).
+integer it still does, and the noise term ``⌈b·cells⌉`` is public. Every grouping, resolution,
+prediction and candidate list is a function of released noisy counts and public parameters.
+The count is ``count_epsilon``-DP (a row moves it by one). Each selection is
+``select_epsilon``-DP and each measured table ``pair_epsilon``-DP (a row is in one cell), each
+one-way table ``singles_epsilon``-DP; by adaptive sequential composition the release is
+``ε``-DP with the plan's parts summing to at most ``ε``
+(:meth:`~sketchsyn.synth.marginal.budget.ReleasePlan.total_fraction`).
 """
 
 from __future__ import annotations
@@ -59,13 +66,33 @@ from .marginals import as_ordered, consensus
 from .planner import release_bits
 
 __all__ = [
+    "NOISE_COST",
+    "RESOLUTIONS",
+    "Candidate",
     "Measurements",
+    "candidate_groups",
     "independence_scores",
     "measure",
     "merged_tables",
     "model_scores",
     "pair_groups",
 ]
+
+
+# A pair may be measured on about these times its cell budget. (Chosen on four public tables at
+# ε = 0.1, 1 and 10, benchmarks/bench_tables.py: with the one-way tables' HAAR_T = 2.5, mean
+# 2-way TVD 0.145 → 0.136 on weather at ε = 0.1, 0.097 → 0.093 on diamonds, no table worse by
+# more than 0.001.)
+RESOLUTIONS = (0.5, 1.0, 2.0)
+NOISE_COST = 1.0  # a measured cell costs this many noise scales (AIM's expected-noise term)
+Candidate = tuple[tuple[int, int], float]  # a pair, and the factor of its cell budget
+
+
+def _noise_cost(table: np.ndarray, scale: float) -> int:
+    """The error a table's noise adds, ``⌈NOISE_COST · b · cells⌉``: public (a function of the
+    noise scale and of groups cut from released counts), so a score less it keeps the
+    sensitivity of its exact part."""
+    return math.ceil(NOISE_COST * scale * table.size)
 
 
 @dataclass
@@ -97,6 +124,23 @@ def pair_groups(
         else:
             out.append(categorical_groups(marg[c], k))
     return out[0], out[1]
+
+
+def candidate_groups(
+    layout: Layout, marg: list[np.ndarray], cells: float
+) -> dict[Candidate, tuple[np.ndarray, np.ndarray]]:
+    """Every pair's groups at each of :data:`RESOLUTIONS` times ``cells`` cells: the candidates
+    a release picks from (a resolution that cuts the same groups as a smaller one is left out,
+    so that no pair counts twice)."""
+    out: dict[Candidate, tuple[np.ndarray, np.ndarray]] = {}
+    for p in layout.pairs:
+        seen: list[tuple[np.ndarray, np.ndarray]] = []
+        for r in RESOLUTIONS:
+            gi, gj = pair_groups(layout, marg, p, cells * r)
+            if not any(np.array_equal(gi, a) and np.array_equal(gj, b) for a, b in seen):
+                seen.append((gi, gj))
+                out[(p, r)] = (gi, gj)
+    return out
 
 
 def _noisy(exact: np.ndarray, scale: float, source: Any) -> np.ndarray:
@@ -164,21 +208,23 @@ def measure(
         singles, [layout.valid_fine(j) for j in range(layout.d)], layout.coarse, b1, [], b
     )
     cells = n_hat / (CELL_NOISE * b)
-    groups = {p: pair_groups(layout, marg, p, cells) for p in layout.pairs}
-    grouped = {
-        p: group_table(pair_tables[p], gi, gj, int(gi.max()) + 1, int(gj.max()) + 1)
-        for p, (gi, gj) in groups.items()
-    }
     rng = streams[1]
-
-    def take(pair: tuple[int, int]) -> None:
-        gi, gj = groups[pair]
-        out.measured.append((pair, gi, gj, _noisy(grouped[pair], b, rng)))
-
-    if plan.selections == 0:
+    if plan.selections == 0:  # every pair, on its cell budget
         for pair in layout.pairs:
-            take(pair)
+            gi, gj = pair_groups(layout, marg, pair, cells)
+            exact = group_table(pair_tables[pair], gi, gj, int(gi.max()) + 1, int(gj.max()) + 1)
+            out.measured.append((pair, gi, gj, _noisy(exact, b, rng)))
         return out
+    groups = candidate_groups(layout, marg, cells)
+    grouped = {
+        key: group_table(pair_tables[key[0]], gi, gj, int(gi.max()) + 1, int(gj.max()) + 1)
+        for key, (gi, gj) in groups.items()
+    }
+
+    def take(key: Candidate) -> None:
+        gi, gj = groups[key]
+        out.measured.append((key[0], gi, gj, _noisy(grouped[key], b, rng)))
+
     # 2. a spanning tree, MST's way
     part = list(range(layout.d))
 
@@ -189,17 +235,17 @@ def measure(
 
     indep = independence_scores(grouped, groups, marg, n_hat)
     for _ in range(layout.d - 1):
-        cands = [p for p in layout.pairs if root(p[0]) != root(p[1])]
-        scores = np.array([indep[p] for p in cands], dtype=np.int64)
+        cands = [key for key in groups if root(key[0][0]) != root(key[0][1])]
+        scores = np.array([indep[key] - _noise_cost(grouped[key], b) for key in cands])
         pick = cands[report_noisy_max(scores, plan.select_epsilon, plan.sensitivity, rng)]
-        part[root(pick[0])] = root(pick[1])
-        out.tree.append(pick)
+        part[root(pick[0][0])] = root(pick[0][1])
+        out.tree.append(pick[0])
         take(pick)
     # 3. adaptive rounds, AIM's way
     for _ in range(plan.rounds):
         model = fit_release(layout, singles, out.measured, b1, b, fine)
         done = {m[0] for m in out.measured}
-        cands = [p for p in layout.pairs if p not in done]
+        cands = [key for key in groups if key[0] not in done]
         scores = model_scores(cands, grouped, groups, model, b)
         pick = cands[report_noisy_max(scores, plan.select_epsilon, plan.sensitivity, rng)]
         take(pick)
@@ -215,11 +261,11 @@ def independence_scores(
     """Each pair's distance from independence: ``floor(‖M_ij − n̂·p_i p_jᵀ‖₁)`` on its groups,
     ``M_ij`` exact, ``p`` and ``n̂`` released (sensitivity: one per row, as ``M_ij``'s)."""
     out = {}
-    for p, table in grouped.items():
-        (gi, gj), (i, j) = groups[p], p
+    for key, table in grouped.items():
+        (gi, gj), (i, j) = groups[key], key[0]
         rows = group_sums(marg[i], gi, table.shape[0])
         cols = group_sums(marg[j], gj, table.shape[1])
-        out[p] = math.floor(float(np.abs(table - n_hat * np.outer(rows, cols)).sum()))
+        out[key] = math.floor(float(np.abs(table - n_hat * np.outer(rows, cols)).sum()))
     return out
 
 
@@ -235,11 +281,12 @@ def model_scores(
     implies (:func:`~sketchsyn.synth.marginal.estimate.tree_joints`)."""
     joints: dict[int, dict[int, np.ndarray]] = {}
     scores = []
-    for i, j in cands:
+    for key in cands:
+        i, j = key[0]
         if i not in joints:
             joints[i] = tree_joints(model, i)
-        gi, gj = groups[(i, j)]
-        table = grouped[(i, j)]
+        gi, gj = groups[key]
+        table = grouped[key]
         guess = model["total"] * group_table(joints[i][j], gi, gj, *table.shape)
-        scores.append(math.floor(float(np.abs(table - guess).sum()) - scale * table.size))
+        scores.append(math.floor(float(np.abs(table - guess).sum())) - _noise_cost(table, scale))
     return np.array(scores, dtype=np.int64)
