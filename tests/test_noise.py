@@ -218,3 +218,23 @@ def test_table_size_is_the_least_power_of_two_covering_the_tail():
     xs += [Fraction(1, 2**30), Fraction(2**10), Fraction(7), Fraction(9)]
     for x in xs:
         assert noise._table_size.__wrapped__(x) == definition(x), x
+
+
+def test_cached_scales_keep_their_checks_and_types() -> None:
+    """The exact scales are worked out once per parameter set (sketchsyn.privacy.memo), and the
+    cache changes no answer: an unhashable scale is still refused by name, True is not 1, and a
+    cached scale equals a fresh one."""
+    from sketchsyn.privacy import accounting
+    from sketchsyn.privacy.noise import exact_rational
+
+    with pytest.raises(ParameterError, match="'scale'"):
+        discrete_laplace(np.array(1.0), 3, rng=0)
+    with pytest.raises(ParameterError, match="'scale'"):
+        exact_rational(True, "scale", "f")
+    assert exact_rational(1, "scale", "f") == 1
+    with pytest.raises(ParameterError, match="'scale'"):
+        exact_rational(True, "scale", "f")  # after 1 was cached
+    fresh = accounting.laplace_scale.__wrapped__(3, 0.7, "X")
+    assert accounting.laplace_scale(3, 0.7, "X") == accounting.laplace_scale(3, 0.7, "X") == fresh
+    with pytest.raises(ParameterError, match="'epsilon' parameter of X"):
+        accounting.laplace_scale(1, 1e-12, "X")

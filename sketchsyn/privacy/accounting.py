@@ -14,7 +14,6 @@ sketchsyn.errors.BudgetExceededError: cannot spend epsilon=0.01 (''): only 0 of 
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
@@ -22,6 +21,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..errors import BudgetExceededError, ParameterError, check_choice, check_epsilon, check_int
+from .memo import cached
 
 __all__ = [
     "MAX_LAPLACE_SCALE",
@@ -42,7 +42,7 @@ __all__ = [
 MAX_LAPLACE_SCALE = 2**30  # the largest scale noise.discrete_laplace accepts
 
 
-@functools.lru_cache(maxsize=4096, typed=True)  # exact arithmetic, once per parameter set
+@cached  # exact arithmetic, once per parameter set
 def laplace_scale(sensitivity: float, epsilon: float, owner: str, name: str = "epsilon") -> float:
     """The smallest float ``s`` with ``sensitivity / s ≤ epsilon`` exactly (as rationals).
 
@@ -73,7 +73,7 @@ def laplace_scale(sensitivity: float, epsilon: float, owner: str, name: str = "e
     return scale
 
 
-@functools.lru_cache(maxsize=4096, typed=True)
+@cached
 def share_of(epsilon: float, factor: int) -> float:
     """The largest float ``e`` with ``factor · e ≤ epsilon`` exactly (as rationals): the budget
     of a structure whose neighbours move ``factor`` times what one row moves (a privacy unit of

@@ -51,6 +51,7 @@ from .exactexp import (
     exp_table,
     resolve_ties,
 )
+from .memo import cached
 from .rng import RandomSource, RNGLike, as_source, low_bits
 
 __all__ = [
@@ -66,7 +67,7 @@ __all__ = [
 _MAX_SCALE = 2**30  # wider noise would carry no information; keeps the geometric digits few
 
 
-@lru_cache(maxsize=4096, typed=True)  # a noise scale is converted once, not at every draw
+@cached  # a noise scale is converted once, not at every draw
 def exact_rational(value: object, name: str, owner: str) -> Fraction:
     """``value`` (a finite real in ``(0, 2**30]``) as its exact Fraction, with no rounding.
 
