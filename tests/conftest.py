@@ -145,6 +145,10 @@ def _stop_with_jvm(session: Any) -> None:
     SparkContext._jvm = None
 
 
+# A short-lived test JVM: quick start-up over peak speed (both Spark sessions).
+QUICK_JVM = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+
+
 def java_missing() -> bool:
     return shutil.which("java") is None and not os.environ.get("JAVA_HOME")
 
@@ -164,8 +168,7 @@ def _start_spark() -> tuple[Any, Any]:
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "6")  # createDataFrame's partitions: no shuffle
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        # A short-lived test JVM: quick start-up matters more than peak speed.
-        .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+        .config("spark.driver.extraJavaOptions", QUICK_JVM)
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
@@ -205,8 +208,7 @@ def _start_spark_connect() -> tuple[Any, Any]:
         .appName("sketchsyn-tests-connect")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
-        # A short-lived test JVM, as the classic session's: quick start-up over peak speed.
-        .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+        .config("spark.driver.extraJavaOptions", QUICK_JVM)
         .getOrCreate()
     )
 

@@ -208,23 +208,24 @@ def measure(
         singles, [layout.valid_fine(j) for j in range(layout.d)], layout.coarse, b1, [], b
     )
     cells = n_hat / (CELL_NOISE * b)
-    rng = streams[1]
     if plan.selections == 0:  # every pair, on its cell budget
-        for pair in layout.pairs:
-            gi, gj = pair_groups(layout, marg, pair, cells)
-            exact = group_table(pair_tables[pair], gi, gj, int(gi.max()) + 1, int(gj.max()) + 1)
-            out.measured.append((pair, gi, gj, _noisy(exact, b, rng)))
-        return out
-    groups = candidate_groups(layout, marg, cells)
+        groups = {(p, 1.0): pair_groups(layout, marg, p, cells) for p in layout.pairs}
+    else:
+        groups = candidate_groups(layout, marg, cells)
     grouped = {
         key: group_table(pair_tables[key[0]], gi, gj, int(gi.max()) + 1, int(gj.max()) + 1)
         for key, (gi, gj) in groups.items()
     }
+    rng = streams[1]
 
     def take(key: Candidate) -> None:
         gi, gj = groups[key]
         out.measured.append((key[0], gi, gj, _noisy(grouped[key], b, rng)))
 
+    if plan.selections == 0:
+        for key in groups:
+            take(key)
+        return out
     # 2. a spanning tree, MST's way
     part = list(range(layout.d))
 
@@ -234,9 +235,10 @@ def measure(
         return x
 
     indep = independence_scores(grouped, groups, marg, n_hat)
+    tree_score = {key: indep[key] - _noise_cost(grouped[key], b) for key in groups}
     for _ in range(layout.d - 1):
         cands = [key for key in groups if root(key[0][0]) != root(key[0][1])]
-        scores = np.array([indep[key] - _noise_cost(grouped[key], b) for key in cands])
+        scores = np.array([tree_score[key] for key in cands], dtype=np.int64)
         pick = cands[report_noisy_max(scores, plan.select_epsilon, plan.sensitivity, rng)]
         part[root(pick[0][0])] = root(pick[0][1])
         out.tree.append(pick[0])
