@@ -31,8 +31,9 @@
 **Privacy.** A row added or removed moves one cell of every exact table by one (by
 ``sensitivity`` rows under a contribution bound), so every score above, a real number computed
 from one exact table and released values only, moves by at most ``sensitivity``; floored to an
-integer it still does, and the noise term ``⌈b·cells⌉`` is public. Every grouping, resolution,
-prediction and candidate list is a function of released noisy counts and public parameters.
+integer it still does (the distance is summed exactly, :func:`l1_floor`), and the noise term
+``⌈b·cells⌉`` is public. Every grouping, resolution, prediction and candidate list is a
+function of released noisy counts and public parameters.
 The count is ``count_epsilon``-DP (a row moves it by one). Each selection is
 ``select_epsilon``-DP and each measured table ``pair_epsilon``-DP (a row is in one cell), each
 one-way table ``singles_epsilon``-DP; by adaptive sequential composition the release is
@@ -72,6 +73,7 @@ __all__ = [
     "Measurements",
     "candidate_groups",
     "independence_scores",
+    "l1_floor",
     "measure",
     "merged_tables",
     "model_scores",
@@ -86,6 +88,24 @@ __all__ = [
 RESOLUTIONS = (0.5, 1.0, 2.0)
 NOISE_COST = 1.0  # a measured cell costs this many noise scales (AIM's expected-noise term)
 Candidate = tuple[tuple[int, int], float]  # a pair, and the factor of its cell budget
+
+
+_GRID_BITS = 16  # released values are rounded to multiples of 2**-16 in a score
+
+
+def l1_floor(table: np.ndarray, expected: np.ndarray) -> int:
+    """``floor(‖table − expected‖₁)``, computed exactly: ``table`` holds exact counts,
+    ``expected`` released values (post-processing), rounded to multiples of ``2**-16`` so that
+    the sum runs in int64 units of ``2**-16`` without rounding (exact for totals below 2**46
+    rows). One row moving one count by one then moves the result by at most one; summed in
+    floating point, a distance just below an integer could floor one lower and move by two.
+
+    >>> l1_floor(np.array([[22.0, 3.0]]), np.array([[18.3, 3.0]]))
+    3
+    """
+    units = np.asarray(table, dtype=np.float64).astype(np.int64) << _GRID_BITS
+    guess = np.round(np.asarray(expected, dtype=np.float64) * 2.0**_GRID_BITS).astype(np.int64)
+    return int(np.abs(units - guess).sum()) >> _GRID_BITS
 
 
 def _noise_cost(table: np.ndarray, scale: float) -> int:
@@ -267,7 +287,7 @@ def independence_scores(
         (gi, gj), (i, j) = groups[key], key[0]
         rows = group_sums(marg[i], gi, table.shape[0])
         cols = group_sums(marg[j], gj, table.shape[1])
-        out[key] = math.floor(float(np.abs(table - n_hat * np.outer(rows, cols)).sum()))
+        out[key] = l1_floor(table, n_hat * np.outer(rows, cols))
     return out
 
 
@@ -290,5 +310,5 @@ def model_scores(
         gi, gj = groups[key]
         table = grouped[key]
         guess = model["total"] * group_table(joints[i][j], gi, gj, *table.shape)
-        scores.append(math.floor(float(np.abs(table - guess).sum())) - _noise_cost(table, scale))
+        scores.append(l1_floor(table, guess) - _noise_cost(table, scale))
     return np.array(scores, dtype=np.int64)
