@@ -232,18 +232,30 @@ class LevelBank:
         """The batch's Morton codes and the number of rows dropped: the domain's ``encode``,
         or for a large batch inside a :class:`~sketchsyn.domains.Box` the same codes from one
         compiled loop (:func:`~sketchsyn.kernels.morton.encode_box`)."""
-        if (
+        codes = self._encode_box(X)
+        if codes is not None:
+            return codes, 0
+        codes, dropped = self._domain.encode(X, self._depth, return_dropped=True, adjusted=adjusted)
+        return np.asarray(codes, dtype=np.uint64), int(dropped)
+
+    def _encode_box(self, X: Any) -> np.ndarray | None:
+        """The codes of a large batch of rows inside a :class:`~sketchsyn.domains.Box` from one
+        compiled loop (in this thread's scratch memory: valid until its next batch), or None
+        where that path does not apply (then the domain's ``encode`` decides)."""
+        if self._box_batch(X):
+            return encode_box(self._domain, X, self._depth, _scratch().get)
+        return None
+
+    def _box_batch(self, X: Any) -> bool:
+        """A batch the compiled Box passes take: an array of at least ``MIN_ROWS`` rows of a
+        :class:`~sketchsyn.domains.Box`, with the extension on."""
+        return (
             type(self._domain) is Box
             and isinstance(X, np.ndarray)
             and X.ndim == 2
             and X.shape[0] >= MIN_ROWS
             and kernels.enabled()
-        ):
-            codes = encode_box(self._domain, X, self._depth, _scratch().get)
-            if codes is not None:
-                return codes, 0
-        codes, dropped = self._domain.encode(X, self._depth, return_dropped=True, adjusted=adjusted)
-        return np.asarray(codes, dtype=np.uint64), int(dropped)
+        )
 
     def _check_removable(self, tree_counts: np.ndarray) -> None:
         """Refuse a removal that would take an exact counter cell below zero.
@@ -347,21 +359,30 @@ class LevelBank:
         once each, weighted by their counts. Below the per-cell levels every item's prefix is
         hashed. The per-item levels are a job each, the per-cell ones one job.
         """
-        r, L, n = self._depth, self._L_c, codes.size
+        n = codes.size
         codes = np.ascontiguousarray(codes)  # the layout the kernels were compiled for
-        reach = max(min(int(n * _KERNEL_CELLS_PER_ROW), 1 << _KERNEL_MAX_LEVEL), 1).bit_length() - 1
-        dense = max(L, min(r, reach))
+        dense = self._kernel_dense(n)
         scratch = _scratch()
         counts = scratch.zeros("cells", 1 << dense)
-        kernels.privhp.histogram(codes, np.uint64(r - dense), counts)
-        size = min(counts.size, n) + 1
-        keys = scratch.get("keys", (size,), np.uint32)
-        weights = scratch.get("weights", (size,), np.int64)
-        m = kernels.privhp.nonzero(counts, keys, weights)  # and puts the counts back to zero
-        scratch.cleared("cells")
-        tree_counts = np.empty_like(self._tree)
-        kernels.privhp.tree_counts(keys, weights, m, dense - L, L, tree_counts)
+        kernels.privhp.histogram(codes, np.uint64(self._depth - dense), counts)
         bank_counts = np.empty_like(self._bank)
+        jobs = self._item_jobs(codes, dense, bank_counts)
+        tree_counts, cell_job = self._cell_counts(counts, dense, n, bank_counts)
+        scratch.cleared("cells")  # (the listing put every cell back to zero)
+        if cell_job is not None:
+            jobs.append(cell_job)
+        _run(jobs, n)
+        return tree_counts, bank_counts
+
+    def _kernel_dense(self, n: int) -> int:
+        """The deepest level the compiled path counts per cell for a batch of ``n`` rows: at
+        least ``L_c``, at most ``r``, with at most ``_KERNEL_CELLS_PER_ROW`` cells per row."""
+        reach = max(min(int(n * _KERNEL_CELLS_PER_ROW), 1 << _KERNEL_MAX_LEVEL), 1).bit_length() - 1
+        return max(self._L_c, min(self._depth, reach))
+
+    def _kernel_seeds(self) -> tuple[np.ndarray, np.ndarray, np.uint64, np.uint32]:
+        """The sketches' hash seeds, sign seeds (no columns: Count-Min), width and bucket
+        shift as the compiled kernels take them."""
         seeds = np.ascontiguousarray(self._row_seeds.reshape(self._row_seeds.shape[:2]))
         signs = (
             np.zeros((seeds.shape[0], 0), dtype=np.uint32)
@@ -369,21 +390,45 @@ class LevelBank:
             else np.ascontiguousarray(self._sign_seeds.reshape(seeds.shape))
         )
         w = self._width
-        width, bshift = np.uint64(w), np.uint32(33 - w.bit_length() if self._pow2_width else 0)
+        return seeds, signs, np.uint64(w), np.uint32(33 - w.bit_length() if self._pow2_width else 0)
+
+    def _item_jobs(
+        self, codes: np.ndarray, dense: int, bank_counts: np.ndarray
+    ) -> list[Callable[[], None]]:
+        """Jobs that hash every item's prefix into ``bank_counts`` at the sketch levels below
+        ``dense`` (deepest first: the biggest jobs first)."""
+        r, L = self._depth, self._L_c
+        seeds, signs, width, bshift = self._kernel_seeds()
         jobs: list[Callable[[], None]] = []
-        for i in range(len(self._sketches) - 1, dense - L - 1, -1):  # per item, deepest first
+        for i in range(len(self._sketches) - 1, dense - L - 1, -1):
             level = L + 1 + i
             args = (codes, np.uint64(r - level), level > 32, seeds[i], signs[i], width, bshift)
             jobs.append(partial(kernels.privhp.hash_items, *args, bank_counts[i]))
+        return jobs
+
+    def _cell_counts(
+        self, counts: np.ndarray, dense: int, rows: int, bank_counts: np.ndarray
+    ) -> tuple[np.ndarray, Callable[[], None] | None]:
+        """The counters' increments from ``counts`` (per cell of level ``dense``, from
+        ``rows`` rows; left all zero), and the job that writes the per-cell sketch levels'
+        increments into ``bank_counts`` (None when no sketch level is counted per cell)."""
+        L = self._L_c
+        scratch = _scratch()
+        size = min(counts.size, rows) + 1
+        keys = scratch.get("keys", (size,), np.uint32)
+        weights = scratch.get("weights", (size,), np.int64)
+        m = kernels.privhp.nonzero(counts, keys, weights)  # and puts the counts back to zero
+        tree_counts = np.empty_like(self._tree)
+        kernels.privhp.tree_counts(keys, weights, m, dense - L, L, tree_counts)
         n_dense = dense - L
-        if n_dense:
-            # The per-cell levels (sketches 0 … n_dense − 1) in one job, which merges the cells
-            # into parents in place (split over two threads, both jobs merged every level: more
-            # CPU than the second thread saved).
-            args = (keys, weights, m, n_dense, seeds, signs, width, bshift, bank_counts)
-            jobs.append(partial(kernels.privhp.hash_levels, *args))
-        _run(jobs, n)
-        return tree_counts, bank_counts
+        if not n_dense:
+            return tree_counts, None
+        # The per-cell levels (sketches 0 … n_dense − 1) in one job, which merges the cells
+        # into parents in place (split over two threads, both jobs merged every level: more
+        # CPU than the second thread saved).
+        seeds, signs, width, bshift = self._kernel_seeds()
+        args = (keys, weights, m, n_dense, seeds, signs, width, bshift, bank_counts)
+        return tree_counts, partial(kernels.privhp.hash_levels, *args)
 
     def _dense_level(
         self, bank_counts: np.ndarray, i: int, keys: np.ndarray, weights: np.ndarray

@@ -105,6 +105,7 @@ from .bank import LevelBank
 from .budgets import level_budgets
 from .combine import Combine
 from .loading import ALLOCATIONS, KIND, NEIGHBOURS, SKETCHES
+from .pending import PendingCounts
 from .release import least_squares_levels, noisy_state, release_once
 from .sizing import HEADER_BYTES, Sizing
 
@@ -524,7 +525,11 @@ class PrivHP(Combine, LevelBank, Sizing, UnitLevel, Summary):
                 f"consume() reads rows without their privacy unit ({self._unit!r}): feed "
                 "update_many(frame) with the unit's column, or update_many(X, units=ids)"
             )
-        return consume(self.update_many, iterable, batch_size, self._domain.d)
+        batch_size = check_int(batch_size, "batch_size", "consume", minimum=1)
+        # Each batch counted per cell, the cells listed and hashed once at the end (the same
+        # state as update_many of each batch: pending.py).
+        with PendingCounts(self, batch_size) as sink:
+            return consume(sink.update_many, iterable, batch_size, self._domain.d)
 
     # ------------------------------------------------------------------ combine, copy, save
     def _params(self) -> dict[str, Any]:
