@@ -1,0 +1,144 @@
+/* Plain numeric CSV lines parsed in one pass (included by _text.pyx, which checks every
+ * argument first).
+ *
+ * A block is "clean" when every line has the header's number of fields, every wanted field is
+ * a plain decimal number (-?digits(.digits)?([eE][+-]?digits)?, no leading zero before another
+ * digit, at most 19 significant digits) whose value m * 10^e has m <= 2^53 and |e| <= 22, and
+ * no line holds a quote, a carriage return other than before its newline, or a byte past
+ * ASCII. Such a number is one correctly rounded multiplication or division of two exact
+ * doubles (Clinger's fast path), so it is the double every correctly rounding parser gives
+ * (pyarrow's among them). Anything else makes the block not clean: the caller parses it the
+ * general way. */
+#ifndef SKETCHSYN_TEXT_H
+#define SKETCHSYN_TEXT_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <string.h>
+
+static const double ss_pow10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                    1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                    1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+static inline int ss_digit(unsigned char c) { return (unsigned)(c - '0') < 10u; }
+
+/* The plain number at p (before end): 1 with *out and *q (the byte after it), else 0. */
+static inline int ss_number(const unsigned char *p, const unsigned char *end,
+                            const unsigned char **q, double *out) {
+    int neg = 0, digits = 0, e = 0;
+    uint64_t m = 0;
+    if (p < end && *p == '-') {
+        neg = 1;
+        p++;
+    }
+    const unsigned char *s = p;
+    if (p + 1 < end && p[0] == '0' && ss_digit(p[1])) return 0; /* a leading zero: general */
+    while (p < end && ss_digit(*p)) {
+        if (m || *p != '0') {
+            if (++digits > 19) return 0;
+        }
+        m = m * 10u + (uint64_t)(*p - '0');
+        p++;
+    }
+    if (p == s) return 0;
+    if (p < end && *p == '.') {
+        p++;
+        const unsigned char *f = p;
+        while (p < end && ss_digit(*p)) {
+            if (m || *p != '0') {
+                if (++digits > 19) return 0;
+            }
+            m = m * 10u + (uint64_t)(*p - '0');
+            e--;
+            p++;
+        }
+        if (p == f) return 0;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        int eneg = 0, x = 0;
+        if (p < end && (*p == '+' || *p == '-')) {
+            eneg = *p == '-';
+            p++;
+        }
+        const unsigned char *g = p;
+        while (p < end && ss_digit(*p)) {
+            if (x < 100000) x = x * 10 + (*p - '0');
+            p++;
+        }
+        if (p == g) return 0;
+        e += eneg ? -x : x;
+    }
+    if (m > ((uint64_t)1 << 53)) return 0;
+    double v = (double)m;
+    if (m) {
+        if (e < -22 || e > 22) return 0;
+        v = e < 0 ? v / ss_pow10[-e] : v * ss_pow10[e];
+    }
+    *out = neg ? -v : v;
+    *q = p;
+    return 1;
+}
+
+/* The lines of buf[0:len] (the last may lack its newline). */
+static ptrdiff_t ss_count_lines(const unsigned char *buf, ptrdiff_t len) {
+    ptrdiff_t n = 0;
+    const unsigned char *p = buf, *end = buf + len;
+    while (p < end) {
+        const unsigned char *nl = memchr(p, '\n', (size_t)(end - p));
+        n++;
+        if (!nl) break;
+        p = nl + 1;
+    }
+    return n;
+}
+
+/* Parse the clean block buf[0:len] of `room` lines: field f of each line goes to column
+ * want[f] of out (column-major, out[col * room + line]) when want[f] >= 0. Returns the lines
+ * parsed (room), or -1 when the block is not clean. */
+static ptrdiff_t ss_parse_csv(const unsigned char *buf, ptrdiff_t len, int ncols,
+                              const int32_t *want, unsigned char delim, double *out,
+                              ptrdiff_t room) {
+    const unsigned char *p = buf, *end = buf + len;
+    ptrdiff_t row = 0;
+    while (p < end) {
+        if (row >= room) return -1;
+        int field = 0;
+        for (;;) {
+            int32_t w = want[field];
+            if (w >= 0) {
+                double v;
+                if (!ss_number(p, end, &p, &v)) return -1;
+                out[(ptrdiff_t)w * room + row] = v;
+            } else {
+                while (p < end && *p != delim && *p != '\n') {
+                    unsigned char c = *p;
+                    if (c == '"' || c == '\r' || c >= 0x80) {
+                        if (c == '\r' && p + 1 < end && p[1] == '\n') break;
+                        return -1;
+                    }
+                    p++;
+                }
+            }
+            if (p < end && *p == delim) {
+                if (++field >= ncols) return -1;
+                p++;
+                continue;
+            }
+            if (field != ncols - 1) return -1;
+            if (p < end && *p == '\r') {
+                if (p + 1 < end && p[1] == '\n') p++;
+                else return -1;
+            }
+            if (p < end) {
+                if (*p != '\n') return -1; /* a number followed by another character */
+                p++;
+            }
+            break;
+        }
+        row++;
+    }
+    return row == room ? row : -1;
+}
+
+#endif

@@ -1,0 +1,141 @@
+"""The CSV reader's compiled fast path (:mod:`sketchsyn.kernels._text`) gives pyarrow's doubles
+bit for bit on the blocks it takes, and leaves every other block to pyarrow's reader."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sketchsyn import kernels
+from sketchsyn.io.readers import CSVReader
+
+pa = pytest.importorskip("pyarrow")
+pacsv = pytest.importorskip("pyarrow.csv")
+needs_ext = pytest.mark.skipif(not kernels.enabled(), reason=kernels.why())
+
+
+def _arrow(buf: bytes, ncols: int, idx: list[int]) -> np.ndarray:
+    names = [f"c{i}" for i in range(ncols)]
+    keep = [names[i] for i in idx]
+    table = pacsv.read_csv(
+        pa.py_buffer(buf),
+        pacsv.ReadOptions(column_names=names),
+        convert_options=pacsv.ConvertOptions(
+            include_columns=keep, column_types=dict.fromkeys(keep, pa.float64())
+        ),
+    )
+    return np.column_stack([table[k].to_numpy() for k in keep])
+
+
+_FORMATS = ["{:.6f}", "{!r}", "{:.3e}", "{:.15g}", "{:.17g}", "{:.0f}", "{:E}", "{:.2f}"]
+
+
+@needs_ext
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.lists(
+        st.floats(allow_nan=False, allow_infinity=False, width=64), min_size=1, max_size=40
+    ),
+    form=st.sampled_from(_FORMATS),
+    ncols=st.integers(1, 4),
+    data=st.data(),
+    newline=st.sampled_from(["\n", "\r\n"]),
+    last=st.booleans(),
+)
+def test_taken_blocks_give_pyarrows_doubles(values, form, ncols, data, newline, last):
+    idx = data.draw(st.permutations(range(ncols)))[: data.draw(st.integers(1, ncols))]
+    lines = [
+        ",".join(form.format(v * (c + 1)) if c in idx else "x y" for c in range(ncols))
+        for v in values
+    ]
+    buf = (newline.join(lines) + (newline if last else "")).encode()
+    got = kernels.text.parse_csv(buf, ncols, idx, ",")
+    if got is None:
+        return  # not a plain number here: pyarrow's reader takes the block
+    ref = _arrow(buf, ncols, idx)
+    assert got.shape == ref.shape
+    assert np.array_equal(got.view(np.int64), ref.view(np.int64))
+
+
+@needs_ext
+def test_plain_fixed_decimals_are_taken():
+    rng = np.random.default_rng(0)
+    X = rng.normal([-73.9, 40.7], 0.05, (1000, 2))
+    buf = "".join(f"{a:.6f},{i % 7}.25,{b:.6f}\n" for i, (a, b) in enumerate(X)).encode()
+    got = kernels.text.parse_csv(buf, 3, [0, 2], ",")
+    assert got is not None and got.flags.f_contiguous
+    assert np.array_equal(got, _arrow(buf, 3, [0, 2]))
+
+
+@needs_ext
+@pytest.mark.parametrize(
+    "block",
+    [
+        b'1,"2"\n',  # a quote: pyarrow's quoting rules
+        b"1,2\n\n3,4\n",  # a blank line
+        b"1,2\n3\n",  # a short line
+        b"1,2,3\n",  # a long line
+        b"1,2\r3,4\n",  # a carriage return that is not a line end
+        b"1,2\n3,\xc3\xa94\n",  # not ASCII
+        b"01,2\n",  # a leading zero
+        b"+1,2\n",  # a plus sign
+        b"1.,2\n",  # a point without digits after it
+        b".5,2\n",  # ... or before it
+        b"1,nan\n",  # not finite
+        b"1,inf\n",
+        b"1, 2\n",  # a space
+        b"12345678901234567890,1\n",  # 20 significant digits
+        b"9007199254740993,1\n",  # a mantissa past 2**53
+        b"1e23,1\n",  # an exponent past 22
+        b"1,2x\n",  # a number followed by another character
+        b"1,\n",  # an empty field
+        b"1,NA\n",
+    ],
+)
+def test_other_blocks_are_left_to_pyarrow(block):
+    assert kernels.text.parse_csv(block, 2, [0, 1], ",") is None
+
+
+@needs_ext
+def test_wrong_calls_are_refused():
+    t = kernels.text
+    with pytest.raises(ValueError, match="delimiter"):
+        t.parse_csv(b"1\n", 1, [0], ",,")
+    with pytest.raises(ValueError, match="idx"):
+        t.parse_csv(b"1\n", 1, [1], ",")
+    with pytest.raises(ValueError, match="twice"):
+        t.parse_csv(b"1,2\n", 2, [0, 0], ",")
+    with pytest.raises(ValueError, match="at least one"):
+        t.parse_csv(b"1\n", 1, [], ",")
+    with pytest.raises(TypeError):
+        t.parse_csv(None, 1, [0], ",")
+    assert t.parse_csv(b"1.5\n", 1, [0], ".") is None  # a delimiter that numbers hold
+    assert t.parse_csv(b"", 1, [0], ",").shape == (0, 1)
+
+
+def _read(data: bytes, **kw) -> tuple[list, list, int, list]:
+    reader = CSVReader(io.BytesIO(data), ["lat", "lon"], batch_size=700, **kw)
+    batches = [b.copy() for b in reader]
+    return batches, reader.lines.tolist(), reader.n_bad, reader.bad_lines
+
+
+@pytest.mark.parametrize("on_bad", ["raise", "skip"])
+def test_the_reader_gives_the_same_batches_with_and_without_it(on_bad):
+    rng = np.random.default_rng(1)
+    rows = [f"{a:.5f},{i},{b:.5f}" for i, (a, b) in enumerate(rng.random((3000, 2)))]
+    if on_bad == "skip":  # breaks in a few blocks: those go to pyarrow, the rest not
+        rows[10], rows[1500] = "0.5,x,oops", '"0.25",1,0.5'
+        rows.insert(2000, "")
+    data = ("lat,n,lon\n" + "\n".join(rows) + "\n").encode()
+    fast = _read(data, on_bad=on_bad)
+    with kernels.numpy_only():
+        ref = _read(data, on_bad=on_bad)
+    assert len(fast[0]) == len(ref[0]) and fast[1:] == ref[1:]
+    for a, b in zip(fast[0], ref[0], strict=True):
+        assert np.array_equal(a, b)
+    if on_bad == "skip":
+        assert fast[2] == 1 and fast[3] == [12]
