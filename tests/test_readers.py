@@ -378,6 +378,23 @@ def test_compression_by_magic_bytes_and_columnar_readers(tmp_path):
         _rows(ArrowReader(io.BytesIO(sink.getvalue()), ["a"]))
 
 
+def test_columnar_readers_number_the_rows_of_each_batch(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    from sketchsyn.io.readers import ParquetReader
+
+    table = pa.table({"a": pa.array([0.5, 1.5, 2.5, None, 4.5, 5.5, 6.5])})
+    pq.write_table(table, tmp_path / "t.parquet", row_group_size=5)
+    reader = ParquetReader(tmp_path / "t.parquet", ["a"], batch_size=3, on_bad="skip")
+    seen = [(b.ravel().tolist(), reader.lines.tolist()) for b in reader]
+    assert seen == [
+        ([0.5, 1.5, 2.5], [1, 2, 3]),  # consecutive rows (numbered when asked)
+        ([4.5, 5.5], [5, 6]),  # row 4 is null
+        ([6.5], [7]),
+    ]
+
+
 class _Trickle:
     """A pipe-like stream: ``read`` only (no ``readinto``), a few bytes at a time."""
 

@@ -65,6 +65,10 @@ def _pyarrow(what: str) -> Any:
     return pyarrow
 
 
+# A batch's row numbers: an array, or (first, count) when they are consecutive.
+Numbers = tuple[int, int] | np.ndarray
+
+
 class _ColumnarReader(abc.ABC):
     """The common part: the constructor, column checks, conversion, skipping, bad rows,
     positions. A reader opens its ``source`` in :meth:`_open`."""
@@ -89,7 +93,8 @@ class _ColumnarReader(abc.ABC):
         self.n_rows = 0
         self.n_bad = 0
         self.bad_lines: list[int] = []
-        self.lines = np.zeros(0, dtype=np.int64)
+        # the last batch's row numbers: an array, or (first, count) of consecutive ones
+        self._lines_of_batch: tuple[int, int] | np.ndarray = np.zeros(0, dtype=np.int64)
         self.position: Position | None = None
         self.header_lines = 0
         self.line = 0
@@ -102,6 +107,14 @@ class _ColumnarReader(abc.ABC):
     def threads(self) -> bool:
         """True when the batches are decoded on a reader thread ahead of the caller."""
         return self._threads
+
+    @property
+    def lines(self) -> np.ndarray:
+        """Row number (1-based) of each row of the last batch."""
+        if isinstance(self._lines_of_batch, tuple):
+            start, count = self._lines_of_batch
+            self._lines_of_batch = np.arange(start, start + count, dtype=np.int64)
+        return self._lines_of_batch
 
     @abc.abstractmethod
     def _open(self, source: Any) -> Any:
@@ -145,7 +158,7 @@ class _ColumnarReader(abc.ABC):
             start += self.resume.rows
         return start
 
-    def _convert(self, batch: Any, first_row: int) -> tuple[np.ndarray, np.ndarray, list]:
+    def _convert(self, batch: Any, first_row: int) -> tuple[np.ndarray, Numbers, list]:
         """``(rows, their numbers, bad rows)`` of a record batch: the columns as float64 rows;
         rows with a null or non-finite value are left out and listed as ``(number, why)``."""
         from pyarrow.types import is_float64
@@ -161,11 +174,12 @@ class _ColumnarReader(abc.ABC):
             if col.null_count:
                 col = col.fill_null(float("nan"))
             arr[:, j] = float64_values(col)
-        numbers = np.arange(first_row, first_row + m, dtype=np.int64)
         # One flat sum is the fast check: NaN and inf survive it (an overflow to inf only sends
-        # the batch to the exact check, row by row).
+        # the batch to the exact check, row by row). The rows' numbers are then consecutive:
+        # (first, count), made an array only if asked for (``lines``).
         if m == 0 or np.isfinite(np.add.reduce(arr, axis=None)):
-            return arr, numbers, []
+            return arr, (first_row, m), []
+        numbers = np.arange(first_row, first_row + m, dtype=np.int64)
         ok = np.isfinite(arr).all(axis=1)
         bad: list[tuple[int, str]] = []
         if not ok.all():
@@ -182,7 +196,7 @@ class _ColumnarReader(abc.ABC):
     def _batches(self, start: int) -> Iterator[tuple[Any, int]]:
         """(record batch, number of its first row, 0-based) from row ``start`` on (at most)."""
 
-    def _pieces(self, start: int) -> Iterator[tuple[np.ndarray, np.ndarray, list, int]]:
+    def _pieces(self, start: int) -> Iterator[tuple[np.ndarray, Numbers, list, int]]:
         """``(rows, numbers, bad rows, rows consumed)`` of each batch from row ``start`` on."""
         consumed = None
         for batch, row0 in self._batches(start):
@@ -197,7 +211,7 @@ class _ColumnarReader(abc.ABC):
                 consumed = row0 + s + piece.num_rows
                 yield arr, numbers, bad, consumed
 
-    def _ahead(self, start: int) -> Iterator[tuple[np.ndarray, np.ndarray, list, int]]:
+    def _ahead(self, start: int) -> Iterator[tuple[np.ndarray, Numbers, list, int]]:
         """:meth:`_pieces`, decoded on a reader thread one batch ahead of the caller when
         ``threads`` is on (pyarrow releases the GIL while it decodes and converts)."""
         if not self._threads:
@@ -212,7 +226,7 @@ class _ColumnarReader(abc.ABC):
             for arr, numbers, bad, consumed in self._ahead(start):
                 for row, why in bad:
                     self._bad(row, why)
-                self.lines = numbers
+                self._lines_of_batch = numbers
                 self.line = consumed
                 self.position = Position(consumed, -1, self.fingerprint)
                 if arr.shape[0]:
