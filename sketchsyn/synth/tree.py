@@ -512,8 +512,12 @@ class PartitionTree:
         prefixes, _ = self._levels[level]
         if level + 1 not in self._levels:
             return np.zeros(prefixes.size, dtype=bool)
-        parents = self._levels[level + 1][0] >> _U64(1)
-        return np.isin(prefixes, parents, assume_unique=False)
+        parents = np.sort(self._levels[level + 1][0] >> _U64(1))
+        if parents.size == 0:
+            return np.zeros(prefixes.size, dtype=bool)
+        # np.isin's membership by a binary search (np.isin imports numpy.ma: 10 ms a process)
+        at = np.minimum(np.searchsorted(parents, prefixes), parents.size - 1)
+        return parents[at] == prefixes
 
     def leaves(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The leaves as ``(levels int64, prefixes uint64, counts float64)``, by level then prefix.

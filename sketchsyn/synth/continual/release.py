@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from ...sketches.sketch import row_median
 from ..privhp.release import (
     MAX_SD,
     PRUNE,
@@ -91,7 +92,7 @@ def _sketch_values(c: Any, level: int, prefixes: np.ndarray) -> tuple[np.ndarray
     values = c._noisy(uniq)[inverse.reshape(cells.shape)].astype(np.float64)
     if signs is not None:
         values = values * signs
-    median = np.median(values, axis=0)
+    median = row_median(values)
     return (median if signs is not None else values.min(axis=0)), median
 
 

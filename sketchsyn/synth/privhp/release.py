@@ -33,6 +33,7 @@ import numpy as np
 
 from ...errors import ParameterError, ReleasedError
 from ...privacy.noise import discrete_laplace, discrete_laplace_variance
+from ...sketches.sketch import row_median
 from .. import tree
 from ..distribution import PrivateDistribution
 from ..tree import combine_levels
@@ -299,7 +300,7 @@ def grow_release(php: Any, prune: float = 0.0) -> tuple[PrivateDistribution, tre
 
         def values(level: int, prefixes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             rows = sketches[level - L - 1]._row_values(prefixes).astype(np.float64)
-            median = np.median(rows, axis=0)
+            median = row_median(rows)
             estimate = median if sketches[level - L - 1]._signed else rows.min(axis=0)
             return _masked(php._domain, level, estimate, prefixes), median
 
