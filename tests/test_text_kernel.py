@@ -73,6 +73,18 @@ def test_plain_fixed_decimals_are_taken():
 
 @needs_ext
 @pytest.mark.parametrize(
+    "token",
+    [b"-0.0", b"-0", b"0e5", b"-0e-30", b"1e-22", b"9007199254740992", b"1E22", b"0", b"-0.000001",
+     b"2.5e+3", b"0.3000000000000000", b"1234567890123456e-20"],
+)  # fmt: skip
+def test_edge_numbers_give_pyarrows_double(token):
+    got = kernels.text.parse_csv(token + b"\n", 1, [0], ",")
+    assert got is not None
+    assert np.array_equal(got.view(np.int64), _arrow(token + b"\n", 1, [0]).view(np.int64))
+
+
+@needs_ext
+@pytest.mark.parametrize(
     "block",
     [
         b'1,"2"\n',  # a quote: pyarrow's quoting rules

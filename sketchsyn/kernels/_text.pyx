@@ -24,8 +24,9 @@ _NOT_DELIMITERS = frozenset(b'0123456789.-+eE"\r\n')
 
 def parse_csv(const unsigned char[::1] buf not None, int ncols, idx, delimiter):
     """The columns ``idx`` (field indices, in the order wanted) of the CSV lines in ``buf``
-    (``ncols`` fields each; the last line may lack its newline) as float64 rows, column-major,
-    or None when the block is not clean (see the module docstring).
+    (``ncols`` fields each, every line ending in a newline) as float64 rows, column-major, or
+    None when the block is not clean (see the module docstring) or its last line has no
+    newline.
 
     >>> parse_csv(b"1,x,2.5\\n-3,y,4e1\\n", 3, [2, 0], ",").tolist()
     [[2.5, 1.0], [40.0, -3.0]]
