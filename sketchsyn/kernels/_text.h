@@ -90,9 +90,10 @@ static ptrdiff_t ss_count_lines(const unsigned char *buf, ptrdiff_t len) {
     return n;
 }
 
-/* Parse the clean block buf[0:len] (ending in a newline) of `room` lines: field f of each
- * line goes to column want[f] of out (column-major, out[col * room + line]) when want[f] >= 0.
- * Returns the lines parsed (room), or -1 when the block is not clean. */
+/* Parse the clean block buf[0:len] (ending in a newline): field f of each line goes to column
+ * want[f] of out (column-major, room lines a column: out[col * room + line]) when want[f] >=
+ * 0. Returns the lines parsed, -1 when the block is not clean, -2 when it has more than room
+ * lines. */
 static ptrdiff_t ss_parse_csv(const unsigned char *buf, ptrdiff_t len, int ncols,
                               const int32_t *want, unsigned char delim, double *out,
                               ptrdiff_t room) {
@@ -100,7 +101,7 @@ static ptrdiff_t ss_parse_csv(const unsigned char *buf, ptrdiff_t len, int ncols
     ptrdiff_t row = 0;
     if (len < 1 || end[-1] != '\n') return -1;
     while (p < end) {
-        if (row >= room) return -1;
+        if (row >= room) return -2;
         int field = 0;
         for (;;) {
             int32_t w = want[field];
@@ -131,7 +132,7 @@ static ptrdiff_t ss_parse_csv(const unsigned char *buf, ptrdiff_t len, int ncols
         }
         row++;
     }
-    return row == room ? row : -1;
+    return row;
 }
 
 #endif

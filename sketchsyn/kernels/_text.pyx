@@ -52,15 +52,24 @@ def parse_csv(const unsigned char[::1] buf not None, int ncols, idx, delimiter):
             raise ValueError(f"idx names field {f} twice")
         want_arr[f] = j
     cdef const int32_t[::1] want = want_arr
-    cdef Py_ssize_t n = buf.shape[0], room, got
+    cdef Py_ssize_t n = buf.shape[0], room, got, sample = min(n, 1 << 16)
     if n == 0:
         return np.zeros((k, 0)).T
+    # Room for the lines guessed from the first 64 KiB (no pass over the block to count them);
+    # a block that holds more is counted and parsed again.
     with nogil:
-        room = ss_count_lines(&buf[0], n)
-    out = np.empty((k, room), dtype=np.float64)
-    cdef double[:, ::1] o = out
-    with nogil:
-        got = ss_parse_csv(&buf[0], n, ncols, &want[0], delim, &o[0, 0], room)
-    if got != room:
+        room = ss_count_lines(&buf[0], sample)
+    room = min(n, room * n // sample + room * n // sample // 8 + 1024)
+    cdef double[:, ::1] o
+    while True:
+        out = np.empty((k, room), dtype=np.float64)
+        o = out
+        with nogil:
+            got = ss_parse_csv(&buf[0], n, ncols, &want[0], delim, &o[0, 0], room)
+            if got == -2:
+                room = ss_count_lines(&buf[0], n)
+        if got != -2:
+            break
+    if got < 0:
         return None
-    return out.T
+    return out[:, :got].T
