@@ -443,25 +443,42 @@ class OnlineSynthesizer(Summary):
             self._n_dropped += int(dropped)
 
     def _advance(self, codes: np.ndarray) -> None:
+        """Every level's records of the batch in one call of its bank (``O(r)`` calls a batch,
+        not one per level and time level crossed).
+
+        A bank splits the records at its own time levels, which are the partition's (``t_r``),
+        so it makes the same draws in the same order as when it took the records time level by
+        time level. A level that starts inside the batch counts from its start (``d ≥ 2``);
+        for ``d = 1`` it also takes the history before it, from ``t_0`` on (Algorithm 3's first
+        time level), in the same call."""
         n = codes.size
         if n == 0:
             return
         t0 = self._t
-        cur = t0 + 1  # global step of codes[0]
-        end_all = t0 + n
-        while cur <= end_all:
-            r = self._depth_at(cur)
-            nxt = self._starts[r + 1] if r < self._H else end_all + 1
-            end = min(end_all, nxt - 1)
-            self._start_levels(r)
-            seg = codes[cur - t0 - 1 : end - t0]
-            times = np.arange(cur, end + 1, dtype=np.int64)
-            for j in range(1, r + 1):
-                self._touch(j, end, times, seg >> _U64(self._H - j))
-            self._t = end
-            if self._d == 1:
-                self._append_history(seg)
-            cur = end + 1
+        end = t0 + n
+        r = self._depth_at(end)
+        times = np.arange(t0 + 1, end + 1, dtype=np.int64)
+        made = self._made
+        if self._d == 1:
+            first = self._starts[0]
+            # The records a new level replays: the history from t_0 on, then the batch's.
+            k = max(first - t0 - 1, 0)  # the batch's steps before t_0 reach no counter
+            past = self._history[first - 1 : self._n_history]
+            replay = np.concatenate((past, codes[k:]))
+            replay_times = np.arange(end - replay.size + 1, end + 1, dtype=np.int64)
+        for j in range(1, r + 1):
+            shift = _U64(self._H - j)
+            if self._d == 1 and j > made:
+                self._touch(j, end, replay_times, replay >> shift)
+            elif self._d == 1 or j <= made:
+                self._touch(j, end, times, codes >> shift)
+            else:  # level j starts at step t_j > t0 inside the batch
+                i = self._starts[j] - t0 - 1
+                self._touch(j, end, times[i:], codes[i:] >> shift)
+        self._made = max(made, r)
+        self._t = end
+        if self._d == 1:
+            self._append_history(codes)
         self._release = None
 
     def _append_history(self, seg: np.ndarray) -> None:
