@@ -89,6 +89,20 @@ _LAZY_SEEDED = False
 _SHARED_SEEDED = False
 
 
+def _merged(
+    c: np.ndarray, tm: np.ndarray, v: np.ndarray, distinct: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Events sorted by (cell, step) with each repeated pair's values added up (``distinct``:
+    no pair repeats, nothing to do)."""
+    if distinct or c.size < 2:
+        return c, tm, v
+    dup = (c[1:] == c[:-1]) & (tm[1:] == tm[:-1])
+    if not dup.any():
+        return c, tm, v
+    idx = np.flatnonzero(np.concatenate(([True], ~dup)))
+    return c[idx], tm[idx], np.add.reduceat(v, idx)
+
+
 def _scanner() -> Callable[..., Any]:
     """The round's scan: the compiled loop (:func:`sketchsyn.kernels.checks.run`) where the
     extension runs, else :func:`sketchsyn.counters.checks.scan`. Both make the same
@@ -620,44 +634,52 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
                 c, tm, v = c[nz], tm[nz], v[nz]
         lv = self._lv
         assert lv is not None
-        if c.size:
-            first, last = (int(tm[0]), int(tm[-1])) if sorted_times else (tm.min(), tm.max())
-            if sorted_times:
-                sort = kernels.counters.by_cell if kernels.enabled() else None
-                c, tm, v = checks.by_cell(c, tm, v, self._size, sort)
-            else:
-                order = np.lexsort((tm, c))
-                c, tm, v = c[order], tm[order], v[order]
-            dup = None if distinct else (c[1:] == c[:-1]) & (tm[1:] == tm[:-1])
-            if dup is not None and dup.any():
-                keys = np.concatenate(([True], ~dup))
-                idx = np.flatnonzero(keys)
-                v = np.add.reduceat(v, idx)
-                c, tm = c[idx], tm[idx]
-            if first >= lv.first and last <= lv.end:  # the whole batch in the current level
+        if c.size and sorted_times:
+            self._by_level(c, tm, v, distinct)
+        elif c.size:
+            order = np.lexsort((tm, c))
+            c, tm, v = _merged(c[order], tm[order], v[order], distinct)
+            while c.size:
+                # Steps before the counters' first level are not counted.
+                if int(tm.min()) < lv.first:
+                    keep = tm >= lv.first
+                    c, tm, v = c[keep], tm[keep], v[keep]
+                    continue
+                inside = tm <= lv.end
+                if inside.all():
+                    self._prepare()
+                    self._records(c, tm, v)
+                    break
+                if inside.any():
+                    self._prepare()
+                    self._records(c[inside], tm[inside], v[inside])
+                c, tm, v = c[~inside], tm[~inside], v[~inside]
+                self._close_level()
+                lv = self._lv
+                assert lv is not None
+        self._advance_clock(until)
+
+    def _by_level(self, c: np.ndarray, tm: np.ndarray, v: np.ndarray, distinct: bool) -> None:
+        """:meth:`_events` of steps in ascending order: cut at the time levels first (a search
+        a level, not a pass over the batch), then each level's events sorted by cell (the
+        order and the draws of sorting the batch first and cutting it after)."""
+        lv = self._lv
+        assert lv is not None
+        n = c.size
+        lo = int(np.searchsorted(tm, lv.first))  # steps before the first level: not counted
+        sort = kernels.counters.by_cell if kernels.enabled() else None
+        while lo < n:
+            hi = n if int(tm[-1]) <= lv.end else int(np.searchsorted(tm, lv.end, side="right"))
+            if hi > lo:
+                cc, tt, vv = checks.by_cell(c[lo:hi], tm[lo:hi], v[lo:hi], self._size, sort)
                 self._prepare()
-                self._records(c, tm, v)
-                self._advance_clock(until)
+                self._records(*_merged(cc, tt, vv, distinct))
+            if hi >= n:
                 return
-        while c.size:
-            # Steps before the counters' first level are not counted.
-            if int(tm.min()) < lv.first:
-                keep = tm >= lv.first
-                c, tm, v = c[keep], tm[keep], v[keep]
-                continue
-            inside = tm <= lv.end
-            if inside.all():
-                self._prepare()
-                self._records(c, tm, v)
-                break
-            if inside.any():
-                self._prepare()
-                self._records(c[inside], tm[inside], v[inside])
-            c, tm, v = c[~inside], tm[~inside], v[~inside]
             self._close_level()
             lv = self._lv
             assert lv is not None
-        self._advance_clock(until)
+            lo = hi
 
     def _catch_up(self) -> None:
         """Draw every counter's idle checks up to ``t`` (before a read)."""
