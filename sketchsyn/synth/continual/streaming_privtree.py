@@ -68,6 +68,7 @@ from ...io.summary import Summary
 from ...privacy import accounting
 from ...privacy.lineage import Lineage, UsageGuard
 from ...privacy.noise import discrete_laplace
+from ...privacy.pool import LaplacePool
 from ...privacy.rng import RNGLike, as_source
 from ..distribution import PrivateDistribution
 from .noise import announced_end, announced_epochs
@@ -572,6 +573,10 @@ class StreamingPrivTree(Summary):
             out_a0.append(a0)
             out_a1.append(a1)
 
+        # The split decisions' noise, drawn ahead a block at a time (each value used once:
+        # privacy/pool.py); a block is about the nodes a step over the current partition
+        # tests (public).
+        pool = LaplacePool(self._lam, 2 * self._level.size + 64, self._source)
         active = np.zeros(1, dtype=np.uint64)
         kept = 0
         capped = False
@@ -583,7 +588,7 @@ class StreamingPrivTree(Summary):
             atom[one] = lay.atom_level(a0[one]) == level
             s = cum_score[a1] - cum_score[a0]
             biased = np.maximum(s - (level // k) * self._delta, _THETA - self._delta)
-            noisy = biased + discrete_laplace(self._lam, active.size, rng=self._source)
+            noisy = biased + pool.take(active.size)
             split = (noisy > _THETA) & ~atom & (level < D)
             room = (self._cap - kept - active.size) // (beta - 1)
             if int(split.sum()) > room:
