@@ -83,6 +83,7 @@ __all__ = [
     "SEEDED_OWN_BITS",
     "Events",
     "by_cell",
+    "merge_repeats",
     "scan",
     "stable_order",
 ]
@@ -153,6 +154,26 @@ def by_cell(
         return out[0], out[1], out[2]
     order = stable_order(cells, size)
     return cells[order], times[order], values[order]
+
+
+def merge_repeats(
+    c: np.ndarray, tm: np.ndarray, v: np.ndarray, distinct: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Events sorted by (cell, step) with each repeated pair's values added up (``distinct``:
+    no pair repeats, nothing to do).
+
+    >>> a = np.array
+    >>> c, t, v = merge_repeats(a([0, 0, 1]), a([2, 2, 2]), a([1, 4, 1]), False)
+    >>> c.tolist(), t.tolist(), v.tolist()
+    ([0, 1], [2, 2], [5, 1])
+    """
+    if distinct or c.size < 2:
+        return c, tm, v
+    dup = (c[1:] == c[:-1]) & (tm[1:] == tm[:-1])
+    if not dup.any():
+        return c, tm, v
+    idx = np.flatnonzero(np.concatenate(([True], ~dup)))
+    return c[idx], tm[idx], np.add.reduceat(v, idx)
 
 
 @dataclass

@@ -89,20 +89,6 @@ _LAZY_SEEDED = False
 _SHARED_SEEDED = False
 
 
-def _merged(
-    c: np.ndarray, tm: np.ndarray, v: np.ndarray, distinct: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Events sorted by (cell, step) with each repeated pair's values added up (``distinct``:
-    no pair repeats, nothing to do)."""
-    if distinct or c.size < 2:
-        return c, tm, v
-    dup = (c[1:] == c[:-1]) & (tm[1:] == tm[:-1])
-    if not dup.any():
-        return c, tm, v
-    idx = np.flatnonzero(np.concatenate(([True], ~dup)))
-    return c[idx], tm[idx], np.add.reduceat(v, idx)
-
-
 def _scanner() -> Callable[..., Any]:
     """The round's scan: the compiled loop (:func:`sketchsyn.kernels.checks.run`) where the
     extension runs, else :func:`sketchsyn.counters.checks.scan`. Both make the same
@@ -638,7 +624,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
             self._by_level(c, tm, v, distinct)
         elif c.size:
             order = np.lexsort((tm, c))
-            c, tm, v = _merged(c[order], tm[order], v[order], distinct)
+            c, tm, v = checks.merge_repeats(c[order], tm[order], v[order], distinct)
             while c.size:
                 # Steps before the counters' first level are not counted.
                 if int(tm.min()) < lv.first:
@@ -673,7 +659,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
             if hi > lo:
                 cc, tt, vv = checks.by_cell(c[lo:hi], tm[lo:hi], v[lo:hi], self._size, sort)
                 self._prepare()
-                self._records(*_merged(cc, tt, vv, distinct))
+                self._records(*checks.merge_repeats(cc, tt, vv, distinct))
             if hi >= n:
                 return
             self._close_level()
