@@ -162,3 +162,69 @@ def test_the_kernel_checks_its_arguments(change: dict, error: type) -> None:
     args = _args() | change
     with pytest.raises(error):
         kernels.partition.tree_level(*args.values())
+
+
+# ------------------------------------------------------------------ the online synthesizer's sort
+@pytest.mark.parametrize("bits", [1, 5, 17, 60])
+def test_by_next_bit_gives_each_level_s_stable_sort(bits: int) -> None:
+    """Level after level from the batch in step order, the records sorted by cell are those of
+    ``np.argsort(prefix, kind="stable")`` (the banks' sort by cell)."""
+    g = np.random.default_rng(bits)
+    codes = g.integers(0, 2**bits, 20_000, dtype=np.uint64) >> np.uint64(g.integers(0, bits))
+    times = np.arange(codes.size, dtype=np.int64) + 11
+    now, tm = codes, times
+    for j in range(1, bits + 1):
+        out = np.empty_like(now), np.empty_like(tm), np.empty(now.size, np.int64)
+        kernels.partition.by_next_bit(now, tm, bits - j, *out)
+        prefix = codes >> np.uint64(bits - j)
+        order = np.argsort(prefix, kind="stable")
+        assert np.array_equal(out[1], times[order]) and np.array_equal(out[2], prefix[order])
+        now, tm = out[0], out[1]
+
+
+def test_by_next_bit_checks_its_arguments() -> None:
+    c, t = np.array([1, 0], np.uint64), np.arange(2)
+    out = np.empty(2, np.uint64), np.empty(2, np.int64), np.empty(2, np.int64)
+    with pytest.raises(ValueError, match="not sorted"):  # runs of c >> 1 must ascend
+        kernels.partition.by_next_bit(np.array([2, 0], np.uint64), t, 0, *out)
+    with pytest.raises(ValueError):
+        kernels.partition.by_next_bit(c, t[:1], 0, *out)
+    with pytest.raises(ValueError):
+        kernels.partition.by_next_bit(c, t, 63, *out)
+    with pytest.raises(ValueError):
+        kernels.partition.by_next_bit(c.astype(np.int64), t, 0, *out)
+    with pytest.raises(ValueError):
+        kernels.partition.by_next_bit(c, t, 0, out[0], out[1], np.empty(3, np.int64))
+
+
+@pytest.mark.parametrize(
+    ("domain", "eps", "sizes"),
+    [
+        (BitDomain(12), 1.0, [1, 3000, 50, 20_000]),  # d = 1: new levels replay the history
+        (Box.unit(3), 0.3, [7_000, 1, 33_000]),
+        (Box.unit(2), 4.0, [65_536, 4_000]),  # a first batch across many time levels
+    ],
+)
+def test_online_banks_take_the_same_states_on_both_paths(domain, eps, sizes) -> None:
+    """The compiled path (records sorted level by level, by_next_bit) and the numpy path
+    (each bank sorts its records) give every bank the same arrays."""
+    from sketchsyn import OnlineSynthesizer
+
+    g = np.random.default_rng(5)
+    fast, ref = (OnlineSynthesizer(domain, eps, rng=8) for _ in range(2))
+    for n in sizes:
+        X = g.integers(0, 2**12, (n, 1)) if domain.d == 1 else g.random((n, domain.d)) ** 2
+        fast.update_many(X)
+        with kernels.numpy_only():
+            ref.update_many(X)
+    with kernels.numpy_only():
+        want = ref.noisy_levels()
+    got = fast.noisy_levels()
+    for g_, w in zip(got, want, strict=True):
+        assert np.array_equal(g_, w)
+    for a, b in zip(fast._banks, ref._banks, strict=True):
+        if a is None:
+            assert b is None
+            continue
+        for key in a._ARRAYS:
+            assert np.array_equal(getattr(a, "_" + key), getattr(b, "_" + key)), key

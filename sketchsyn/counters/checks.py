@@ -83,6 +83,7 @@ __all__ = [
     "SEEDED_OWN_BITS",
     "Events",
     "by_cell",
+    "end_round",
     "merge_repeats",
     "scan",
     "stable_order",
@@ -275,6 +276,38 @@ class Events:
             own_bits=own_bits,
             shared=shared,
         )  # fmt: skip
+
+
+def end_round(
+    ev: Events,
+    active: np.ndarray,
+    status: np.ndarray,
+    at: np.ndarray,
+    step: np.ndarray,
+    nb: np.ndarray,
+    n: np.ndarray,
+    pos: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A numpy round's end (:func:`scan`'s results): the calm counters keep their count
+    (``n``) and last step (``pos``) and move past their window, one that tripped on its own
+    event moves past it, one that tripped in a gap resumes at that event inside the gap
+    (``rest``); returns the tripped segments' ``(cells, values, steps)`` for the bank to
+    close."""
+    calm = status == CALM
+    cc = ev.cells[at[calm]]
+    n[cc] = nb[calm]
+    pos[cc] = ev.times[at[calm]]
+    ev.cursor[active[calm]] = at[calm] + 1
+    ev.rest[active[calm]] = False
+    own = status == OWN_TRIP
+    ev.cursor[active[own]] = at[own] + 1
+    ev.rest[active[own]] = False
+    in_gap = status == GAP_TRIP
+    ev.cursor[active[in_gap]] = at[in_gap]
+    ev.rest[active[in_gap]] = True
+    tripped = ~calm
+    value = np.where(own, nb + ev.values[at], nb)[tripped]
+    return ev.cells[at[tripped]], value, step[tripped]
 
 
 def first_bits(src: RandomSource, n: int, bits: int) -> np.ndarray:

@@ -178,6 +178,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         rng: RNGLike = None,
     ) -> None:
         self._setup(size, epsilon, budgets, start_level, sensitivity, rng)
+        self._clean = True  # the sparse arrays as _setup made them: _prepare need not reset
         self._enter(self._first_level(self._start))
 
     def _setup(
@@ -215,6 +216,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         self._done = np.zeros((0, 1), dtype=np.int64)  # latest closed p-sum of every level
         self._rows = 0
         self._ready = False  # the current level's sparse state reset (thresholds: _thresholds)
+        self._clean = False  # (a loaded bank's arrays are its blob's)
         self._firsts = ThresholdPool()  # a private bank's first thresholds, drawn ahead
         # Noise scales whose draws once went beyond their magnitude table: the compiled rounds
         # get their geometric tables too (a cache; the draws are the same without it).
@@ -280,16 +282,21 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
             return
         lv = self._lv
         assert lv is not None
+        # A new bank's arrays are already reset: writing them again would only touch (and
+        # fault in) every page of a large bank at once.
+        clean, self._clean = self._clean, False
         if self._lazy:  # drawn counter by counter (_thresholds)
-            self._theta[:] = 0
+            if not clean:
+                self._theta[:] = 0
             self._firsts = ThresholdPool(np.count_nonzero(self._pos == lv.first - 1))
         else:
             self._theta = lv.t0 + core._draw("laplace", lv.xs, self._size, self._theta_src)
             self._firsts = ThresholdPool()
-        self._n[:] = 0
-        self._segs[:] = 0
-        self._sub[:] = 0
-        self._row[:] = -1
+        if not clean:
+            self._n[:] = 0
+            self._segs[:] = 0
+            self._sub[:] = 0
+            self._row[:] = -1
         self._acc = np.zeros((0, lv.sub_levels), dtype=np.int64)
         self._done = np.zeros((0, lv.sub_levels), dtype=np.int64)
         self._rows = 0
@@ -492,33 +499,8 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
                 )  # fmt: skip
                 self._close_segments(*tripped[:, :k])
             else:
-                self._end_round(ev, active, status, at, step, nb)
-
-    def _end_round(
-        self,
-        ev: checks.Events,
-        active: np.ndarray,
-        status: np.ndarray,
-        at: np.ndarray,
-        step: np.ndarray,
-        nb: np.ndarray,
-    ) -> None:
-        """Move the counters to where their round ended and close the tripped segments."""
-        calm = status == checks.CALM
-        cc = ev.cells[at[calm]]
-        self._n[cc] = nb[calm]
-        self._pos[cc] = ev.times[at[calm]]
-        ev.cursor[active[calm]] = at[calm] + 1
-        ev.rest[active[calm]] = False
-        own = status == checks.OWN_TRIP
-        ev.cursor[active[own]] = at[own] + 1
-        ev.rest[active[own]] = False
-        in_gap = status == checks.GAP_TRIP
-        ev.cursor[active[in_gap]] = at[in_gap]
-        ev.rest[active[in_gap]] = True
-        tripped = ~calm
-        value = np.where(own, nb + ev.values[at], nb)[tripped]
-        self._close_segments(ev.cells[at[tripped]], value, step[tripped])
+                ends = checks.end_round(ev, active, status, at, step, nb, self._n, self._pos)
+                self._close_segments(*ends)
 
     # -------------------------------------------------------------- the protocol
     def update_events(
@@ -602,6 +584,12 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         self._check_levels(self._lv.r + 1, until)
         ones = np.ones(cells.size, dtype=np.int64)
         self._events(until, cells, times, ones, sorted_times=True, distinct=True)
+
+    def _update_sorted(self, until: int, cells: np.ndarray, times: np.ndarray, first: int) -> None:
+        """:meth:`_update_steps` of records sorted by (cell, step), the first at step
+        ``first`` (the online synthesizer's compiled path: one time level's records each call):
+        the same draws (:func:`~sketchsyn.counters.bankloop.update_sorted`)."""
+        bankloop.update_sorted(self, until, cells, times, first)
 
     def _events(
         self,

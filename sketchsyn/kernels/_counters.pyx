@@ -597,7 +597,7 @@ def finish(ci64 cells not None, ci64 times not None, ci64 values not None, i64 c
            uint8_t[::1] rest not None, ci64 active not None, ci64 status not None,
            ci64 at not None, ci64 step not None, ci64 nb not None, i64 n not None,
            i64 pos not None, i64 t_cells not None, i64 t_values not None, i64 t_steps not None):
-    """:meth:`InhomogeneousSparseBank._end_round` before its closes: a calm counter keeps its
+    """:func:`sketchsyn.counters.checks.end_round` before the closes: a calm counter keeps its
     count and last step and moves past its window; one that tripped on its own event moves
     past it, one that tripped in a gap resumes at that event inside the gap (``rest``); the
     tripped ones (in order) go to ``t_cells``, ``t_values`` and ``t_steps``; returns how many

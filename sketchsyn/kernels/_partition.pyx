@@ -14,6 +14,7 @@ leaves the level to the reference's cap path. Every array's dtype, length and ev
 loop takes are checked (``IndexError``, ``ValueError``).
 """
 
+cimport cython
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 
 ctypedef const int64_t[::1] ci64
@@ -129,3 +130,49 @@ def tree_level(cu64 start not None, ci64 first not None, cu64 shift not None,
                     (code - start[leaf] + mask[leaf]) >> shift[leaf])
         nk += beta
     return ns, nst, nk
+
+
+@cython.boundscheck(False)  # every index below is inside [0, n): the lengths are checked
+def by_next_bit(cu64 codes not None, ci64 times not None, int shift,
+                uint64_t[::1] out_codes not None, i64 out_times not None,
+                i64 out_cells not None):
+    """Records sorted by ``codes >> (shift + 1)`` (each run of one value in their order) sorted
+    by ``codes >> shift`` instead, each run split into its records whose bit ``shift`` is 0,
+    then those whose bit is 1, in their order (a stable partition: the order of
+    ``np.argsort(codes >> shift, kind="stable")`` from the one by ``codes >> (shift + 1)``):
+    ``out_codes``, ``out_times`` (``times`` moved with them) and ``out_cells`` (``codes >>
+    shift``). The runs must ascend (``ValueError`` otherwise).
+
+    >>> import numpy as np
+    >>> c, t = np.array([5, 4, 7, 6, 9, 8], np.uint64), np.arange(6)  # runs of c >> 1: 2, 3, 4
+    >>> out = np.empty(6, np.uint64), np.empty(6, np.int64), np.empty(6, np.int64)
+    >>> by_next_bit(c, t, 0, *out); out[0].tolist(), out[1].tolist()
+    ([4, 5, 6, 7, 8, 9], [1, 0, 3, 2, 5, 4])
+    """
+    cdef Py_ssize_t n = codes.shape[0], i = 0, j, e, z, o, zeros
+    cdef uint64_t g, prev = 0, c
+    for what, arr in (("times", times), ("out_codes", out_codes), ("out_times", out_times),
+                      ("out_cells", out_cells)):
+        _same(what, n, arr.shape[0])
+    if not 0 <= shift <= 62:
+        raise ValueError(f"shift must be in [0, 62], got {shift}")
+    while i < n:
+        g = codes[i] >> (shift + 1)
+        if i and g <= prev:
+            raise ValueError(f"codes are not sorted by codes >> {shift + 1} at {i}")
+        prev = g
+        j = i
+        zeros = 0
+        while j < n and codes[j] >> (shift + 1) == g:
+            zeros += ((codes[j] >> shift) & 1) == 0
+            j += 1
+        z, o = i, i + zeros
+        for e in range(i, j):
+            c = codes[e]
+            if (c >> shift) & 1:
+                out_codes[o], out_times[o], out_cells[o] = c, times[e], <int64_t>(c >> shift)
+                o += 1
+            else:
+                out_codes[z], out_times[z], out_cells[z] = c, times[e], <int64_t>(c >> shift)
+                z += 1
+        i = j

@@ -82,6 +82,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import kernels
 from ...attributes import ReadOnly
 from ...errors import (
     InputError,
@@ -454,6 +455,9 @@ class OnlineSynthesizer(Summary):
         n = codes.size
         if n == 0:
             return
+        if self._bank_class is None and kernels.enabled():
+            self._advance_sorted(codes)
+            return
         t0 = self._t
         end = t0 + n
         r = self._depth_at(end)
@@ -479,6 +483,31 @@ class OnlineSynthesizer(Summary):
         self._t = end
         if self._d == 1:
             self._append_history(codes)
+        self._release = None
+
+    def _advance_sorted(self, codes: np.ndarray) -> None:
+        """:meth:`_advance` by the compiled kernels, time level by time level: level ``j``'s
+        records sorted by (cell, step) are level ``j − 1``'s, each cell's split in two
+        (:func:`sketchsyn.kernels._partition.by_next_bit`: sequential passes, no sort by cell
+        in the banks); each bank takes them in the order its sort by cell would give them, so
+        its draws are the same."""
+        t0 = self._t
+        cur, end_all = t0 + 1, t0 + codes.size
+        while cur <= end_all:
+            r = self._depth_at(cur)
+            end = min(end_all, self._starts[r + 1] - 1) if r < self._H else end_all
+            self._start_levels(r)
+            seg = codes[cur - t0 - 1 : end - t0]
+            now, times = seg, np.arange(cur, end + 1, dtype=np.int64)
+            for j in range(1, r + 1):
+                out = np.empty_like(now), np.empty_like(times), np.empty(now.size, np.int64)
+                kernels.partition.by_next_bit(now, times, self._H - j, *out)
+                now, times, cells = out
+                self._bank(j)._update_sorted(end, cells, times, cur)
+            self._t = end
+            if self._d == 1:
+                self._append_history(seg)
+            cur = end + 1
         self._release = None
 
     def _append_history(self, seg: np.ndarray) -> None:
