@@ -150,5 +150,5 @@ def update_sorted(bank: Any, until: int, cells: np.ndarray, times: np.ndarray, f
     if nxt is not lv:  # the level ends before these records: as _events closes it
         bank._close_level()
     bank._prepare()
-    bank._records(cells, times, np.ones(cells.size, dtype=np.int64))
+    bank._records(cells, times, checks.constant(1, cells.size))
     bank._advance_clock(until)

@@ -83,6 +83,7 @@ __all__ = [
     "SEEDED_OWN_BITS",
     "Events",
     "by_cell",
+    "constant",
     "end_round",
     "merge_repeats",
     "scan",
@@ -155,6 +156,25 @@ def by_cell(
         return out[0], out[1], out[2]
     order = stable_order(cells, size)
     return cells[order], times[order], values[order]
+
+
+_CONSTANTS: dict[int, np.ndarray] = {}
+
+
+def constant(value: int, n: int) -> np.ndarray:
+    """A read-only int64 array of ``n`` entries ``value``: a view of one buffer per value,
+    grown when a longer one is asked for (the events' default values and outcomes are the
+    same every batch: no array filled per batch).
+
+    >>> constant(-1, 3).tolist(), constant(-1, 3).flags.writeable
+    ([-1, -1, -1], False)
+    """
+    buf = _CONSTANTS.get(value)
+    if buf is None or buf.size < n:
+        buf = np.full(max(n, 2 * (0 if buf is None else buf.size), 1024), value, dtype=np.int64)
+        buf.flags.writeable = False
+        _CONSTANTS[value] = buf
+    return buf[:n]
 
 
 def merge_repeats(
@@ -270,8 +290,8 @@ class Events:
             cells, times, values, starts, ends, group_cell, gap, gap_row, gap_words, own_words,
             cursor=starts.copy(),
             rest=np.zeros(starts.size, dtype=bool),
-            forced_gap=np.full(n, -1, dtype=np.int64),
-            forced_own=np.full(n, -1, dtype=np.int64),
+            forced_gap=constant(-1, n),  # read-only: settle copies them before it writes
+            forced_own=constant(-1, n),
             bits=bits,
             own_bits=own_bits,
             shared=shared,

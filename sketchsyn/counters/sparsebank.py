@@ -582,7 +582,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
             return
         assert self._lv is not None
         self._check_levels(self._lv.r + 1, until)
-        ones = np.ones(cells.size, dtype=np.int64)
+        ones = checks.constant(1, cells.size)
         self._events(until, cells, times, ones, sorted_times=True, distinct=True)
 
     def _update_sorted(self, until: int, cells: np.ndarray, times: np.ndarray, first: int) -> None:
