@@ -148,7 +148,7 @@ def update_sorted(bank: Any, until: int, cells: np.ndarray, times: np.ndarray, f
     bank._check_writable()
     bank._check_levels(lv.r + 1, until)
     if nxt is not lv:  # the level ends before these records: as _events closes it
-        bank._close_level()
+        bank._close_level(nxt)
     bank._prepare()
     bank._records(cells, times, checks.constant(1, cells.size))
     bank._advance_clock(until)

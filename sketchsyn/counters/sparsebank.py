@@ -321,12 +321,13 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
             if fresh.size:
                 self._theta[fresh] = lv.t0 + self._firsts.take(fresh.size, lv.xs, self._theta_src)
 
-    def _close_level(self) -> None:
-        """End the current level: ``S̃ += level total`` (its last idle checks are not needed)."""
+    def _close_level(self, nxt: _Level | None = None) -> None:
+        """End the current level: ``S̃ += level total`` (its last idle checks are not needed);
+        enter the next (``nxt``: already found by the caller)."""
         assert self._lv is not None
         self._add_closed_total()
         self._t = self._lv.end
-        self._enter(self._first_level(self._lv.r + 1))
+        self._enter(self._first_level(self._lv.r + 1) if nxt is None else nxt)
 
     def _advance_clock(self, until: int) -> None:
         """Move the clock to ``until`` (no values): close the levels that end on the way.

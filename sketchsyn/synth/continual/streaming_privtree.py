@@ -156,10 +156,12 @@ class StreamingPrivTree(Summary):
     most 1 and no other score: the two conditions of PrivTree's proof (Zhang, Xiao and Xie,
     Theorem 3.1, which holds for the integer Laplace noise as
     :class:`~sketchsyn.baselines.grid.PrivTree` states), which gives
-    ``(2β − 1)/((β − 1)·λ) ≤ ε_tree`` (``3/λ`` for ``β = 2``) for the split decisions. The nodes
-    tested depend only on the public partition and on earlier decisions (the ``max_leaves`` cap
-    acts after a level's decisions: which of them go through is a function of the decisions and
-    of the public previous release), and a path that stops early is a subset of the path the
+    ``(2β − 1)/((β − 1)·λ) ≤ ε_tree`` (``3/λ`` for ``β = 2``) for the split decisions (their
+    noise values are drawn ahead a block at a time, :class:`~sketchsyn.privacy.pool.LaplacePool`,
+    each used by one decision only: the law of a draw per decision). The nodes tested depend
+    only on the public partition and on earlier decisions (the ``max_leaves`` cap acts after a
+    level's decisions: which of them go through is a function of the decisions and of the
+    public previous release), and a path that stops early is a subset of the path the
     proof bounds (a decision to split that the cap holds back is still a decision of the proof;
     the path ends there). The new leaves partition the domain, so the exact
     ``Δ(v)`` have ℓ1 sensitivity 1 and ``Lap_Z(leaf_scale)`` with ``1/leaf_scale ≤ ε_leaf``
