@@ -33,7 +33,7 @@ needs_ext = pytest.mark.skipif(not kernels.INSTALLED, reason=kernels.why())
 
 
 @needs_ext
-@pytest.mark.parametrize("name", ["words", "noise", "privhp", "counters", "text"])
+@pytest.mark.parametrize("name", ["words", "noise", "privhp", "counters", "partition", "text"])
 def test_the_extension_modules_doctests(name):
     """The examples in the extension modules' docstrings (pytest collects only ``.py``)."""
     mod = getattr(kernels, name)

@@ -238,3 +238,55 @@ def test_cached_scales_keep_their_checks_and_types() -> None:
     assert accounting.laplace_scale(3, 0.7, "X") == accounting.laplace_scale(3, 0.7, "X") == fresh
     with pytest.raises(ParameterError, match="'epsilon' parameter of X"):
         accounting.laplace_scale(1, 1e-12, "X")
+
+
+# ------------------------------------------------------------------ the pool of drawn-ahead noise
+def test_a_pool_hands_out_each_drawn_value_once_in_order() -> None:
+    """The values a pool hands out are its blocks' draws, in order, none twice."""
+    from sketchsyn.privacy.noise import _laplace_core
+    from sketchsyn.privacy.pool import LaplacePool
+    from sketchsyn.privacy.rng import as_source
+
+    pool = LaplacePool(3.0, block=50, rng=7)
+    sizes = [0, 7, 43, 1, 120, 9, 50, 3]
+    got = np.concatenate([pool.take(k) for k in sizes])
+    # The same source's blocks: 50 (7 + 43), then 50 (1), 121 (120 after the 49 left), ...
+    src = as_source(7)
+    blocks, left = [], 0
+    for k in sizes:
+        if k > left:
+            block = max(k - left, 50)
+            blocks.append(_laplace_core(Fraction(3), block, src))
+            left += block
+        left -= k
+    drawn = np.concatenate(blocks)
+    assert pool.drawn == drawn.size
+    assert np.array_equal(got, drawn[: got.size])
+
+
+def test_a_pool_has_the_law_of_the_sampler() -> None:
+    """Requests of mixed sizes from a pool: their values are Lap_Z(scale) (chi-square against
+    the exact pmf), as the split decisions of StreamingPrivTree need."""
+    from sketchsyn.privacy.pool import LaplacePool
+
+    pool = LaplacePool(2.5, block=257, rng=3)
+    sizes = np.random.default_rng(0).integers(0, 300, size=400)
+    z = np.concatenate([pool.take(int(k)) for k in sizes])
+    edges = np.arange(-12, 13)
+    observed = np.array(
+        [np.count_nonzero(z == v) for v in edges] + [np.count_nonzero(np.abs(z) > 12)]
+    )
+    p = discrete_laplace_pmf(edges, 2.5)
+    expected = np.append(p, 1.0 - p.sum()) * z.size
+    assert stats.chisquare(observed, expected).pvalue > 1e-4
+
+
+def test_a_pool_checks_its_arguments() -> None:
+    from sketchsyn.privacy.pool import LaplacePool
+
+    with pytest.raises(ParameterError):
+        LaplacePool(0.0, block=8)
+    with pytest.raises(ParameterError):
+        LaplacePool(1.0, block=0)
+    with pytest.raises(ParameterError):
+        LaplacePool(1.0, block=8).take(-1)

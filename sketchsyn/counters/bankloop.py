@@ -33,7 +33,7 @@ from . import checks
 from .levels import _Level
 from .settle import settle
 
-__all__ = ["run_rounds", "word_sources"]
+__all__ = ["run_rounds", "update_sorted", "word_sources"]
 
 
 def word_sources(bank: Any) -> tuple[Any, Any, Any] | None:
@@ -130,3 +130,25 @@ def run_rounds(
                 bank._plans = (lv, *plans)
             stage = kernels.THETA if sub else kernels.CLOSE
     bank._rows = int(info[kernels.I_ROWS])
+
+
+def update_sorted(bank: Any, until: int, cells: np.ndarray, times: np.ndarray, first: int) -> None:
+    """``bank._update_steps(until, cells, times)`` for records sorted by (cell, step) instead
+    of by step, the first at step ``first``, the last at ``until``: when they lie in one time
+    level (the bank's, or the next one, which it enters first), that level takes them as
+    :meth:`~sketchsyn.counters.sparsebank.InhomogeneousSparseBank._events` would give them
+    (its sort by cell is theirs), so the draws are the same; otherwise they are put back in
+    step order for ``_update_steps``."""
+    lv = bank._lv
+    nxt = lv if first <= lv.end else bank._first_level(lv.r + 1)
+    if not (lv.first <= first and nxt.first <= first and until <= nxt.end) or 4 * until >= 2**60:
+        order = np.argsort(times, kind="stable")
+        bank._update_steps(until, cells[order], times[order])
+        return
+    bank._check_writable()
+    bank._check_levels(lv.r + 1, until)
+    if nxt is not lv:  # the level ends before these records: as _events closes it
+        bank._close_level(nxt)
+    bank._prepare()
+    bank._records(cells, times, checks.constant(1, cells.size))
+    bank._advance_clock(until)

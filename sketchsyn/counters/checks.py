@@ -83,6 +83,9 @@ __all__ = [
     "SEEDED_OWN_BITS",
     "Events",
     "by_cell",
+    "constant",
+    "end_round",
+    "merge_repeats",
     "scan",
     "stable_order",
 ]
@@ -153,6 +156,45 @@ def by_cell(
         return out[0], out[1], out[2]
     order = stable_order(cells, size)
     return cells[order], times[order], values[order]
+
+
+_CONSTANTS: dict[int, np.ndarray] = {}
+
+
+def constant(value: int, n: int) -> np.ndarray:
+    """A read-only int64 array of ``n`` entries ``value``: a view of one buffer per value,
+    grown when a longer one is asked for (the events' default values and outcomes are the
+    same every batch: no array filled per batch).
+
+    >>> constant(-1, 3).tolist(), constant(-1, 3).flags.writeable
+    ([-1, -1, -1], False)
+    """
+    buf = _CONSTANTS.get(value)
+    if buf is None or buf.size < n:
+        buf = np.full(max(n, 2 * (0 if buf is None else buf.size), 1024), value, dtype=np.int64)
+        buf.flags.writeable = False
+        _CONSTANTS[value] = buf
+    return buf[:n]
+
+
+def merge_repeats(
+    c: np.ndarray, tm: np.ndarray, v: np.ndarray, distinct: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Events sorted by (cell, step) with each repeated pair's values added up (``distinct``:
+    no pair repeats, nothing to do).
+
+    >>> a = np.array
+    >>> c, t, v = merge_repeats(a([0, 0, 1]), a([2, 2, 2]), a([1, 4, 1]), False)
+    >>> c.tolist(), t.tolist(), v.tolist()
+    ([0, 1], [2, 2], [5, 1])
+    """
+    if distinct or c.size < 2:
+        return c, tm, v
+    dup = (c[1:] == c[:-1]) & (tm[1:] == tm[:-1])
+    if not dup.any():
+        return c, tm, v
+    idx = np.flatnonzero(np.concatenate(([True], ~dup)))
+    return c[idx], tm[idx], np.add.reduceat(v, idx)
 
 
 @dataclass
@@ -248,12 +290,44 @@ class Events:
             cells, times, values, starts, ends, group_cell, gap, gap_row, gap_words, own_words,
             cursor=starts.copy(),
             rest=np.zeros(starts.size, dtype=bool),
-            forced_gap=np.full(n, -1, dtype=np.int64),
-            forced_own=np.full(n, -1, dtype=np.int64),
+            forced_gap=constant(-1, n),  # read-only: settle copies them before it writes
+            forced_own=constant(-1, n),
             bits=bits,
             own_bits=own_bits,
             shared=shared,
         )  # fmt: skip
+
+
+def end_round(
+    ev: Events,
+    active: np.ndarray,
+    status: np.ndarray,
+    at: np.ndarray,
+    step: np.ndarray,
+    nb: np.ndarray,
+    n: np.ndarray,
+    pos: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A numpy round's end (:func:`scan`'s results): the calm counters keep their count
+    (``n``) and last step (``pos``) and move past their window, one that tripped on its own
+    event moves past it, one that tripped in a gap resumes at that event inside the gap
+    (``rest``); returns the tripped segments' ``(cells, values, steps)`` for the bank to
+    close."""
+    calm = status == CALM
+    cc = ev.cells[at[calm]]
+    n[cc] = nb[calm]
+    pos[cc] = ev.times[at[calm]]
+    ev.cursor[active[calm]] = at[calm] + 1
+    ev.rest[active[calm]] = False
+    own = status == OWN_TRIP
+    ev.cursor[active[own]] = at[own] + 1
+    ev.rest[active[own]] = False
+    in_gap = status == GAP_TRIP
+    ev.cursor[active[in_gap]] = at[in_gap]
+    ev.rest[active[in_gap]] = True
+    tripped = ~calm
+    value = np.where(own, nb + ev.values[at], nb)[tripped]
+    return ev.cells[at[tripped]], value, step[tripped]
 
 
 def first_bits(src: RandomSource, n: int, bits: int) -> np.ndarray:

@@ -61,6 +61,8 @@ def settle(
     in counter order. ``x``: ``1/scale`` of the checks' noise; ``theta``, ``n``, ``pos``: the
     bank's per-counter arrays at the round's start; ``uniforms``: the round's shared uniforms
     settled so far (by group)."""
+    if not ev.forced_gap.flags.writeable:  # the shared read-only defaults (checks.constant)
+        ev.forced_gap, ev.forced_own = ev.forced_gap.copy(), ev.forced_own.copy()
     for i in unsure.tolist():
         grp, e = int(active[i]), int(at[i])
         a = int(theta[ev.cells[e]] - nb[i])

@@ -178,6 +178,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         rng: RNGLike = None,
     ) -> None:
         self._setup(size, epsilon, budgets, start_level, sensitivity, rng)
+        self._clean = True  # the sparse arrays as _setup made them: _prepare need not reset
         self._enter(self._first_level(self._start))
 
     def _setup(
@@ -215,6 +216,7 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         self._done = np.zeros((0, 1), dtype=np.int64)  # latest closed p-sum of every level
         self._rows = 0
         self._ready = False  # the current level's sparse state reset (thresholds: _thresholds)
+        self._clean = False  # (a loaded bank's arrays are its blob's)
         self._firsts = ThresholdPool()  # a private bank's first thresholds, drawn ahead
         # Noise scales whose draws once went beyond their magnitude table: the compiled rounds
         # get their geometric tables too (a cache; the draws are the same without it).
@@ -280,16 +282,21 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
             return
         lv = self._lv
         assert lv is not None
+        # A new bank's arrays are already reset: writing them again would only touch (and
+        # fault in) every page of a large bank at once.
+        clean, self._clean = self._clean, False
         if self._lazy:  # drawn counter by counter (_thresholds)
-            self._theta[:] = 0
+            if not clean:
+                self._theta[:] = 0
             self._firsts = ThresholdPool(np.count_nonzero(self._pos == lv.first - 1))
         else:
             self._theta = lv.t0 + core._draw("laplace", lv.xs, self._size, self._theta_src)
             self._firsts = ThresholdPool()
-        self._n[:] = 0
-        self._segs[:] = 0
-        self._sub[:] = 0
-        self._row[:] = -1
+        if not clean:
+            self._n[:] = 0
+            self._segs[:] = 0
+            self._sub[:] = 0
+            self._row[:] = -1
         self._acc = np.zeros((0, lv.sub_levels), dtype=np.int64)
         self._done = np.zeros((0, lv.sub_levels), dtype=np.int64)
         self._rows = 0
@@ -314,12 +321,13 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
             if fresh.size:
                 self._theta[fresh] = lv.t0 + self._firsts.take(fresh.size, lv.xs, self._theta_src)
 
-    def _close_level(self) -> None:
-        """End the current level: ``S̃ += level total`` (its last idle checks are not needed)."""
+    def _close_level(self, nxt: _Level | None = None) -> None:
+        """End the current level: ``S̃ += level total`` (its last idle checks are not needed);
+        enter the next (``nxt``: already found by the caller)."""
         assert self._lv is not None
         self._add_closed_total()
         self._t = self._lv.end
-        self._enter(self._first_level(self._lv.r + 1))
+        self._enter(self._first_level(self._lv.r + 1) if nxt is None else nxt)
 
     def _advance_clock(self, until: int) -> None:
         """Move the clock to ``until`` (no values): close the levels that end on the way.
@@ -492,33 +500,8 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
                 )  # fmt: skip
                 self._close_segments(*tripped[:, :k])
             else:
-                self._end_round(ev, active, status, at, step, nb)
-
-    def _end_round(
-        self,
-        ev: checks.Events,
-        active: np.ndarray,
-        status: np.ndarray,
-        at: np.ndarray,
-        step: np.ndarray,
-        nb: np.ndarray,
-    ) -> None:
-        """Move the counters to where their round ended and close the tripped segments."""
-        calm = status == checks.CALM
-        cc = ev.cells[at[calm]]
-        self._n[cc] = nb[calm]
-        self._pos[cc] = ev.times[at[calm]]
-        ev.cursor[active[calm]] = at[calm] + 1
-        ev.rest[active[calm]] = False
-        own = status == checks.OWN_TRIP
-        ev.cursor[active[own]] = at[own] + 1
-        ev.rest[active[own]] = False
-        in_gap = status == checks.GAP_TRIP
-        ev.cursor[active[in_gap]] = at[in_gap]
-        ev.rest[active[in_gap]] = True
-        tripped = ~calm
-        value = np.where(own, nb + ev.values[at], nb)[tripped]
-        self._close_segments(ev.cells[at[tripped]], value, step[tripped])
+                ends = checks.end_round(ev, active, status, at, step, nb, self._n, self._pos)
+                self._close_segments(*ends)
 
     # -------------------------------------------------------------- the protocol
     def update_events(
@@ -600,8 +583,14 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
             return
         assert self._lv is not None
         self._check_levels(self._lv.r + 1, until)
-        ones = np.ones(cells.size, dtype=np.int64)
+        ones = checks.constant(1, cells.size)
         self._events(until, cells, times, ones, sorted_times=True, distinct=True)
+
+    def _update_sorted(self, until: int, cells: np.ndarray, times: np.ndarray, first: int) -> None:
+        """:meth:`_update_steps` of records sorted by (cell, step), the first at step
+        ``first`` (the online synthesizer's compiled path: one time level's records each call):
+        the same draws (:func:`~sketchsyn.counters.bankloop.update_sorted`)."""
+        bankloop.update_sorted(self, until, cells, times, first)
 
     def _events(
         self,
@@ -620,44 +609,52 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
                 c, tm, v = c[nz], tm[nz], v[nz]
         lv = self._lv
         assert lv is not None
-        if c.size:
-            first, last = (int(tm[0]), int(tm[-1])) if sorted_times else (tm.min(), tm.max())
-            if sorted_times:
-                sort = kernels.counters.by_cell if kernels.enabled() else None
-                c, tm, v = checks.by_cell(c, tm, v, self._size, sort)
-            else:
-                order = np.lexsort((tm, c))
-                c, tm, v = c[order], tm[order], v[order]
-            dup = None if distinct else (c[1:] == c[:-1]) & (tm[1:] == tm[:-1])
-            if dup is not None and dup.any():
-                keys = np.concatenate(([True], ~dup))
-                idx = np.flatnonzero(keys)
-                v = np.add.reduceat(v, idx)
-                c, tm = c[idx], tm[idx]
-            if first >= lv.first and last <= lv.end:  # the whole batch in the current level
+        if c.size and sorted_times:
+            self._by_level(c, tm, v, distinct)
+        elif c.size:
+            order = np.lexsort((tm, c))
+            c, tm, v = checks.merge_repeats(c[order], tm[order], v[order], distinct)
+            while c.size:
+                # Steps before the counters' first level are not counted.
+                if int(tm.min()) < lv.first:
+                    keep = tm >= lv.first
+                    c, tm, v = c[keep], tm[keep], v[keep]
+                    continue
+                inside = tm <= lv.end
+                if inside.all():
+                    self._prepare()
+                    self._records(c, tm, v)
+                    break
+                if inside.any():
+                    self._prepare()
+                    self._records(c[inside], tm[inside], v[inside])
+                c, tm, v = c[~inside], tm[~inside], v[~inside]
+                self._close_level()
+                lv = self._lv
+                assert lv is not None
+        self._advance_clock(until)
+
+    def _by_level(self, c: np.ndarray, tm: np.ndarray, v: np.ndarray, distinct: bool) -> None:
+        """:meth:`_events` of steps in ascending order: cut at the time levels first (a search
+        a level, not a pass over the batch), then each level's events sorted by cell (the
+        order and the draws of sorting the batch first and cutting it after)."""
+        lv = self._lv
+        assert lv is not None
+        n = c.size
+        lo = int(np.searchsorted(tm, lv.first))  # steps before the first level: not counted
+        sort = kernels.counters.by_cell if kernels.enabled() else None
+        while lo < n:
+            hi = n if int(tm[-1]) <= lv.end else int(np.searchsorted(tm, lv.end, side="right"))
+            if hi > lo:
+                cc, tt, vv = checks.by_cell(c[lo:hi], tm[lo:hi], v[lo:hi], self._size, sort)
                 self._prepare()
-                self._records(c, tm, v)
-                self._advance_clock(until)
+                self._records(*checks.merge_repeats(cc, tt, vv, distinct))
+            if hi >= n:
                 return
-        while c.size:
-            # Steps before the counters' first level are not counted.
-            if int(tm.min()) < lv.first:
-                keep = tm >= lv.first
-                c, tm, v = c[keep], tm[keep], v[keep]
-                continue
-            inside = tm <= lv.end
-            if inside.all():
-                self._prepare()
-                self._records(c, tm, v)
-                break
-            if inside.any():
-                self._prepare()
-                self._records(c[inside], tm[inside], v[inside])
-            c, tm, v = c[~inside], tm[~inside], v[~inside]
             self._close_level()
             lv = self._lv
             assert lv is not None
-        self._advance_clock(until)
+            lo = hi
 
     def _catch_up(self) -> None:
         """Draw every counter's idle checks up to ``t`` (before a read)."""

@@ -1,18 +1,20 @@
 """sketchsyn's compiled kernels: the hot loops, built by pip when the package is installed.
 
-Five extension modules, compiled from Cython (and a little C) by the package's build
+Six extension modules, compiled from Cython (and a little C) by the package's build
 (``setup.py``), hold the loops where numpy's whole-array passes cost most:
 
 * :mod:`~sketchsyn.kernels._privhp`: PrivHP's ingest (a Box's Morton codes, the per-cell
   histogram, the counters' increments, MurmurHash3 of the sketch keys and the bucket flush);
 * :mod:`~sketchsyn.kernels._noise`: the exact noise samplers' table lookups and Laplace draws;
 * :mod:`~sketchsyn.kernels._counters`: the sparse counters' checks and rounds, draws included;
+* :mod:`~sketchsyn.kernels._partition`: a level of a ``StreamingPrivTree`` step's split
+  decisions and children;
 * :mod:`~sketchsyn.kernels._text`: plain numeric CSV blocks parsed in one pass (the CSV
   reader's fast path; any other block goes to pyarrow's reader);
 * :mod:`~sketchsyn.kernels._words`: the words those loops draw (a seeded numpy bit generator's,
   or the OS CSPRNG's: :mod:`~sketchsyn.kernels.oswords`).
 
-(A sixth, ``_cyutility``, holds the Cython runtime code the five share, compiled once.)
+(A seventh, ``_cyutility``, holds the Cython runtime code the six share, compiled once.)
 
 Each has a numpy reference in the module that calls it, and both give the same state bit for
 bit (``tests/test_privhp_kernels.py``, ``tests/test_counter_kernels.py``). The numpy path runs
@@ -40,7 +42,7 @@ from typing import Any
 
 __all__ = ["active", "enabled", "numpy_only", "thread_flag", "why"]
 
-_NAMES = ("_words", "_noise", "_privhp", "_counters", "_text")
+_NAMES = ("_words", "_noise", "_privhp", "_counters", "_partition", "_text")
 
 
 def _load() -> tuple[dict[str, ModuleType], str]:
@@ -60,6 +62,7 @@ words: Any = _MODULES.get("_words")
 noise: Any = _MODULES.get("_noise")
 privhp: Any = _MODULES.get("_privhp")
 counters: Any = _MODULES.get("_counters")
+partition: Any = _MODULES.get("_partition")
 text: Any = _MODULES.get("_text")
 #: True when the extension is installed (whether or not it is switched off).
 INSTALLED = bool(_MODULES)

@@ -23,6 +23,8 @@ ctypedef const int64_t[::1] ci64
 ctypedef int64_t[::1] i64
 ctypedef const uint64_t[::1] cu64
 
+# Events per block of the cheap "no trip" test's bound (_p_bound: one exp a block).
+cdef Py_ssize_t _BLOCK = 64
 cdef double _REL = 2.0 ** -30, _ABS = 2.0 ** -50, _TWO64 = 2.0 ** -64, _FAST_REL = 2.0 ** -20
 cdef enum:
     _CALM = 0
@@ -119,6 +121,19 @@ cdef decision _decide(double xf, double lq1, int64_t a, int64_t s, uint64_t k,
     return _decide_at(ln_lo, ln_hi, _log_stay(xf, lq1, a), s, 0.0)
 
 
+cdef inline double _p_bound(ci64 values, Py_ssize_t e, Py_ssize_t stop, int64_t a,
+                            double xf, double lq1) except? -2.0:
+    """A bound on the trip probability of every check of events ``e … stop − 1`` (``a`` is
+    ``θ − N`` at event ``e``; ``a`` only falls as ``N`` grows, so the last own check's is the
+    largest): ``P(λ > a_min)·(1 + 2^-20)``, or −1 where ``a_min < 0`` (no bound)."""
+    cdef Py_ssize_t j
+    for j in range(e, stop):
+        a -= values[j]
+    if a < 0:
+        return -1.0
+    return exp(-(<double>a + 1.0) * xf - lq1) * (1.0 + _FAST_REL)
+
+
 cdef double _sum_before(ci64 cells, ci64 times, ci64 values, ci64 pos, ci64 theta,
                         int64_t count, double xf, double lq1, Py_ssize_t c0, Py_ssize_t e,
                         bint gap_e) except? -1.0:
@@ -153,29 +168,34 @@ ctypedef struct outcome:
 cdef outcome _shared_round(ci64 cells, ci64 times, ci64 values, Py_ssize_t c0, Py_ssize_t end,
                            bint resumed, ci64 forced_gap, ci64 forced_own, int64_t forced_first,
                            uint64_t k, double span, int64_t count, int64_t th, ci64 pos,
-                           ci64 theta, double xf, double lq1, double p_max) except *:
+                           ci64 theta, double xf, double lq1) except *:
     """One counter's round with one shared uniform (first bits ``k``, ``span``): its checks
     in order until the first whose ``ln U`` reaches the running sum of the terms (the
     reference: :func:`sketchsyn.counters.checks.scan` with ``Events.shared``). The running sum
     is added only once a check needs it: before that, ``m`` checks with trip probabilities at
     most ``p_max`` stay with probability at least ``1 − m·p_max`` (Bernoulli's inequality),
-    so ``(k + span + 4095)·2^-64 < 1 − m·p_max − 2^-50`` proves they all stay."""
+    so ``(k + span + 4095)·2^-64 < 1 − m·p_max − 2^-50`` proves they all stay. ``p_max`` is
+    the bound of the checks up to the end of the current block of ``_BLOCK`` events
+    (:func:`_p_bound`; every earlier check's probability is below it too)."""
     cdef outcome r
     cdef int64_t cell = cells[c0], n0 = count, prev, gap, a, f, a_own = th + 1, g
     cdef double u_hi = (<double>k + span + 4095.0) * _TWO64, ln_lo, ln_hi, base = 0.0, m = 0.0
-    cdef double l1p, l1p_own = 0.0
-    cdef bint summed = p_max < 0.0
+    cdef double l1p, l1p_own = 0.0, p_max = -1.0
+    cdef bint summed = False
     cdef decision d
-    cdef Py_ssize_t e = c0
+    cdef Py_ssize_t e = c0, block_end = c0
     _log_bounds(k, span, &ln_lo, &ln_hi)
     while e < end:
+        if not summed and e >= block_end:
+            block_end = min(end, e + _BLOCK)
+            p_max = _p_bound(values, e, block_end, th - count, xf, lq1)
         prev = pos[cell] if e == c0 else times[e - 1]
         gap = times[e] - prev - 1
         a = th - count
         if gap > 0:
             f = forced_first if e == c0 and resumed else forced_gap[e]
             m += <double>gap
-            if not summed and (f >= 0 or u_hi < 1.0 - m * p_max - _ABS):
+            if not summed and (f >= 0 or (p_max >= 0.0 and u_hi < 1.0 - m * p_max - _ABS)):
                 d.g, d.unsure = max(f, 0), False
             else:
                 if not summed:
@@ -196,7 +216,7 @@ cdef outcome _shared_round(ci64 cells, ci64 times, ci64 values, Py_ssize_t c0, P
                 return r
         f = forced_own[e]
         m += 1.0
-        if not summed and (f >= 0 or u_hi < 1.0 - m * p_max - _ABS):
+        if not summed and (f >= 0 or (p_max >= 0.0 and u_hi < 1.0 - m * p_max - _ABS)):
             d.g, d.unsure = max(f, 0), False
         else:
             if not summed:
@@ -227,9 +247,9 @@ cdef Py_ssize_t _scan(ci64 cells, ci64 times, ci64 values, ci64 ends, i64 cursor
                       ci64 forced_extra, i64 n, ci64 theta, i64 pos, double xf, double span,
                       double own_span, int64_t window, bint chain, bint shared, i64 status,
                       i64 at, i64 step, i64 nb) except -1:
-    cdef double lq1 = log1p(exp(-xf)), p_max, own_lim, wide
-    cdef Py_ssize_t rounds = 0, i, e, c0, end, stop_step
-    cdef int64_t grp, cell, count, th, a_min, prev, gap, a, f, st
+    cdef double lq1 = log1p(exp(-xf)), p_max = -1.0, own_lim = 0.0, wide
+    cdef Py_ssize_t rounds = 0, i, e, c0, end, stop_step, block_end
+    cdef int64_t grp, cell, count, th, prev, gap, a, f, st
     cdef uint64_t k
     cdef bint stop, left
     cdef decision d
@@ -249,26 +269,25 @@ cdef Py_ssize_t _scan(ci64 cells, ci64 times, ci64 values, ci64 ends, i64 cursor
             cell = cells[c0]
             count = n[cell]
             th = theta[cell]
-            # The window's largest trip probability (a only falls as N grows): one bound for
-            # the cheap "no trip" test of every check below, -1 where it proves nothing.
-            p_max = -1.0
-            a_min = th - count
-            for e in range(c0, end):
-                a_min -= values[e]
-            if a_min >= 0:
-                p_max = exp(-(<double>a_min + 1.0) * xf - lq1) * (1.0 + _FAST_REL)
             if shared:
                 o = _shared_round(cells, times, values, c0, end, rest[grp], forced_gap,
                                   forced_own, forced_extra[grp], extra[grp], span, count, th,
-                                  pos, theta, xf, lq1, p_max)
+                                  pos, theta, xf, lq1)
                 status[i], at[i], step[i], nb[i] = o.status, o.at, o.step, o.nb
                 stop = stop or o.status != _CALM
                 continue
-            own_lim = (1.0 - p_max - _ABS) / _TWO64 - own_span - 4095.0
             st = _CALM
             e = c0
             stop_step = 0
+            block_end = c0
             while e < end:
+                if e >= block_end:
+                    # The block's largest trip probability (a only falls as N grows): one
+                    # bound for the cheap "no trip" test of its checks, -1 where it proves
+                    # nothing.
+                    block_end = min(end, e + _BLOCK)
+                    p_max = _p_bound(values, e, block_end, th - count, xf, lq1)
+                    own_lim = (1.0 - p_max - _ABS) / _TWO64 - own_span - 4095.0
                 prev = pos[cell] if e == c0 else times[e - 1]
                 gap = times[e] - prev - 1
                 a = th - count
@@ -578,7 +597,7 @@ def finish(ci64 cells not None, ci64 times not None, ci64 values not None, i64 c
            uint8_t[::1] rest not None, ci64 active not None, ci64 status not None,
            ci64 at not None, ci64 step not None, ci64 nb not None, i64 n not None,
            i64 pos not None, i64 t_cells not None, i64 t_values not None, i64 t_steps not None):
-    """:meth:`InhomogeneousSparseBank._end_round` before its closes: a calm counter keeps its
+    """:func:`sketchsyn.counters.checks.end_round` before the closes: a calm counter keeps its
     count and last step and moves past its window; one that tripped on its own event moves
     past it, one that tripped in a gap resumes at that event inside the gap (``rest``); the
     tripped ones (in order) go to ``t_cells``, ``t_values`` and ``t_steps``; returns how many
@@ -609,7 +628,7 @@ cdef inline uint64_t _first_bits(words_t *src, int bits, Py_ssize_t i,
 def rounds(int64_t stage, int64_t[::1] info not None, ci64 cells not None, ci64 times not None,
            ci64 values not None, ci64 ends not None, i64 cursor not None,
            uint8_t[::1] rest not None, ci64 gap_row not None, cu64 gap_words not None,
-           cu64 own_words not None, i64 forced_gap not None, i64 forced_own not None,
+           cu64 own_words not None, ci64 forced_gap not None, ci64 forced_own not None,
            ci64 group_cell not None, uint64_t[::1] extra not None, i64 forced_extra not None,
            i64 n not None, i64 theta not None, i64 pos not None, i64 row not None,
            i64 segs not None, int64_t[:, ::1] acc not None, int64_t[:, ::1] done not None,

@@ -97,23 +97,31 @@ def table_floors(int kind, double x, double m, double rel, double absolute, doub
         raise ValueError(f"kind must be 0, 1 or 2, got {kind}")
     cdef double two32 = 4294967296.0, mask = 4294967295.0
     cdef double p = exp(-x), den = -expm1(-(x * m))
-    cdef double o, y, direct, rest, v, lo, hi, f_lo, f_hi
+    cdef double o, y, direct, rest = 0.0, v, lo, hi, f_lo, f_hi, em1, em1_prev = expm1(-(x * 0.0))
     cdef bint tail
     cdef Py_ssize_t i, undecided = 0
     with nogil:
         for i in range(out.shape[0]):
             o = <double>(i + 1)
             y = x * o
+            # expm1(−x·(o − 1)) is the entry before's expm1(−y): the same float argument
+            # (x·(o − 1) computed as then), so the same value; e^{−y} only where it is read.
+            em1 = expm1(-y)
             if kind == 0:
-                direct = -expm1(-y)
-                rest = exp(-y)
+                direct = -em1
             elif kind == 1:
-                direct = -expm1(-y) / den
-                rest = exp(-y) * -expm1(-(x * (m - o))) / den
+                direct = -em1 / den
             else:
-                direct = (-expm1(-y) - p * expm1(-(x * (o - 1.0)))) / (1.0 + p)
-                rest = 2.0 * exp(-y) / (1.0 + p)
+                direct = (-em1 - p * em1_prev) / (1.0 + p)
+            em1_prev = em1
             tail = direct > 0.5
+            if tail:
+                if kind == 0:
+                    rest = exp(-y)
+                elif kind == 1:
+                    rest = exp(-y) * -expm1(-(x * (m - o))) / den
+                else:
+                    rest = 2.0 * exp(-y) / (1.0 + p)
             v = (rest if tail else direct) * two32
             lo = v * (1.0 - rel) - absolute
             hi = v * (1.0 + rel) + absolute

@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import kernels
 from ...attributes import ReadOnly
 from ...errors import (
     InputError,
@@ -68,8 +69,10 @@ from ...io.summary import Summary
 from ...privacy import accounting
 from ...privacy.lineage import Lineage, UsageGuard
 from ...privacy.noise import discrete_laplace
+from ...privacy.pool import LaplacePool
 from ...privacy.rng import RNGLike, as_source
 from ..distribution import PrivateDistribution
+from .atoms import _Layout, _running
 from .noise import announced_end, announced_epochs
 
 __all__ = ["StreamingPrivTree"]
@@ -80,67 +83,6 @@ MAX_DEPTH = 62  # the end of a cell, (prefix + 1) << (max_depth − level), must
 DEFAULT_DEPTH = 32
 _THETA = 0.0
 _BY_VOLUME = 0.3  # least share of a refined leaf's previous count shared out by volume
-
-
-_BLOCK = 8192  # atoms per block of the running sums of a step
-
-
-def _running(n: int, values: Any) -> np.ndarray:
-    """``[0, v_0, v_0 + v_1, …]`` over ``n`` values given by block (``values(a, b)``: the
-    float64 values ``a … b−1``), each sum added to the one before as ``np.cumsum`` adds them
-    (every block's cumsum starts from the previous total), so the sums are the same numbers."""
-    out = np.empty(n + 1)
-    out[0] = 0.0
-    for a in range(0, n, _BLOCK):
-        b = min(a + _BLOCK, n)
-        out[a + 1 : b + 1] = np.cumsum(np.concatenate([out[a : a + 1], values(a, b)]))[1:]
-    return out
-
-
-class _Layout:
-    """Where each leaf's atoms are (a function of the public partition, computed when needed
-    rather than held): ``r`` levels below the leaf, ``sizes = 2**r`` atoms from ``first``, the
-    leaf's first code at depth ``D`` (``start``) and the code bits below an atom (``shift``;
-    ``mask = 2**shift − 1``)."""
-
-    __slots__ = ("first", "level", "mask", "r", "shift", "sizes", "start")
-
-    def __init__(self, tree: StreamingPrivTree) -> None:
-        self.r = tree._atom_levels()
-        self.level = tree._level.astype(np.int64)
-        depth = tree._D - self.level
-        self.sizes = np.left_shift(1, self.r)
-        self.first = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)
-        self.start = tree._prefix << depth.astype(np.uint64)
-        self.shift = (depth - self.r).astype(np.uint64)
-        self.mask = (np.uint64(1) << self.shift) - np.uint64(1)  # an atom's width less one
-
-    def atom_of(self, codes: np.ndarray) -> np.ndarray:
-        """The atom (index into the counters) of every level-``D`` code."""
-        leaf = np.searchsorted(self.start, codes, side="right") - 1
-        mask = (np.uint64(1) << self.r[leaf].astype(np.uint64)) - np.uint64(1)
-        return self.first[leaf] + ((codes >> self.shift[leaf]) & mask).astype(np.int64)
-
-    def before(self, x: np.ndarray) -> np.ndarray:
-        """The atoms that start before each level-``D`` code ``x`` (the index of the first
-        atom at or after it): those of the leaves before ``x``'s and ``ceil(offset / atom
-        width)`` of its own (at most all of them: the leaves partition the codes)."""
-        leaf = np.maximum(np.searchsorted(self.start, x, side="left") - 1, 0)  # x = 0: leaf 0
-        ahead = (x - self.start[leaf] + self.mask[leaf]) >> self.shift[leaf]
-        return self.first[leaf] + ahead.astype(np.int64)
-
-    def leaf_of(self, a: np.ndarray) -> np.ndarray:
-        """The leaf holding each atom ``a``."""
-        return np.searchsorted(self.first, a, side="right") - 1
-
-    def per_atom(self, values: np.ndarray) -> np.ndarray:
-        """A value per leaf repeated at each of its atoms."""
-        return np.repeat(values, self.sizes)
-
-    def atom_level(self, a: np.ndarray) -> np.ndarray:
-        """The level of atom ``a`` (the last atom's past the end)."""
-        leaf = self.leaf_of(np.minimum(a, self.first[-1] + self.sizes[-1] - 1))
-        return self.level[leaf] + self.r[leaf]
 
 
 class StreamingPrivTree(Summary):
@@ -214,10 +156,12 @@ class StreamingPrivTree(Summary):
     most 1 and no other score: the two conditions of PrivTree's proof (Zhang, Xiao and Xie,
     Theorem 3.1, which holds for the integer Laplace noise as
     :class:`~sketchsyn.baselines.grid.PrivTree` states), which gives
-    ``(2β − 1)/((β − 1)·λ) ≤ ε_tree`` (``3/λ`` for ``β = 2``) for the split decisions. The nodes
-    tested depend only on the public partition and on earlier decisions (the ``max_leaves`` cap
-    acts after a level's decisions: which of them go through is a function of the decisions and
-    of the public previous release), and a path that stops early is a subset of the path the
+    ``(2β − 1)/((β − 1)·λ) ≤ ε_tree`` (``3/λ`` for ``β = 2``) for the split decisions (their
+    noise values are drawn ahead a block at a time, :class:`~sketchsyn.privacy.pool.LaplacePool`,
+    each used by one decision only: the law of a draw per decision). The nodes tested depend
+    only on the public partition and on earlier decisions (the ``max_leaves`` cap acts after a
+    level's decisions: which of them go through is a function of the decisions and of the
+    public previous release), and a path that stops early is a subset of the path the
     proof bounds (a decision to split that the cap holds back is still a decision of the proof;
     the path ends there). The new leaves partition the domain, so the exact
     ``Δ(v)`` have ℓ1 sensitivity 1 and ``Lap_Z(leaf_scale)`` with ``1/leaf_scale ≤ ε_leaf``
@@ -558,11 +502,18 @@ class StreamingPrivTree(Summary):
             cum = _running(atoms.size, lambda a, b: np.maximum(share[a:b], 0.0))
             return cum[a1] - cum[a0]
 
-        def span(nodes: np.ndarray, level: int) -> tuple[np.ndarray, np.ndarray]:
-            """The atoms ``[a0, a1)`` under each node of ``level``."""
-            shift = np.uint64(D - level)
-            ends = lay.before(np.concatenate([nodes, nodes + np.uint64(1)]) << shift)
-            return ends[: nodes.size], ends[nodes.size :]
+        def children(
+            parents: np.ndarray, a0: np.ndarray, a1: np.ndarray, level: int
+        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            """The children on ``level`` of ``parents`` (atoms ``[a0, a1)`` each) and their
+            atoms: a parent's first and last bounds are its own, so only the ``β − 1`` inner
+            bounds are searched."""
+            kids = ((parents << np.uint64(k))[:, None] + np.arange(beta, dtype=np.uint64)).ravel()
+            bounds = np.empty((parents.size, beta + 1), dtype=np.int64)
+            bounds[:, 0], bounds[:, beta] = a0, a1
+            inner = kids.reshape(-1, beta)[:, 1:] << np.uint64(D - level)
+            bounds[:, 1:beta] = lay.before(inner.ravel()).reshape(-1, beta - 1)
+            return kids, bounds[:, :-1].ravel(), bounds[:, 1:].ravel()
 
         out_level, out_prefix, out_a0, out_a1 = [], [], [], []
 
@@ -572,19 +523,37 @@ class StreamingPrivTree(Summary):
             out_a0.append(a0)
             out_a1.append(a1)
 
+        # The split decisions' noise, drawn ahead a block at a time (each value used once:
+        # privacy/pool.py); a block is about the nodes a step over the current partition
+        # tests (public).
+        pool = LaplacePool(self._lam, 2 * self._level.size + 64, self._source)
         active = np.zeros(1, dtype=np.uint64)
+        a0, a1 = np.zeros(1, dtype=np.int64), np.full(1, atoms.size, dtype=np.int64)
         kept = 0
         capped = False
         k, beta = self._k, self._fanout
+        compiled = kernels.enabled()
         for level in range(0, D + 1, k):
-            a0, a1 = span(active, level)
-            atom = a1 - a0 == 1  # one atom under the node: is the node that atom?
-            one = np.flatnonzero(atom)
-            atom[one] = lay.atom_level(a0[one]) == level
-            s = cum_score[a1] - cum_score[a0]
-            biased = np.maximum(s - (level // k) * self._delta, _THETA - self._delta)
-            noisy = biased + discrete_laplace(self._lam, active.size, rng=self._source)
-            split = (noisy > _THETA) & ~atom & (level < D)
+            noise = pool.take(active.size)
+            if compiled:  # the same decisions, and the level's leaves and children, in one loop
+                got = self._compiled_level(lay, cum_score, active, a0, a1, noise, level, kept)
+                if got[0] is not None:
+                    left, kids = got
+                    new_leaves(left[0], level, left[1], left[2])
+                    kept += left[0].size
+                    if not kids[0].size:
+                        break
+                    active, a0, a1 = kids
+                    continue
+                split = got[1]
+            else:
+                atom = a1 - a0 == 1  # one atom under the node: is the node that atom?
+                one = np.flatnonzero(atom)
+                atom[one] = lay.atom_level(a0[one]) == level
+                s = cum_score[a1] - cum_score[a0]
+                biased = np.maximum(s - (level // k) * self._delta, _THETA - self._delta)
+                noisy = biased + noise
+                split = (noisy > _THETA) & ~atom & (level < D)
             room = (self._cap - kept - active.size) // (beta - 1)
             if int(split.sum()) > room:
                 # The cap: only ``room`` of the splits decided on this level go through, those
@@ -601,10 +570,9 @@ class StreamingPrivTree(Summary):
             kept += int(stay.sum())
             if not split.any():
                 break
-            parents = active[split] << np.uint64(k)
-            active = (parents[:, None] + np.arange(beta, dtype=np.uint64)).ravel()
+            active, a0, a1 = children(active[split], a0[split], a1[split], level + k)
             if capped:  # the children of the last splits let through are leaves, untested
-                new_leaves(active, level + k, *span(active, level + k))
+                new_leaves(active, level + k, a0, a1)
                 break
         level_arr = np.concatenate(out_level)
         prefix = np.concatenate(out_prefix)
@@ -621,6 +589,40 @@ class StreamingPrivTree(Summary):
         self._level, self._prefix = level_arr, prefix
         self._count = carried + noisy_change
         self._layout()
+
+    def _compiled_level(
+        self,
+        lay: _Layout,
+        cum_score: np.ndarray,
+        active: np.ndarray,
+        a0: np.ndarray,
+        a1: np.ndarray,
+        noise: np.ndarray,
+        level: int,
+        kept: int,
+    ) -> tuple[Any, Any]:
+        """One level of :meth:`_step` by :func:`sketchsyn.kernels._partition.tree_level` (the
+        same decisions): ``(stay, children)``, each ``(nodes, a0, a1)``, or ``(None, split)``
+        where the cap acts (the step's cap path goes on from the decisions)."""
+        n, k, beta = active.size, self._k, self._fanout
+        split = np.empty(n, dtype=np.uint8)
+        stay = np.empty(n, dtype=np.uint64)
+        stay_a = np.empty((2, n), dtype=np.int64)
+        kids = np.empty(beta * n, dtype=np.uint64)
+        kids_a = np.empty((2, beta * n), dtype=np.int64)
+        ns, nst, nk = kernels.partition.tree_level(
+            lay.start, lay.first, lay.shift, lay.mask, lay.r, lay.level, cum_score, active, a0,
+            a1, noise, level, self._D, k, beta, (level // k) * self._delta,
+            _THETA - self._delta, _THETA, self._cap - kept - n, split, stay, stay_a[0],
+            stay_a[1], kids, kids_a[0], kids_a[1],
+        )  # fmt: skip
+        if nst < 0:
+            return None, split.view(bool)
+        return (stay[:nst], stay_a[0, :nst], stay_a[1, :nst]), (
+            kids[:nk],
+            kids_a[0, :nk],
+            kids_a[1, :nk],
+        )
 
     def _running_sums(
         self, lay: _Layout, atoms: np.ndarray

@@ -82,6 +82,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import kernels
 from ...attributes import ReadOnly
 from ...errors import (
     InputError,
@@ -443,21 +444,66 @@ class OnlineSynthesizer(Summary):
             self._n_dropped += int(dropped)
 
     def _advance(self, codes: np.ndarray) -> None:
+        """Every level's records of the batch in one call of its bank (``O(r)`` calls a batch,
+        not one per level and time level crossed).
+
+        A bank splits the records at its own time levels, which are the partition's (``t_r``),
+        so it makes the same draws in the same order as when it took the records time level by
+        time level. A level that starts inside the batch counts from its start (``d ≥ 2``);
+        for ``d = 1`` it also takes the history before it, from ``t_0`` on (Algorithm 3's first
+        time level), in the same call."""
         n = codes.size
         if n == 0:
             return
+        if self._bank_class is None and kernels.enabled():
+            self._advance_sorted(codes)
+            return
         t0 = self._t
-        cur = t0 + 1  # global step of codes[0]
-        end_all = t0 + n
+        end = t0 + n
+        r = self._depth_at(end)
+        times = np.arange(t0 + 1, end + 1, dtype=np.int64)
+        made = self._made
+        if self._d == 1:
+            first = self._starts[0]
+            # The records a new level replays: the history from t_0 on, then the batch's.
+            k = max(first - t0 - 1, 0)  # the batch's steps before t_0 reach no counter
+            past = self._history[first - 1 : self._n_history]
+            replay = np.concatenate((past, codes[k:]))
+            replay_times = np.arange(end - replay.size + 1, end + 1, dtype=np.int64)
+        for j in range(1, r + 1):
+            shift = _U64(self._H - j)
+            if self._d == 1 and j > made:
+                self._touch(j, end, replay_times, replay >> shift)
+            elif self._d == 1 or j <= made:
+                self._touch(j, end, times, codes >> shift)
+            else:  # level j starts at step t_j > t0 inside the batch
+                i = self._starts[j] - t0 - 1
+                self._touch(j, end, times[i:], codes[i:] >> shift)
+        self._made = max(made, r)
+        self._t = end
+        if self._d == 1:
+            self._append_history(codes)
+        self._release = None
+
+    def _advance_sorted(self, codes: np.ndarray) -> None:
+        """:meth:`_advance` by the compiled kernels, time level by time level: level ``j``'s
+        records sorted by (cell, step) are level ``j − 1``'s, each cell's split in two
+        (:func:`sketchsyn.kernels._partition.by_next_bit`: sequential passes, no sort by cell
+        in the banks); each bank takes them in the order its sort by cell would give them, so
+        its draws are the same."""
+        t0 = self._t
+        cur, end_all = t0 + 1, t0 + codes.size
         while cur <= end_all:
             r = self._depth_at(cur)
-            nxt = self._starts[r + 1] if r < self._H else end_all + 1
-            end = min(end_all, nxt - 1)
+            end = min(end_all, self._starts[r + 1] - 1) if r < self._H else end_all
             self._start_levels(r)
             seg = codes[cur - t0 - 1 : end - t0]
-            times = np.arange(cur, end + 1, dtype=np.int64)
+            now, times = seg, np.arange(cur, end + 1, dtype=np.int64)
             for j in range(1, r + 1):
-                self._touch(j, end, times, seg >> _U64(self._H - j))
+                out = np.empty_like(now), np.empty_like(times), np.empty(now.size, np.int64)
+                kernels.partition.by_next_bit(now, times, self._H - j, *out)
+                now, times, cells = out
+                self._bank(j)._update_sorted(end, cells, times, cur)
             self._t = end
             if self._d == 1:
                 self._append_history(seg)
