@@ -53,7 +53,7 @@ def test_a_run_gives_the_state_of_its_batches(sketch, depth, batch_rows, raw):
     batches = _batches(1, [batch_rows, 20_000, 5_000, MIN_ROWS - 1, 30_001, 7])
     with PendingCounts(a, batch_rows) as sink:
         for X in batches:
-            sink.update_many(X)
+            sink.add(X)
     for X in batches:
         b.update_many(X)
     _same(a, b)
@@ -66,7 +66,7 @@ def test_rows_are_held_until_the_run_ends_then_added_once():
     before = a._tree.copy()
     sink = PendingCounts(a, 20_000)
     for X in batches:
-        sink.update_many(X)
+        sink.add(X)
     assert sink.rows == 40_000 and np.array_equal(a._tree, before) and a.n_seen == 0
     sink.flush()
     assert sink.rows == 0 and a.n_seen == 40_000
@@ -81,11 +81,11 @@ def test_the_numpy_path_and_other_batches_go_through_update_many():
     outside = _batches(3, [20_000])[0] * 1.5  # rows outside the box: the domain's policy
     batches = [*_batches(4, [20_000]), outside, *_batches(5, [20_000])]
     with kernels.numpy_only(), PendingCounts(a, 20_000) as sink:
-        sink.update_many(batches[0])
+        sink.add(batches[0])
         assert sink.rows == 0  # the numpy path: counted at once
     with PendingCounts(a, 20_000) as sink:
         for X in batches[1:]:
-            sink.update_many(X)
+            sink.add(X)
     for X in batches:
         b.update_many(X)
     assert a.n_dropped > 0
@@ -98,9 +98,9 @@ def test_a_refused_batch_leaves_the_run_counted_and_itself_out():
     bad = good[0].copy()
     bad[123, 1] = np.nan
     with pytest.raises(InputError), PendingCounts(a, 20_000) as sink:
-        sink.update_many(good[0])
-        sink.update_many(bad)
-        sink.update_many(good[1])  # (not reached)
+        sink.add(good[0])
+        sink.add(bad)
+        sink.add(good[1])  # (not reached)
     b.update_many(good[0])
     with pytest.raises(InputError):
         b.update_many(bad)
@@ -121,7 +121,7 @@ def test_consume_gives_the_state_of_update_many():
 def test_a_released_summary_refuses_the_pending_rows():
     a, _ = _pair()
     sink = PendingCounts(a, 20_000)
-    sink.update_many(_batches(8, [20_000])[0])
+    sink.add(_batches(8, [20_000])[0])
     a.release()
     with pytest.raises(ReleasedError):
         sink.flush()
@@ -143,7 +143,7 @@ def test_a_privacy_unit_takes_each_batch_at_once():
     )
     X = _batches(9, [20_000])[0]
     with PendingCounts(a, 20_000) as sink:
-        sink.update_many(pa.table({"x": X[:, 0], "y": X[:, 1], "user": np.arange(20_000) % 50}))
+        sink.add(pa.table({"x": X[:, 0], "y": X[:, 1], "user": np.arange(20_000) % 50}))
         assert sink.rows == 0
     assert a.n_seen == 100
 

@@ -578,7 +578,7 @@ class _Direct:
     """Batches straight to ``update_many`` (summaries that count no run of batches at once)."""
 
     def __init__(self, summary: Any) -> None:
-        self.update_many = summary.update_many
+        self.add = summary.update_many
 
     def flush(self) -> None:
         pass
@@ -675,7 +675,7 @@ def _fit(args: argparse.Namespace) -> int:
     with _counting_threads(reader, fmt), _sink(summary, args.batch_size) as sink:
         for batch in bar:
             try:
-                sink.update_many(batch)
+                sink.add(batch)
             except InputError as exc:
                 if check:  # the domain refused a row outside the bounds: name its line
                     _check_inside(batch, domain, reader, columns)

@@ -25,7 +25,7 @@ the run and go through ``update_many`` itself, so the order of the rows is kept.
 >>> X = np.random.default_rng(0).random((30_000, 2))
 >>> with PendingCounts(a, 10_000) as sink:
 ...     for s in range(0, 30_000, 10_000):
-...         sink.update_many(X[s : s + 10_000])
+...         sink.add(X[s : s + 10_000])
 >>> for s in range(0, 30_000, 10_000):
 ...     b.update_many(X[s : s + 10_000])
 >>> bool((a._tree == b._tree).all() and (a._bank == b._bank).all()), a.n_seen
@@ -76,8 +76,9 @@ class PendingCounts:
         s = self._summary
         return type(s).__name__ == "PrivHP" and s._unit is None and kernels.enabled()
 
-    def update_many(self, X: Any) -> None:
-        """Count a batch (all or none, as :meth:`PrivHP.update_many`)."""
+    def add(self, X: Any) -> None:
+        """Count a batch (all or none, as :meth:`PrivHP.update_many`: a batch the run does
+        not take goes there, after the run so far is flushed)."""
         s = self._summary
         if self._takes():
             s._check_open()

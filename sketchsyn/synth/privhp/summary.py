@@ -529,7 +529,7 @@ class PrivHP(Combine, LevelBank, Sizing, UnitLevel, Summary):
         # Each batch counted per cell, the cells listed and hashed once at the end (the same
         # state as update_many of each batch: pending.py).
         with PendingCounts(self, batch_size) as sink:
-            return consume(sink.update_many, iterable, batch_size, self._domain.d)
+            return consume(sink.add, iterable, batch_size, self._domain.d)
 
     # ------------------------------------------------------------------ combine, copy, save
     def _params(self) -> dict[str, Any]:
