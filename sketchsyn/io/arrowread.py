@@ -31,7 +31,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .batchreader import Position, check_columns, check_options, read_ahead, record_bad
+from .batchreader import (
+    NumberedBatches,
+    Position,
+    check_columns,
+    check_options,
+    read_ahead,
+    record_bad,
+)
 from .csvarrow import float64_values
 
 __all__ = ["ArrowReader", "ParquetReader", "columnar_format"]
@@ -69,7 +76,7 @@ def _pyarrow(what: str) -> Any:
 Numbers = tuple[int, int] | np.ndarray
 
 
-class _ColumnarReader(abc.ABC):
+class _ColumnarReader(NumberedBatches, abc.ABC):
     """The common part: the constructor, column checks, conversion, skipping, bad rows,
     positions. A reader opens its ``source`` in :meth:`_open`."""
 
@@ -107,14 +114,6 @@ class _ColumnarReader(abc.ABC):
     def threads(self) -> bool:
         """True when the batches are decoded on a reader thread ahead of the caller."""
         return self._threads
-
-    @property
-    def lines(self) -> np.ndarray:
-        """Row number (1-based) of each row of the last batch."""
-        if isinstance(self._lines_of_batch, tuple):
-            start, count = self._lines_of_batch
-            self._lines_of_batch = np.arange(start, start + count, dtype=np.int64)
-        return self._lines_of_batch
 
     @abc.abstractmethod
     def _open(self, source: Any) -> Any:

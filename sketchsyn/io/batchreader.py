@@ -40,7 +40,7 @@ import numpy as np
 from ..errors import InputError, ParameterError, check_choice, check_int
 from .compress import DamagedInput, open_bytes
 
-__all__ = ["BatchReader", "Position", "starts_with"]
+__all__ = ["BatchReader", "NumberedBatches", "Position", "starts_with"]
 
 _BAD_KEPT = 10
 _WINDOW = 4096  # bytes before a position whose digest identifies the input
@@ -141,7 +141,23 @@ def starts_with(source: Any, position: Position) -> bool:
         opened.close()
 
 
-class BatchReader(abc.ABC):
+class NumberedBatches:
+    """The readers' ``lines``: the number of each row of the last batch (its line in a text
+    file, its row from 1 in a table file), kept as ``(first, count)`` while the rows are
+    consecutive and made an array only when read."""
+
+    _lines_of_batch: tuple[int, int] | np.ndarray
+
+    @property
+    def lines(self) -> np.ndarray:
+        """Number of each row of the last batch (its line, or its row in a table file)."""
+        if isinstance(self._lines_of_batch, tuple):
+            start, count = self._lines_of_batch
+            self._lines_of_batch = np.arange(start, start + count, dtype=np.int64)
+        return self._lines_of_batch
+
+
+class BatchReader(NumberedBatches, abc.ABC):
     """Common part of the readers: blocks of lines, line numbers, the bad-line policy, positions.
 
     Attributes
@@ -219,14 +235,6 @@ class BatchReader(abc.ABC):
         return self._threads
 
     # ------------------------------------------------------------------ line numbers
-    @property
-    def lines(self) -> np.ndarray:
-        """Line number of each row of the last batch."""
-        if isinstance(self._lines_of_batch, tuple):
-            start, count = self._lines_of_batch
-            self._lines_of_batch = np.arange(start, start + count, dtype=np.int64)
-        return self._lines_of_batch
-
     def _bad(self, lineno: int, why: str) -> None:
         record_bad(self, "line", lineno, why)
 
