@@ -199,11 +199,11 @@ def test_compiled_table_floors_give_the_numpy_floors():
 
 
 def test_compiled_table_floors_keep_the_tail_form_once_taken():
-    """The compiled float stage computes only ``e^{−y}`` once an entry of a geometric or
-    Laplace table takes the tail form (``c_o > 1/2``): wide tables, whose entries cross 1/2
-    far from their start, are still the exact thresholds entry for entry."""
+    """The compiled float stage skips the direct form (its ``expm1``) once an entry takes the
+    tail form (``c_o > 1/2``): wide tables, whose entries cross 1/2 far from their start, are
+    still the exact thresholds entry for entry."""
     for x in (Fraction(1, 97), Fraction(3, 1000), Fraction(7, 6000), Fraction(1, 9001)):
-        for kind in ("geometric", "laplace"):
+        for kind in ("geometric", "truncated", "laplace"):
             np.testing.assert_array_equal(
                 exactexp._fast_thresholds(kind, x, 1024),
                 exactexp._exact_thresholds(kind, x, 1024),

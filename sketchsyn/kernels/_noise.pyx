@@ -105,10 +105,10 @@ def table_floors(int kind, double x, double m, double rel, double absolute, doub
             o = <double>(i + 1)
             y = x * o
             # Once an entry takes the tail form (c_o > 1/2), the later ones (c_o increasing)
-            # keep it without computing the direct form: geometric and Laplace tails need
-            # e^{−y} only. Either form proves the floor it keeps (the margin holds for every
-            # form), so the choice changes only which entries are left to the exact routines.
-            if not (tail and kind != 1):
+            # keep it without computing the direct form (its expm1). Either form proves the
+            # floor it keeps (the margin holds for every form), so the choice changes only
+            # which entries are left to the exact routines.
+            if not tail:
                 # expm1(−x·(o − 1)) is the entry before's expm1(−y): the same float argument
                 # (x·(o − 1) computed as then), so the same value; e^{−y} only where it is read.
                 em1 = expm1(-y)
