@@ -87,7 +87,9 @@ def table_floors(int kind, double x, double m, double rel, double absolute, doub
     ``out[o − 1]`` = the floor of ``2**32·c_o`` where the margin proves it, −1 where it does
     not (or where ``x·o > y_max``); returns the number of −1. The same float forms as
     :func:`~sketchsyn.privacy.exactexp._float_estimates` (the C library's ``exp`` and
-    ``expm1``, within the error the margin assumes), so a floor kept here is the exact one.
+    ``expm1``, within the error the margin assumes), so a floor kept here is the exact one;
+    once an entry takes the tail form, the later ones keep it (their ``c_o`` only grows), so
+    the direct form's ``expm1`` is not computed for them.
 
     >>> out = np.empty(4, dtype=np.int64)
     >>> table_floors(GEOMETRIC, 1 / 3, 4, 2.0**-40, 2.0**-30, 32.0, out), out.tolist()
