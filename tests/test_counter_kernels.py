@@ -198,6 +198,19 @@ def test_compiled_table_floors_give_the_numpy_floors():
                 np.testing.assert_array_equal(fast, exactexp._exact_thresholds(kind, x, m))
 
 
+def test_compiled_table_floors_keep_the_tail_form_once_taken():
+    """The compiled float stage skips the direct form (its ``expm1``) once an entry takes the
+    tail form (``c_o > 1/2``): wide tables, whose entries cross 1/2 far from their start, are
+    still the exact thresholds entry for entry."""
+    for x in (Fraction(1, 97), Fraction(3, 1000), Fraction(7, 6000), Fraction(1, 9001)):
+        for kind in ("geometric", "truncated", "laplace"):
+            np.testing.assert_array_equal(
+                exactexp._fast_thresholds(kind, x, 1024),
+                exactexp._exact_thresholds(kind, x, 1024),
+                err_msg=f"{kind} {x}",
+            )
+
+
 def test_compiled_table_floors_leave_the_undecidable_pairs_to_the_integers():
     """The pairs of rationals one float64 apart whose first thresholds differ (see
     ``tests/test_exactexp.py``): the compiled float stage must not decide them either."""

@@ -87,7 +87,9 @@ def table_floors(int kind, double x, double m, double rel, double absolute, doub
     ``out[o − 1]`` = the floor of ``2**32·c_o`` where the margin proves it, −1 where it does
     not (or where ``x·o > y_max``); returns the number of −1. The same float forms as
     :func:`~sketchsyn.privacy.exactexp._float_estimates` (the C library's ``exp`` and
-    ``expm1``, within the error the margin assumes), so a floor kept here is the exact one.
+    ``expm1``, within the error the margin assumes), so a floor kept here is the exact one;
+    once an entry takes the tail form, the later ones keep it (their ``c_o`` only grows), so
+    the direct form's ``expm1`` is not computed for them.
 
     >>> out = np.empty(4, dtype=np.int64)
     >>> table_floors(GEOMETRIC, 1 / 3, 4, 2.0**-40, 2.0**-30, 32.0, out), out.tolist()
@@ -98,23 +100,28 @@ def table_floors(int kind, double x, double m, double rel, double absolute, doub
     cdef double two32 = 4294967296.0, mask = 4294967295.0
     cdef double p = exp(-x), den = -expm1(-(x * m))
     cdef double o, y, direct, rest = 0.0, v, lo, hi, f_lo, f_hi, em1, em1_prev = expm1(-(x * 0.0))
-    cdef bint tail
+    cdef bint tail = False
     cdef Py_ssize_t i, undecided = 0
     with nogil:
         for i in range(out.shape[0]):
             o = <double>(i + 1)
             y = x * o
-            # expm1(−x·(o − 1)) is the entry before's expm1(−y): the same float argument
-            # (x·(o − 1) computed as then), so the same value; e^{−y} only where it is read.
-            em1 = expm1(-y)
-            if kind == 0:
-                direct = -em1
-            elif kind == 1:
-                direct = -em1 / den
-            else:
-                direct = (-em1 - p * em1_prev) / (1.0 + p)
-            em1_prev = em1
-            tail = direct > 0.5
+            # Once an entry takes the tail form (c_o > 1/2), the later ones (c_o increasing)
+            # keep it without computing the direct form (its expm1). Either form proves the
+            # floor it keeps (the margin holds for every form), so the choice changes only
+            # which entries are left to the exact routines.
+            if not tail:
+                # expm1(−x·(o − 1)) is the entry before's expm1(−y): the same float argument
+                # (x·(o − 1) computed as then), so the same value; e^{−y} only where it is read.
+                em1 = expm1(-y)
+                if kind == 0:
+                    direct = -em1
+                elif kind == 1:
+                    direct = -em1 / den
+                else:
+                    direct = (-em1 - p * em1_prev) / (1.0 + p)
+                em1_prev = em1
+                tail = direct > 0.5
             if tail:
                 if kind == 0:
                     rest = exp(-y)
