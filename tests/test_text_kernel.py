@@ -163,3 +163,75 @@ def test_the_reader_gives_the_same_batches_with_and_without_it(on_bad):
         assert np.array_equal(a, b)
     if on_bad == "skip":
         assert fast[2] == 1 and fast[3] == [12]
+
+
+_CLEAN = st.tuples(
+    st.floats(-1e6, 1e6, allow_nan=False), st.floats(-1e6, 1e6, allow_nan=False)
+).map(lambda v: f"{v[0]:.6f},x,{v[1]:.3f}")
+_ODD = st.sampled_from(
+    [
+        "1.5,x,2",
+        "1e3,x,-0",
+        "007,x,1",  # a leading zero: pyarrow's path
+        "+1,x,2",
+        "1,x,NA",
+        "1,x,",  # an empty field
+        ",x,1",
+        "",  # a blank line
+        '"1.5",x,2',  # quoted
+        "1,x",  # short
+        "1,x,2,3",  # long
+        "1,\u00e9,2",  # not ASCII in a field not read
+        "1,x,2\r",  # CRLF
+        "nan,x,1",
+        "1,x,0.30000000000000004",  # a mantissa past 2**53: pyarrow's path
+    ]
+)
+
+
+@st.composite
+def _messy(draw: st.DrawFn) -> list[str]:
+    """Clean lines with a few odd ones among them (so that most blocks are clean)."""
+    lines = draw(st.lists(_CLEAN, min_size=1, max_size=300))
+    for _ in range(draw(st.integers(0, 6))):
+        lines.insert(draw(st.integers(0, len(lines))), draw(_ODD))
+    return lines
+
+
+@needs_ext
+@settings(max_examples=80, deadline=None)
+@given(lines=_messy(), batch=st.integers(1, 60))
+def test_messy_files_read_the_same_with_and_without_it(lines, batch):
+    data = ("lat,n,lon\n" + "\n".join(lines) + "\n").encode()
+
+    def read() -> tuple:
+        reader = CSVReader(io.BytesIO(data), ["lat", "lon"], batch_size=batch, on_bad="skip")
+        rows = [(b.copy(), reader.lines.tolist()) for b in reader]
+        return rows, reader.n_bad, reader.bad_lines, reader.n_rows
+
+    fast = read()
+    with kernels.numpy_only():
+        ref = read()
+    assert fast[1:] == ref[1:]
+    assert len(fast[0]) == len(ref[0])
+    for (a, la), (b, lb) in zip(fast[0], ref[0], strict=True):
+        assert la == lb and np.array_equal(a.view(np.int64), b.view(np.int64))
+
+
+@needs_ext
+def test_numpy_only_on_the_reading_thread_holds_for_the_parsing_thread(monkeypatch):
+    calls: list[int] = []
+    real = kernels.text.parse_csv
+
+    def counted(*args):
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(kernels.text, "parse_csv", counted)
+    data = b"x,y\n" + b"".join(b"%d.5,%d\n" % (i, i) for i in range(5000))
+    with kernels.numpy_only():
+        reader = CSVReader(io.BytesIO(data), ["x", "y"], batch_size=1000, threads=True)
+        assert sum(b.shape[0] for b in reader) == 5000
+    assert calls == []  # the reader thread parsed with pyarrow, as its caller asked
+    reader = CSVReader(io.BytesIO(data), ["x", "y"], batch_size=1000, threads=True)
+    assert sum(b.shape[0] for b in reader) == 5000 and calls

@@ -37,6 +37,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .. import kernels
 from ..errors import InputError, ParameterError, check_choice, check_int
 from .compress import DamagedInput, open_bytes
 
@@ -228,6 +229,7 @@ class BatchReader(NumberedBatches, abc.ABC):
         # of the line it cuts), reported as a bad line once the lines before it are parsed.
         self._damage: DamagedInput | None = None
         self._damaged_line: int | None = None
+        self._compiled = kernels.enabled()  # set again by each iteration (__iter__)
 
     @property
     def threads(self) -> bool:
@@ -484,6 +486,9 @@ class BatchReader(NumberedBatches, abc.ABC):
         yield from read_ahead(self._blocks(), 2)
 
     def __iter__(self) -> Iterator[np.ndarray]:
+        # Whether the compiled parsers may run, decided on the thread that reads the batches
+        # (kernels.numpy_only() there holds for the reader thread that parses ahead too).
+        self._compiled = kernels.enabled()
         try:
             for rows, numbers, first, position, n_bad in self._produced():
                 total = rows.shape[0]

@@ -108,15 +108,21 @@ def parse_block(
     delimiter: str,
     slow: Slow | None,
     block_size: int = 1 << 20,
+    compiled: bool | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None, int]:
     """``(rows, line numbers, lines)`` of a block of complete CSV lines (ending in a newline).
 
     ``rows`` holds columns ``idx`` as ``float64``; ``line numbers`` is None when the rows are the
     consecutive lines ``first, first + 1, …`` (the clean case, nothing built); ``lines`` is the
     number of lines in the block. ``slow(lines, first)`` checks lines one by one (it names or
-    counts the bad ones) and is called only where the block's pattern breaks.
+    counts the bad ones) and is called only where the block's pattern breaks. ``compiled``:
+    whether a clean block may go to the compiled pass (None: ``kernels.enabled()`` on this
+    thread; a reader parsing on a thread of its own passes its caller's).
     """
-    if kernels.enabled():  # a clean block in one compiled pass: the same doubles
+    if compiled is None:
+        compiled = kernels.enabled()
+    if compiled and kernels.INSTALLED:
+        # a clean block in one compiled pass: the same doubles
         rows = kernels.text.parse_csv(buf, ncols, idx, delimiter)
         if rows is not None:
             return rows, None, rows.shape[0]
@@ -231,7 +237,7 @@ def parse_block(
         if bad_line > gap_first:
             sub = buf[lines.start(gap_first) : lines.start(bad_line)]
             r, nums_sub, _ = parse_block(
-                sub, first + gap_first, ncols, idx, delimiter, slow, _AFTER_BREAK
+                sub, first + gap_first, ncols, idx, delimiter, slow, _AFTER_BREAK, compiled
             )
             if nums_sub is None:
                 nums_sub = np.arange(first + gap_first, first + gap_first + r.shape[0])

@@ -223,7 +223,13 @@ class CSVReader(BatchReader):
     def _parse(self, buf: Any, first: int, count: int | None) -> tuple[np.ndarray, Any, int]:
         if self._arrow:
             return csvarrow.parse_block(
-                buf, first, self._ncols, self._idx, self.delimiter, self._slow
+                buf,
+                first,
+                self._ncols,
+                self._idx,
+                self.delimiter,
+                self._slow,
+                compiled=self._compiled,
             )
         buf = bytes(buf)
         fast = self._fast(buf, first)
