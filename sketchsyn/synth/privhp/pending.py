@@ -12,7 +12,10 @@ construction and is not touched).
 
 The pending counts are exact counts of rows already read (like the batch in the reader's
 memory): they live in this object only, are never saved, and the summary's state holds them
-only once flushed. The object is for loops that read the summary only after the run: ``sketchsyn
+only once flushed. Their memory is fixed by public parameters, as the batch's own working
+arrays are: one int64 per cell of the per-cell level (``2**level`` cells, at most two per
+batch row: 2 MiB for batches of 262,144 rows on a depth-18 plan), plus a copy of the sketch
+bank when its deepest levels are hashed per item. The object is for loops that read the summary only after the run: ``sketchsyn
 fit`` (it flushes before each checkpoint) and :meth:`PrivHP.consume
 <sketchsyn.synth.privhp.PrivHP.consume>`. Batches the compiled path does not take (fewer than
 ``MIN_ROWS`` rows, rows outside the box, a privacy unit, the numpy path, another domain) flush
