@@ -574,33 +574,6 @@ def _counting_threads(reader: Any, fmt: str) -> contextlib.AbstractContextManage
     return contextlib.nullcontext()
 
 
-class _Direct:
-    """Batches straight to ``update_many`` (summaries that count no run of batches at once)."""
-
-    def __init__(self, summary: Any) -> None:
-        self.add = summary.update_many
-
-    def flush(self) -> None:
-        pass
-
-    def __enter__(self) -> _Direct:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        pass
-
-
-def _sink(summary: Any, batch_size: int) -> Any:
-    """Where the fit's batches go: a PrivHP counts the run per cell and adds it to its state
-    when the run ends and before each checkpoint (the same state as batch by batch:
-    :mod:`sketchsyn.synth.privhp.pending`); other summaries take each batch as it comes."""
-    if type(summary).__name__ == "PrivHP" and isinstance(batch_size, int) and batch_size > 0:
-        from ..synth.privhp.pending import PendingCounts
-
-        return PendingCounts(summary, batch_size)
-    return _Direct(summary)
-
-
 def _fit(args: argparse.Namespace) -> int:
     from ..errors import InputError
     from ..io.progress import progress
@@ -672,7 +645,11 @@ def _fit(args: argparse.Namespace) -> int:
     since = 0
     t0 = time.perf_counter()
     bar = progress(reader, enabled=False if args.quiet else None, desc="fit", batched=True)
-    with _counting_threads(reader, fmt), _sink(summary, args.batch_size) as sink:
+    # A PrivHP counts the run per cell and adds it to its state when the run ends and before
+    # each checkpoint (the same state as batch by batch); other summaries take each batch.
+    from ..synth.privhp.pending import PendingCounts
+
+    with _counting_threads(reader, fmt), PendingCounts(summary, args.batch_size) as sink:
         for batch in bar:
             try:
                 sink.add(batch)

@@ -366,8 +366,9 @@ class LevelBank:
         counts = scratch.zeros("cells", 1 << dense)
         kernels.privhp.histogram(codes, np.uint64(self._depth - dense), counts)
         bank_counts = np.empty_like(self._bank)
-        jobs = self._item_jobs(codes, dense, bank_counts)
-        tree_counts, cell_job = self._cell_counts(counts, dense, n, bank_counts)
+        hashing = self._kernel_seeds()
+        jobs = self._item_jobs(codes, dense, bank_counts, hashing)
+        tree_counts, cell_job = self._cell_counts(counts, dense, n, bank_counts, hashing)
         scratch.cleared("cells")  # (the listing put every cell back to zero)
         if cell_job is not None:
             jobs.append(cell_job)
@@ -393,12 +394,12 @@ class LevelBank:
         return seeds, signs, np.uint64(w), np.uint32(33 - w.bit_length() if self._pow2_width else 0)
 
     def _item_jobs(
-        self, codes: np.ndarray, dense: int, bank_counts: np.ndarray
+        self, codes: np.ndarray, dense: int, bank_counts: np.ndarray, hashing: tuple
     ) -> list[Callable[[], None]]:
         """Jobs that hash every item's prefix into ``bank_counts`` at the sketch levels below
-        ``dense`` (deepest first: the biggest jobs first)."""
+        ``dense`` (deepest first: the biggest jobs first); ``hashing``: :meth:`_kernel_seeds`."""
         r, L = self._depth, self._L_c
-        seeds, signs, width, bshift = self._kernel_seeds()
+        seeds, signs, width, bshift = hashing
         jobs: list[Callable[[], None]] = []
         for i in range(len(self._sketches) - 1, dense - L - 1, -1):
             level = L + 1 + i
@@ -407,11 +408,17 @@ class LevelBank:
         return jobs
 
     def _cell_counts(
-        self, counts: np.ndarray, dense: int, rows: int, bank_counts: np.ndarray
+        self,
+        counts: np.ndarray,
+        dense: int,
+        rows: int,
+        bank_counts: np.ndarray,
+        hashing: tuple,
     ) -> tuple[np.ndarray, Callable[[], None] | None]:
         """The counters' increments from ``counts`` (per cell of level ``dense``, from
         ``rows`` rows; left all zero), and the job that writes the per-cell sketch levels'
-        increments into ``bank_counts`` (None when no sketch level is counted per cell)."""
+        increments into ``bank_counts`` (None when no sketch level is counted per cell);
+        ``hashing``: :meth:`_kernel_seeds`."""
         L = self._L_c
         scratch = _scratch()
         size = min(counts.size, rows) + 1
@@ -426,7 +433,7 @@ class LevelBank:
         # The per-cell levels (sketches 0 … n_dense − 1) in one job, which merges the cells
         # into parents in place (split over two threads, both jobs merged every level: more
         # CPU than the second thread saved).
-        seeds, signs, width, bshift = self._kernel_seeds()
+        seeds, signs, width, bshift = hashing
         args = (keys, weights, m, n_dense, seeds, signs, width, bshift, bank_counts)
         return tree_counts, partial(kernels.privhp.hash_levels, *args)
 

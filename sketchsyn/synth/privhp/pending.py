@@ -15,8 +15,9 @@ memory): they live in this object only, are never saved, and the summary's state
 only once flushed. Their memory is fixed by public parameters, as the batch's own working
 arrays are: one int64 per cell of the per-cell level (``2**level`` cells, at most two per
 batch row: 2 MiB for batches of 262,144 rows on a depth-18 plan), plus a copy of the sketch
-bank when its deepest levels are hashed per item. The object is for loops that read the summary only after the run: ``sketchsyn
-fit`` (it flushes before each checkpoint) and :meth:`PrivHP.consume
+bank when its deepest levels are hashed per item. The object is for loops that read the
+summary only after the run: ``sketchsyn fit`` (it flushes before each checkpoint; another
+summary than a PrivHP takes each batch at once) and :meth:`PrivHP.consume
 <sketchsyn.synth.privhp.PrivHP.consume>`. Batches the compiled path does not take (fewer than
 ``MIN_ROWS`` rows, rows outside the box, a privacy unit, the numpy path, another domain) flush
 the run and go through ``update_many`` itself, so the order of the rows is kept.
@@ -50,16 +51,20 @@ __all__ = ["PendingCounts"]
 
 
 class PendingCounts:
-    """Counts ``summary``'s batches per cell (batches of about ``batch_rows`` rows fix the
-    level) and adds them to its state at :meth:`flush` (and when a ``with`` block ends, an
-    exception included: the batches taken were accepted, as ``update_many`` would have kept
-    them). Between flushes the summary does not hold the pending rows: read it only after."""
+    """Counts a PrivHP ``summary``'s batches per cell (batches of about ``batch_rows`` rows fix
+    the level; any other summary takes each batch at once) and adds them to its state at
+    :meth:`flush` (and when a ``with`` block ends, an exception included: the batches taken
+    were accepted, as ``update_many`` would have kept them). Between flushes the summary does
+    not hold the pending rows: read it only after."""
 
     def __init__(self, summary: Any, batch_rows: int) -> None:
         if not isinstance(batch_rows, int) or batch_rows < 1:
             raise ParameterError(f"batch_rows must be a positive int, got {batch_rows!r}")
         self._summary = summary
-        self._dense = summary._kernel_dense(batch_rows)
+        # Any other summary takes each batch as it comes (``add`` is its ``update_many``).
+        self._privhp = type(summary).__name__ == "PrivHP" and summary._unit is None
+        self._dense = summary._kernel_dense(batch_rows) if self._privhp else 0
+        self._hashing = summary._kernel_seeds() if self._privhp else None
         self._cells: np.ndarray | None = None  # per cell of level _dense, allocated on first use
         self._items: np.ndarray | None = None  # the per-item sketch levels' increments
         self.rows = 0  # taken and not yet flushed
@@ -75,15 +80,11 @@ class PendingCounts:
     ) -> None:
         self.flush()
 
-    def _takes(self) -> bool:
-        s = self._summary
-        return type(s).__name__ == "PrivHP" and s._unit is None and kernels.enabled()
-
     def add(self, X: Any) -> None:
         """Count a batch (all or none, as :meth:`PrivHP.update_many`: a batch the run does
         not take goes there, after the run so far is flushed)."""
         s = self._summary
-        if self._takes():
+        if self._privhp and kernels.enabled():
             s._check_open()
             with s._usage.enter("PrivHP"):
                 codes = s._encode_box(X)
@@ -100,7 +101,7 @@ class PendingCounts:
         increments = None
         if dense - s._L_c < len(s._sketches):  # sketch levels below `dense`: per item
             increments = np.zeros_like(s._bank)
-            _run(s._item_jobs(codes, dense, increments), codes.size)
+            _run(s._item_jobs(codes, dense, increments, self._hashing), codes.size)
         kernels.privhp.histogram(codes, np.uint64(s._depth - dense), self._cells)
         if increments is not None:
             if self._items is None:
@@ -118,7 +119,9 @@ class PendingCounts:
         with s._usage.enter("PrivHP"):
             assert self._cells is not None
             bank_counts = np.zeros_like(s._bank) if self._items is None else self._items
-            tree_counts, job = s._cell_counts(self._cells, self._dense, self.rows, bank_counts)
+            tree_counts, job = s._cell_counts(
+                self._cells, self._dense, self.rows, bank_counts, self._hashing
+            )
             if job is not None:  # overwrites the per-cell levels' rows of bank_counts
                 job()
             s._tree += tree_counts
