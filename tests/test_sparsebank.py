@@ -831,3 +831,23 @@ def test_a_level_total_is_noised_when_the_level_closes_and_version_1_blobs_still
     np.testing.assert_array_equal(loaded._base, before + arrays["open"] + z)  # no second draw
     assert not loaded._open_noisy  # the next level waits for its close
     assert header_of(loaded.to_bytes()).version == 2
+
+
+@pytest.mark.parametrize("seed", [3, None])
+def test_a_banks_per_counter_arrays_stay_rows_of_one_block(seed):
+    """The eight per-counter arrays are rows of one allocation, and stay so across time levels
+    (a seeded bank's thresholds, a level's count: written in place), so the bank holds the
+    64 bytes per counter that ``nbytes`` reports and no more."""
+    bank = InhomogeneousSparseBank(4096, 1.0, online_budgets(1.0, 2, 0), rng=seed)
+    block = bank._base.base
+    assert block is not None and block.shape == (8, 4096)
+    cells = np.arange(0, 4096, 7)
+    for until in (50, 400, 3000):  # three updates across several time levels
+        bank.update_events(until, cells[: until // 10], np.linspace(bank.t + 1, until,
+                           until // 10).astype(np.int64))  # fmt: skip
+    bank.query()
+    for key in InhomogeneousSparseBank._ARRAYS:
+        assert getattr(bank, "_" + key).base is block, key
+    assert bank.nbytes == 64 * 4096 + 2 * bank._acc.shape[1] * 8 * bank._rows + 64 + (
+        bank._firsts.nbytes
+    )

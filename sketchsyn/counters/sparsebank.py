@@ -202,16 +202,21 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         self._lazy = src.secure or _LAZY_SEEDED  # first thresholds drawn lazily (_thresholds)
         self._shared = src.secure or _SHARED_SEEDED  # compiled: a uniform per round (_records)
         self._frozen = False
-        m = self._size
-        self._base = np.zeros(m, dtype=np.int64)  # S̃: the closed levels' noisy totals
-        self._open = np.zeros(m, dtype=np.int64)  # the current level's count (its noise: at close)
+        # The eight per-counter arrays are rows of one zeroed block: a large bank is one
+        # allocation, which numpy asks the kernel to back with huge pages (from 4 MiB on
+        # Linux), so touching it first costs a few faults instead of one per 4 KiB page.
+        (
+            self._base,  # S̃: the closed levels' noisy totals
+            self._open,  # the current level's count (its noise: at close)
+            self._n,  # N: the current segment's exact count
+            self._theta,  # the segment's noisy threshold
+            self._pos,  # last step whose check has been drawn
+            self._segs,  # closed segments in this level
+            self._sub,  # the sub-mechanism's latest release
+            self._row,  # tree row of a counter with segments (-1: none)
+        ) = np.zeros((len(self._ARRAYS), self._size), dtype=np.int64)
+        self._row[:] = -1
         self._open_noisy = False  # _open holds its noise too (a loaded version 1 blob)
-        self._n = np.zeros(m, dtype=np.int64)  # N: the current segment's exact count
-        self._theta = np.zeros(m, dtype=np.int64)  # the segment's noisy threshold
-        self._pos = np.zeros(m, dtype=np.int64)  # last step whose check has been drawn
-        self._segs = np.zeros(m, dtype=np.int64)  # closed segments in this level
-        self._sub = np.zeros(m, dtype=np.int64)  # the sub-mechanism's latest release
-        self._row = np.full(m, -1, dtype=np.int64)  # tree row of a counter with segments
         self._acc = np.zeros((0, 1), dtype=np.int64)  # open p-sums (noisy), one row per tree
         self._done = np.zeros((0, 1), dtype=np.int64)  # latest closed p-sum of every level
         self._rows = 0
@@ -259,7 +264,8 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
         """Open level ``lv``: its counts start at 0 (their noise is drawn when it closes,
         :meth:`_add_closed_total`); thresholds come lazily."""
         self._lv = lv
-        self._open = np.zeros(self._size, dtype=np.int64)
+        if not self._clean:  # (a new bank's is still zero)
+            self._open[:] = 0
         self._open_noisy = False
         self._pos[:] = lv.first - 1
         self._ready = False
@@ -290,7 +296,9 @@ class InhomogeneousSparseBank(_InhomogeneousParams, _Counter):
                 self._theta[:] = 0
             self._firsts = ThresholdPool(np.count_nonzero(self._pos == lv.first - 1))
         else:
-            self._theta = lv.t0 + core._draw("laplace", lv.xs, self._size, self._theta_src)
+            # (in place: the block of the bank's arrays keeps its rows)
+            drawn = core._draw("laplace", lv.xs, self._size, self._theta_src)
+            np.add(drawn, lv.t0, out=self._theta)
             self._firsts = ThresholdPool()
         if not clean:
             self._n[:] = 0
