@@ -9,7 +9,9 @@ Each line is the best of 3 calls; the tables a new parameter needs are built on 
 ``--compiled-draws`` (the compiled kernels): CPU nanoseconds per value of seeded
 ``Lap_Z(scale)`` draws of ``n`` values, drawn by the compiled loop that calls the generator
 once a word (``sketchsyn.kernels._noise.lap_draw``) and by the numpy path, side by side (the
-same values either way); the library takes the loop for the sizes where it is cheaper.
+same values either way); the library takes the loop for the sizes where it is cheaper. Then
+the same for private draws (the OS CSPRNG): the compiled loop reading this thread's buffer of
+the CSPRNG's words against the numpy path reading ``os.urandom`` (fresh values either way).
 """
 
 from __future__ import annotations
@@ -55,6 +57,34 @@ def compiled_draws() -> None:
                 cost.append((time.process_time() - t) / calls / n * 1e9)
             print(f"{float(scale):8.2f}{n:11,}{cost[0]:15.1f}{cost[1]:16.1f}")
     noise._COMPILED_DRAWS = chosen
+    private_draws()
+
+
+def private_draws() -> None:
+    """The same table for private draws (the OS CSPRNG): the compiled loop reading this
+    thread's buffer of the CSPRNG's words (``sketchsyn.kernels.oswords``) against the numpy
+    path reading ``os.urandom``; the values differ (fresh words), their law is the same."""
+    from sketchsyn.privacy import noise
+    from sketchsyn.privacy.rng import as_source
+
+    chosen = noise._PRIVATE_DRAWS
+    print(f"\nprivate draws (the OS CSPRNG); the library's choice: the loop for {chosen[0]} <= n "
+          f"< {chosen[1]} values ({chosen[2]} for a wide table)")  # fmt: skip
+    print(f"{'scale':>8}{'n':>11}{'loop ns/value':>15}{'numpy ns/value':>16}")
+    src = as_source(None)
+    for scale in (Fraction(601, 100), Fraction(1443, 100), Fraction(40), Fraction(1000)):
+        for n in (2, 8, 64, 256, 1024, 4096, 65536, 2**20):
+            cost = []
+            for loop in (True, False):
+                noise._PRIVATE_DRAWS = (2, 2**62, 2**62) if loop else (2**62,) * 3
+                noise._laplace_core(scale, n, src)  # tables built
+                calls = max(3, 2**20 // n)
+                t = time.process_time()
+                for _ in range(calls):
+                    noise._laplace_core(scale, n, src)
+                cost.append((time.process_time() - t) / calls / n * 1e9)
+            print(f"{float(scale):8.2f}{n:11,}{cost[0]:15.1f}{cost[1]:16.1f}")
+    noise._PRIVATE_DRAWS = chosen
 
 
 def main() -> None:

@@ -106,6 +106,38 @@ def test_os_csprng_coins_are_eight_a_byte_fair_and_independent(monkeypatch):
     assert abs((s[1:] == s[:-1]).mean() - 0.5) < 5 * 0.5 / np.sqrt(s.size)
 
 
+@pytest.mark.parametrize("scale, n", [(3, 500), (1000, 200)])
+def test_private_draws_of_a_few_hundred_values_read_the_word_buffer(monkeypatch, scale, n):
+    """A private draw of a few hundred values (the OS CSPRNG, the compiled extension) reads
+    this thread's buffer of the CSPRNG's words, not ``os.urandom``; its values fit the exact
+    pmf, and the test tells them from a draw at half the scale (a 2× under-noised path); a
+    wide table's (scale 1000) magnitudes go beyond it and are finished in numpy from the
+    loop's words, with the same law."""
+    from sketchsyn import kernels
+    from sketchsyn.kernels import oswords
+    from sketchsyn.privacy import noise, rng
+
+    if oswords.word_source() is None:
+        pytest.skip(f"no compiled extension with an OS CSPRNG: {kernels.why()}")
+    src = rng.as_source(None)
+    frac = Fraction(scale)
+    noise._laplace_core(frac, n, src)  # the tables built
+    read = []
+    real = rng.os.urandom
+    monkeypatch.setattr(rng.os, "urandom", lambda k: read.append(k) or real(k))
+    taken = oswords.words_taken()
+    z = np.concatenate([noise._laplace_core(frac, n, src) for _ in range(N // n)])
+    monkeypatch.setattr(rng.os, "urandom", real)
+    assert oswords.words_taken() - taken >= z.size  # a word a magnitude, at least
+    if scale == 3:  # a table of 32 magnitudes: no value goes beyond it often enough to read
+        assert sum(read) < 4 * z.size / 100  # os.urandom: only a rare replay's further words
+    assert _chi2_pvalue(z, lambda s: discrete_laplace_pmf(s, scale)) > 1e-4
+    assert _chi2_pvalue(z, lambda s: discrete_laplace_pmf(s, scale / 2)) < 1e-6
+    s = np.sign(z[z != 0])  # the signs are fair and independent
+    assert abs((s > 0).mean() - 0.5) < 5 * 0.5 / np.sqrt(s.size)
+    assert abs((s[1:] == s[:-1]).mean() - 0.5) < 5 * 0.5 / np.sqrt(s.size)
+
+
 def test_seeded_draws_are_reproducible_and_shaped():
     a = discrete_laplace(3.0, (4, 5), rng=11)
     b = discrete_laplace(3.0, (4, 5), rng=11)

@@ -43,6 +43,7 @@ import numpy as np
 
 from .. import kernels
 from ..errors import ParameterError
+from ..kernels import oswords
 from .exactexp import (
     Real,
     ThresholdTable,
@@ -231,10 +232,16 @@ def _laplace_core(scale: Fraction, n: int, src: RandomSource) -> np.ndarray:
             one += _geometric_one_q(den, num, src)
         return np.array([-one if src.bits(1)[0] else one], dtype=np.int64)
     wide = den * m < _TAIL * num  # x·m < 8: magnitudes often beyond the table
-    if _COMPILED_DRAWS[0] <= n < _COMPILED_DRAWS[2 if wide else 1] and kernels.enabled():
-        bits = src.word_source()
-        if bits is not None:  # a seeded source: the same words, drawn in one compiled loop
-            return _laplace_compiled(scale, n, src, bits, wide)
+    if kernels.enabled():
+        if getattr(src, "secure", False):  # the OS CSPRNG: its words from this thread's buffer
+            if _PRIVATE_DRAWS[0] <= n < _PRIVATE_DRAWS[2 if wide else 1]:
+                os_words = oswords.word_source()  # (None without a CSPRNG the loop can call)
+                if os_words is not None:  # the same loop, the law of the numpy path
+                    return _laplace_compiled(scale, n, src, os_words, wide)
+        elif _COMPILED_DRAWS[0] <= n < _COMPILED_DRAWS[2 if wide else 1]:
+            bits = src.word_source()
+            if bits is not None:  # a seeded source: the same words, drawn in one compiled loop
+                return _laplace_compiled(scale, n, src, bits, wide)
     return _laplace_rest(table, m, den, num, src.uint32(n), src)
 
 
@@ -243,6 +250,11 @@ def _laplace_core(scale: Fraction, n: int, src: RandomSource) -> np.ndarray:
 # wide): it calls the generator once a word, which costs less than numpy's calls for a few
 # thousand values, and more beyond (`python benchmarks/bench_noise.py --compiled-draws`).
 _COMPILED_DRAWS = (64, 2048, 512)
+# Private draws (the OS CSPRNG) of at least [0] and fewer than [1] values ([2] for a wide table)
+# take the same loop, reading this thread's buffer of the CSPRNG's words instead of calling
+# os.urandom twice: cheaper for a few hundred values, dearer for thousands
+# (`python benchmarks/bench_noise.py --compiled-draws`, its second table).
+_PRIVATE_DRAWS = (2, 1024, 512)
 #: The exact samplers' tables look a word up by its top bits: ``word >> LOOKUP_SHIFT``
 #: (``ThresholdTable.lookup``), for every table.
 LOOKUP_SHIFT = 32 - ThresholdTable._GUIDE_BITS
@@ -252,8 +264,10 @@ def _laplace_compiled(
     scale: Fraction, n: int, src: RandomSource, bits: Any, geometric: bool
 ) -> np.ndarray:
     """:func:`_laplace_core`'s draws by :func:`sketchsyn.kernels._noise.lap_draw`, which draws
-    the same words from ``src``'s bit generator ``bits`` in the same order; a draw it hands
-    back is finished from its words by :func:`laplace_replay`."""
+    the same words from ``src``'s bit generator ``bits`` in the same order (for the OS CSPRNG,
+    ``bits`` is this thread's buffer of its words, :func:`sketchsyn.kernels.oswords.word_source`);
+    a draw it hands back is finished from its words by :func:`laplace_replay` (its further words
+    from ``src``)."""
     words = np.empty(n + n // 2 + 64, dtype=np.uint32)
     z = np.empty(n, dtype=np.int64)
     scratch = np.empty((4, n // 4 + 64), dtype=np.int64)
