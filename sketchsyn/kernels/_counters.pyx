@@ -58,6 +58,25 @@ cdef inline double _log_stay(double xf, double lq1, int64_t a) noexcept nogil:
     return <double>a * xf - lq1
 
 
+# A shared round's checks take ln(1 − p) at every a = θ − N a counter passes near its
+# threshold, and the counters of one call share ε and so these values: _scan keeps those of
+# 0 ≤ a < _MEMO, each computed once by _log_stay (the same doubles, so the same decisions).
+cdef enum:
+    _MEMO = 4096
+
+
+cdef inline double _stay(double *memo, double xf, double lq1, int64_t a) noexcept nogil:
+    """``_log_stay(xf, lq1, a)``, kept in ``memo`` (``+1``: not computed yet) for small ``a``."""
+    cdef double v
+    if a < 0 or a >= _MEMO:
+        return _log_stay(xf, lq1, a)
+    v = memo[a]
+    if v > 0.0:
+        v = _log_stay(xf, lq1, a)
+        memo[a] = v
+    return v
+
+
 cdef inline void _log_bounds(uint64_t k, double span, double *lo, double *hi) noexcept nogil:
     """``ln`` of the ends of ``U``'s interval ``[k, k + span)·2^-64``, widened by the margin
     of :func:`~sketchsyn.counters.sparse.trip_decisions`."""
@@ -136,7 +155,7 @@ cdef inline double _p_bound(ci64 values, Py_ssize_t e, Py_ssize_t stop, int64_t 
 
 cdef double _sum_before(ci64 cells, ci64 times, ci64 values, ci64 pos, ci64 theta,
                         int64_t count, double xf, double lq1, Py_ssize_t c0, Py_ssize_t e,
-                        bint gap_e) except? -1.0:
+                        bint gap_e, double *memo) except? -1.0:
     """The sum of the ``g·ln(1 − p)`` terms of a shared round's checks before event ``e``'s
     gap (its gap's too with ``gap_e``), added in check order from zero, as
     :func:`sketchsyn.counters.checks._round_sums` adds them; ``count``: ``N`` at ``c0``."""
@@ -150,10 +169,10 @@ cdef double _sum_before(ci64 cells, ci64 times, ci64 values, ci64 pos, ci64 thet
         if j == e and not gap_e:
             break
         if gap > 0:
-            total += <double>gap * _log_stay(xf, lq1, a)
+            total += <double>gap * _stay(memo, xf, lq1, a)
         if j == e:
             break
-        total += _log_stay(xf, lq1, a - values[j])
+        total += _stay(memo, xf, lq1, a - values[j])
         count += values[j]
     return total
 
@@ -168,7 +187,7 @@ ctypedef struct outcome:
 cdef outcome _shared_round(ci64 cells, ci64 times, ci64 values, Py_ssize_t c0, Py_ssize_t end,
                            bint resumed, ci64 forced_gap, ci64 forced_own, int64_t forced_first,
                            uint64_t k, double span, int64_t count, int64_t th, ci64 pos,
-                           ci64 theta, double xf, double lq1) except *:
+                           ci64 theta, double xf, double lq1, double *memo) except *:
     """One counter's round with one shared uniform (first bits ``k``, ``span``): its checks
     in order until the first whose ``ln U`` reaches the running sum of the terms (the
     reference: :func:`sketchsyn.counters.checks.scan` with ``Events.shared``). The running sum
@@ -200,9 +219,9 @@ cdef outcome _shared_round(ci64 cells, ci64 times, ci64 values, Py_ssize_t c0, P
             else:
                 if not summed:
                     base = _sum_before(cells, times, values, pos, theta, n0, xf, lq1, c0, e,
-                                       False)
+                                       False, memo)
                     summed = True
-                l1p = l1p_own if a == a_own else _log_stay(xf, lq1, a)
+                l1p = l1p_own if a == a_own else _stay(memo, xf, lq1, a)
                 if f >= 0:
                     d.g, d.unsure = f, False
                 else:
@@ -220,10 +239,11 @@ cdef outcome _shared_round(ci64 cells, ci64 times, ci64 values, Py_ssize_t c0, P
             d.g, d.unsure = max(f, 0), False
         else:
             if not summed:
-                base = _sum_before(cells, times, values, pos, theta, n0, xf, lq1, c0, e, True)
+                base = _sum_before(cells, times, values, pos, theta, n0, xf, lq1, c0, e, True,
+                                   memo)
                 summed = True
             a_own = a - values[e]
-            l1p_own = _log_stay(xf, lq1, a_own)
+            l1p_own = _stay(memo, xf, lq1, a_own)
             if f >= 0:
                 d.g, d.unsure = f, False
             else:
@@ -254,6 +274,10 @@ cdef Py_ssize_t _scan(ci64 cells, ci64 times, ci64 values, ci64 ends, i64 cursor
     cdef bint stop, left
     cdef decision d
     cdef outcome o
+    cdef double memo[_MEMO]
+    if shared:
+        for i in range(_MEMO):
+            memo[i] = 1.0
     while True:
         stop = False
         for i in range(active.shape[0]):
@@ -272,7 +296,7 @@ cdef Py_ssize_t _scan(ci64 cells, ci64 times, ci64 values, ci64 ends, i64 cursor
             if shared:
                 o = _shared_round(cells, times, values, c0, end, rest[grp], forced_gap,
                                   forced_own, forced_extra[grp], extra[grp], span, count, th,
-                                  pos, theta, xf, lq1)
+                                  pos, theta, xf, lq1, memo)
                 status[i], at[i], step[i], nb[i] = o.status, o.at, o.step, o.nb
                 stop = stop or o.status != _CALM
                 continue
