@@ -1,11 +1,12 @@
 """Each thread's buffer of the operating system's CSPRNG words for the compiled loops.
 
 A private sparse bank's rounds run in one compiled loop that draws its words itself
-(:func:`sketchsyn.kernels._counters.rounds`). Its words come from this thread's
-:class:`~sketchsyn.kernels._words.OSWords`, a buffer of the OS CSPRNG's words (the source of
-:func:`os.urandom`), refilled in blocks. Every word is read once: the buffer is the thread's
-own (two threads' loops never share one), a forked child starts with empty buffers (it must
-not use its parent's words), and a buffer is never saved, pickled or copied.
+(:func:`sketchsyn.kernels._counters.rounds`), and so does the exact Laplace sampler's private
+draw of a few hundred values (:func:`sketchsyn.kernels._noise.lap_draw`). Their words come from
+this thread's :class:`~sketchsyn.kernels._words.OSWords`, a buffer of the OS CSPRNG's words
+(the source of :func:`os.urandom`), refilled in blocks. Every word is read once: the buffer is
+the thread's own (two threads' loops never share one), a forked child starts with empty buffers
+(it must not use its parent's words), and a buffer is never saved, pickled or copied.
 :func:`words_taken` counts the words a thread's loops have read, for accounting.
 
 >>> src = word_source()   # None without the extension or an OS CSPRNG the loops can call
