@@ -32,59 +32,54 @@ def best_of(fn, repeats: int = 3) -> float:
     return min(times)
 
 
-def compiled_draws() -> None:
-    from sketchsyn import kernels
+_SCALES = (Fraction(601, 100), Fraction(1443, 100), Fraction(40), Fraction(1000))
+
+
+def _loop_against_numpy(name: str, loop: tuple, numpy: tuple, sizes: tuple, seed: int | None,
+                        budget: int) -> None:  # fmt: skip
+    """One table: CPU ns a value of ``_laplace_core`` with ``noise.<name>`` set to ``loop``
+    (every size by the compiled loop) and to ``numpy`` (none), ``seed`` its source (None: the
+    OS CSPRNG), about ``budget`` values a cell."""
     from sketchsyn.privacy import noise
     from sketchsyn.privacy.rng import as_source
+
+    chosen = getattr(noise, name)
+    print(f"{'scale':>8}{'n':>11}{'loop ns/value':>15}{'numpy ns/value':>16}")
+    for scale in _SCALES:
+        for n in sizes:
+            cost = []
+            for setting in (loop, numpy):
+                setattr(noise, name, setting)
+                src = as_source(seed)
+                noise._laplace_core(scale, n, src)  # tables built
+                calls = max(3, budget // n)
+                t = time.process_time()
+                for _ in range(calls):
+                    noise._laplace_core(scale, n, src)
+                cost.append((time.process_time() - t) / calls / n * 1e9)
+            print(f"{float(scale):8.2f}{n:11,}{cost[0]:15.1f}{cost[1]:16.1f}")
+    setattr(noise, name, chosen)
+
+
+def compiled_draws() -> None:
+    """Seeded draws, then private draws (the OS CSPRNG: the compiled loop reading this
+    thread's buffer of the CSPRNG's words, ``sketchsyn.kernels.oswords``, against the numpy
+    path reading ``os.urandom``; the values differ, fresh words, their law is the same)."""
+    from sketchsyn import kernels
+    from sketchsyn.privacy import noise
 
     if not kernels.enabled():
         sys.exit(f"needs the compiled kernels: {kernels.why()}")
     chosen = noise._COMPILED_DRAWS
     print(f"the library's choice: the loop for {chosen[0]} <= n < {chosen[1]} values "
           f"({chosen[2]} for a wide table, whose magnitudes often go beyond it)")  # fmt: skip
-    print(f"{'scale':>8}{'n':>11}{'loop ns/value':>15}{'numpy ns/value':>16}")
-    for scale in (Fraction(601, 100), Fraction(1443, 100), Fraction(40), Fraction(1000)):
-        for n in (64, 256, 1024, 2048, 4096, 65536, 2**20):
-            cost = []
-            for sizes in ((1, 2**62, 2**62), (2**62, 2**62, 2**62)):  # every size by the loop; none
-                noise._COMPILED_DRAWS = sizes
-                src = as_source(1)
-                noise._laplace_core(scale, n, src)  # tables built
-                calls = max(3, 2**21 // n)
-                t = time.process_time()
-                for _ in range(calls):
-                    noise._laplace_core(scale, n, src)
-                cost.append((time.process_time() - t) / calls / n * 1e9)
-            print(f"{float(scale):8.2f}{n:11,}{cost[0]:15.1f}{cost[1]:16.1f}")
-    noise._COMPILED_DRAWS = chosen
-    private_draws()
-
-
-def private_draws() -> None:
-    """The same table for private draws (the OS CSPRNG): the compiled loop reading this
-    thread's buffer of the CSPRNG's words (``sketchsyn.kernels.oswords``) against the numpy
-    path reading ``os.urandom``; the values differ (fresh words), their law is the same."""
-    from sketchsyn.privacy import noise
-    from sketchsyn.privacy.rng import as_source
-
+    _loop_against_numpy("_COMPILED_DRAWS", (1, 2**62, 2**62), (2**62,) * 3,
+                        (64, 256, 1024, 2048, 4096, 65536, 2**20), 1, 2**21)  # fmt: skip
     chosen = noise._PRIVATE_DRAWS
     print(f"\nprivate draws (the OS CSPRNG); the library's choice: the loop for {chosen[0]} <= n "
           f"< {chosen[1]} values ({chosen[2]} for a wide table)")  # fmt: skip
-    print(f"{'scale':>8}{'n':>11}{'loop ns/value':>15}{'numpy ns/value':>16}")
-    src = as_source(None)
-    for scale in (Fraction(601, 100), Fraction(1443, 100), Fraction(40), Fraction(1000)):
-        for n in (2, 8, 64, 256, 1024, 4096, 65536, 2**20):
-            cost = []
-            for loop in (True, False):
-                noise._PRIVATE_DRAWS = (2, 2**62, 2**62) if loop else (2**62,) * 3
-                noise._laplace_core(scale, n, src)  # tables built
-                calls = max(3, 2**20 // n)
-                t = time.process_time()
-                for _ in range(calls):
-                    noise._laplace_core(scale, n, src)
-                cost.append((time.process_time() - t) / calls / n * 1e9)
-            print(f"{float(scale):8.2f}{n:11,}{cost[0]:15.1f}{cost[1]:16.1f}")
-    noise._PRIVATE_DRAWS = chosen
+    _loop_against_numpy("_PRIVATE_DRAWS", (2, 2**62, 2**62), (2**62,) * 3,
+                        (2, 8, 64, 256, 1024, 4096, 65536, 2**20), None, 2**20)  # fmt: skip
 
 
 def main() -> None:
