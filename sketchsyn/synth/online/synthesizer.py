@@ -444,53 +444,17 @@ class OnlineSynthesizer(Summary):
             self._n_dropped += int(dropped)
 
     def _advance(self, codes: np.ndarray) -> None:
-        """Every level's records of the batch in one call of its bank (``O(r)`` calls a batch,
-        not one per level and time level crossed).
-
-        A bank splits the records at its own time levels, which are the partition's (``t_r``),
-        so it makes the same draws in the same order as when it took the records time level by
-        time level. A level that starts inside the batch counts from its start (``d ≥ 2``);
-        for ``d = 1`` it also takes the history before it, from ``t_0`` on (Algorithm 3's first
-        time level), in the same call."""
-        n = codes.size
-        if n == 0:
-            return
-        if self._bank_class is None and kernels.enabled():
-            self._advance_sorted(codes)
-            return
-        t0 = self._t
-        end = t0 + n
-        r = self._depth_at(end)
-        times = np.arange(t0 + 1, end + 1, dtype=np.int64)
-        made = self._made
-        if self._d == 1:
-            first = self._starts[0]
-            # The records a new level replays: the history from t_0 on, then the batch's.
-            k = max(first - t0 - 1, 0)  # the batch's steps before t_0 reach no counter
-            past = self._history[first - 1 : self._n_history]
-            replay = np.concatenate((past, codes[k:]))
-            replay_times = np.arange(end - replay.size + 1, end + 1, dtype=np.int64)
-        for j in range(1, r + 1):
-            shift = _U64(self._H - j)
-            if self._d == 1 and j > made:
-                self._touch(j, end, replay_times, replay >> shift)
-            elif self._d == 1 or j <= made:
-                self._touch(j, end, times, codes >> shift)
-            else:  # level j starts at step t_j > t0 inside the batch
-                i = self._starts[j] - t0 - 1
-                self._touch(j, end, times[i:], codes[i:] >> shift)
-        self._made = max(made, r)
-        self._t = end
-        if self._d == 1:
-            self._append_history(codes)
-        self._release = None
-
-    def _advance_sorted(self, codes: np.ndarray) -> None:
-        """:meth:`_advance` by the compiled kernels, time level by time level: level ``j``'s
-        records sorted by (cell, step) are level ``j − 1``'s, each cell's split in two
+        """The batch time level by time level (the levels that start inside it are started
+        first, :meth:`_start_levels`): each level ``j``'s bank takes the time level's records
+        in one call. With the compiled kernels (and the default banks), level ``j``'s records
+        sorted by (cell, step) are level ``j − 1``'s, each cell's split in two
         (:func:`sketchsyn.kernels._partition.by_next_bit`: sequential passes, no sort by cell
-        in the banks); each bank takes them in the order its sort by cell would give them, so
-        its draws are the same."""
+        in the banks), and each bank takes them in the order its own sort by cell would give
+        them; otherwise each bank takes them in step order (:meth:`_touch`). The draws are the
+        same either way."""
+        if codes.size == 0:
+            return
+        compiled = self._bank_class is None and kernels.enabled()
         t0 = self._t
         cur, end_all = t0 + 1, t0 + codes.size
         while cur <= end_all:
@@ -500,6 +464,9 @@ class OnlineSynthesizer(Summary):
             seg = codes[cur - t0 - 1 : end - t0]
             now, times = seg, np.arange(cur, end + 1, dtype=np.int64)
             for j in range(1, r + 1):
+                if not compiled:
+                    self._touch(j, end, times, seg >> _U64(self._H - j))
+                    continue
                 out = np.empty_like(now), np.empty_like(times), np.empty(now.size, np.int64)
                 kernels.partition.by_next_bit(now, times, self._H - j, *out)
                 now, times, cells = out
